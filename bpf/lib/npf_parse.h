@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Packet parsing for npf_xdp: Ethernet, one VLAN tag, IPv4/IPv6, UDP.
+ * Every access is bounds-checked; a parse failure names the npf_stat
+ * outcome it counts as. */
+#ifndef NPF_BPF_PARSE_H
+#define NPF_BPF_PARSE_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+#include "npf/abi.h"
+
+#ifndef ETH_P_8021AD
+#define ETH_P_8021AD 0x88A8
+#endif
+#define NPF_IP_MF 0x2000
+#define NPF_IP_OFFMASK 0x1fff
+
+/* What the parser learned about a UDP datagram. */
+struct npf_pkt {
+	struct npf_flow_key key; /* destination address + port */
+	__u32 payload_off;       /* from the start of the packet */
+	__u32 payload_len;       /* UDP length - 8 */
+};
+
+struct vlan_hdr_ {
+	__be16 tci;
+	__be16 proto;
+};
+
+static __always_inline int npf_is_ipv6_ext(__u8 nexthdr)
+{
+	switch (nexthdr) {
+	case IPPROTO_HOPOPTS:
+	case IPPROTO_ROUTING:
+	case IPPROTO_DSTOPTS:
+	case IPPROTO_AH:
+	case IPPROTO_ESP:
+	case 135: /* mobility */
+	case 139: /* HIP */
+	case 140: /* shim6 */
+		return 1;
+	}
+	return 0;
+}
+
+/* Returns -1 when the packet is a UDP datagram described in *pkt, else the
+ * npf_stat (PASS_*) outcome to count. */
+static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt *pkt)
+{
+	struct ethhdr *eth = data;
+	__u32 off = sizeof(*eth);
+	__u16 proto;
+	__u32 l4_room; /* bytes the IP header says follow it */
+
+	if ((void *)(eth + 1) > data_end)
+		return NPF_STAT_PASS_MALFORMED;
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
+		struct vlan_hdr_ *vh = data + off;
+
+		if ((void *)(vh + 1) > data_end)
+			return NPF_STAT_PASS_MALFORMED;
+		proto = vh->proto;
+		off += sizeof(*vh);
+	}
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + off;
+		__u32 ihl, tot;
+
+		if ((void *)(ip + 1) > data_end)
+			return NPF_STAT_PASS_MALFORMED;
+		ihl = ip->ihl * 4;
+		tot = bpf_ntohs(ip->tot_len);
+		if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl ||
+		    data + off + tot > data_end)
+			return NPF_STAT_PASS_MALFORMED;
+		if (ip->frag_off & bpf_htons(NPF_IP_MF | NPF_IP_OFFMASK))
+			return NPF_STAT_PASS_FRAGMENT;
+		if (ip->protocol != IPPROTO_UDP)
+			return NPF_STAT_PASS_NOT_UDP;
+		pkt->key.family = NPF_FAMILY_IPV4;
+		__builtin_memcpy(pkt->key.addr, &ip->daddr, 4);
+		off += ihl;
+		l4_room = tot - ihl;
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = data + off;
+		__u32 plen;
+
+		if ((void *)(ip6 + 1) > data_end)
+			return NPF_STAT_PASS_MALFORMED;
+		plen = bpf_ntohs(ip6->payload_len);
+		if (ip6->version != 6 || data + off + sizeof(*ip6) + plen > data_end)
+			return NPF_STAT_PASS_MALFORMED;
+		if (ip6->nexthdr == IPPROTO_FRAGMENT)
+			return NPF_STAT_PASS_FRAGMENT;
+		if (npf_is_ipv6_ext(ip6->nexthdr))
+			return NPF_STAT_PASS_IPV6_EXT;
+		if (ip6->nexthdr != IPPROTO_UDP)
+			return NPF_STAT_PASS_NOT_UDP;
+		pkt->key.family = NPF_FAMILY_IPV6;
+		__builtin_memcpy(pkt->key.addr, &ip6->daddr, 16);
+		off += sizeof(*ip6);
+		l4_room = plen;
+	} else {
+		return NPF_STAT_PASS_NOT_IP;
+	}
+
+	/* off <= 14 + 4 + 60: keep the verifier's view of it bounded */
+	if (off > 128)
+		return NPF_STAT_PASS_MALFORMED;
+	struct udphdr *udp = data + off;
+	__u32 ulen;
+
+	if ((void *)(udp + 1) > data_end)
+		return NPF_STAT_PASS_MALFORMED;
+	ulen = bpf_ntohs(udp->len);
+	if (ulen < sizeof(*udp) || ulen > l4_room)
+		return NPF_STAT_PASS_MALFORMED;
+	pkt->key.port = udp->dest;
+	pkt->payload_off = off + sizeof(*udp);
+	pkt->payload_len = ulen - sizeof(*udp);
+	return -1;
+}
+
+#endif /* NPF_BPF_PARSE_H */

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * npf_xdp: steers the UDP datagrams of npf flows into AF_XDP sockets.
+ *
+ * A datagram of a flow claims the flow's next posted buffer (its seq), and
+ * goes to the queue's primary socket when every destination page is
+ * resident, else to the backup socket. Everything that is not a flow
+ * datagram passes to the kernel untouched. See ../shared/DESIGN.md.
+ */
+#include "lib/npf_maps.h"
+#include "lib/npf_parse.h"
+
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+
+static __always_inline void npf_count(__u32 stat)
+{
+	__u64 *v = bpf_map_lookup_elem(&npf_stats, &stat);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline int npf_out(__u32 stat, int verdict)
+{
+	npf_count(stat);
+	return verdict;
+}
+
+static __always_inline struct npf_flow *npf_flow_lookup(struct npf_flow_key *key)
+{
+	struct npf_flow *f = bpf_map_lookup_elem(&npf_flows, key);
+
+	if (f)
+		return f;
+	__builtin_memset(key->addr, 0, sizeof(key->addr));
+	key->family = NPF_FAMILY_ANY;
+	return bpf_map_lookup_elem(&npf_flows, key);
+}
+
+/* 1 if every page of [off, off + len) is resident. The caller has checked
+ * that the range lies inside the region. */
+static __always_inline int npf_resident_range(__u64 off, __u32 len)
+{
+	__u64 first, last;
+
+	if (len == 0)
+		return 1;
+	first = off >> NPF_PAGE_SHIFT;
+	last = (off + len - 1) >> NPF_PAGE_SHIFT;
+	for (__u32 i = 0; i < NPF_MAX_PKT_PAGES; i++) {
+		__u64 page = first + i;
+		__u32 word;
+		__u64 *bits;
+
+		if (page > last)
+			break;
+		word = page >> 6;
+		bits = bpf_map_lookup_elem(&npf_resident, &word);
+		if (!bits || !(READ_ONCE(*bits) & (1ull << (page & 63))))
+			return 0;
+	}
+	return 1;
+}
+
+SEC("xdp")
+int npf_xdp(struct xdp_md *ctx)
+{
+	struct npf_pkt pkt = {};
+	struct npf_flow *flow;
+	struct npf_cursor *cur;
+	struct npf_meta *meta;
+	__u32 fid, queue, slot, copy_len = 0, i;
+	__u64 seq = 0, offset = 0;
+	__u8 flags = 0;
+	void *data, *data_end;
+	int rc;
+
+	npf_count(NPF_STAT_RX_TOTAL);
+	rc = npf_parse((void *)(long)ctx->data, (void *)(long)ctx->data_end, &pkt);
+	if (rc >= 0)
+		return npf_out(rc, XDP_PASS);
+
+	flow = npf_flow_lookup(&pkt.key);
+	if (!flow)
+		return npf_out(NPF_STAT_PASS_NO_FLOW, XDP_PASS);
+	fid = flow->id;
+	if (fid >= NPF_MAX_FLOWS)
+		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+	if (pkt.payload_len > NPF_MAX_PAYLOAD)
+		return npf_out(NPF_STAT_PASS_TOO_BIG, XDP_PASS);
+	queue = ctx->rx_queue_index;
+	if (queue >= NPF_MAX_QUEUES)
+		return npf_out(NPF_STAT_PASS_BAD_QUEUE, XDP_PASS);
+
+	/* Fail open before anything is claimed: both sockets of the queue must be bound. */
+	slot = NPF_XSK_PRIMARY(queue);
+	if (!bpf_map_lookup_elem(&npf_xsks, &slot))
+		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
+	slot = NPF_XSK_BACKUP(queue);
+	if (!bpf_map_lookup_elem(&npf_xsks, &slot))
+		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct npf_meta)))
+		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
+
+	cur = bpf_map_lookup_elem(&npf_cursors, &fid);
+	if (!cur)
+		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+
+	/*
+	 * Claim the next posted buffer. Everything that decides where the packet
+	 * goes is computed from the slot at cons before the CAS commits it, so a
+	 * lost race just recomputes from the new cons; a won CAS is final.
+	 * prod is read before the slot: the application fills the slot, then
+	 * publishes prod.
+	 */
+	for (i = 0; i < NPF_CAS_RETRIES; i++) {
+		__u64 cons = READ_ONCE(cur->cons);
+		__u64 prod = READ_ONCE(cur->prod);
+		__u64 region = npf_region_pages << NPF_PAGE_SHIFT;
+		__u32 key, len;
+		struct npf_post *post;
+		int bad;
+
+		if ((__s64)(prod - cons) <= 0)
+			return npf_out(NPF_STAT_DROP_RNR, XDP_DROP);
+		key = fid * NPF_POST_RING_SIZE + (__u32)(cons & (NPF_POST_RING_SIZE - 1));
+		post = bpf_map_lookup_elem(&npf_posts, &key);
+		if (!post)
+			return npf_out(NPF_STAT_DROP_BAD_DESC, XDP_DROP);
+		offset = READ_ONCE(post->offset);
+		len = READ_ONCE(post->len);
+		/* A bad slot is consumed too, or it would stall the flow forever;
+		 * the service completes its seq as LOST. So is a cursor pair
+		 * further apart than the ring (the application overwrote slots). */
+		bad = prod - cons > NPF_POST_RING_SIZE || len > region ||
+		      offset > region - len;
+		copy_len = pkt.payload_len < len ? pkt.payload_len : len;
+		flags = copy_len < pkt.payload_len ? NPF_META_F_TRUNCATED : 0;
+		if (!bad && !npf_resident_range(offset, copy_len))
+			flags |= NPF_META_F_BACKUP;
+		if (__sync_val_compare_and_swap(&cur->cons, cons, cons + 1) != cons)
+			continue;
+		if (bad)
+			return npf_out(NPF_STAT_DROP_BAD_DESC, XDP_DROP);
+		seq = cons;
+		break;
+	}
+	if (i == NPF_CAS_RETRIES)
+		return npf_out(NPF_STAT_DROP_CONTENDED, XDP_DROP);
+
+	data = (void *)(long)ctx->data;
+	data_end = (void *)(long)ctx->data_end;
+	(void)data_end;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data) /* cannot happen after adjust_meta; the verifier wants it */
+		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
+	meta->magic = NPF_META_MAGIC;
+	meta->version = NPF_META_VERSION;
+	meta->flags = flags;
+	meta->flow = fid;
+	meta->payload_off = pkt.payload_off;
+	meta->seq = (__u32)seq;
+	meta->len = copy_len;
+	meta->offset = offset;
+	meta->tstamp = bpf_ktime_get_ns();
+	if (flags & NPF_META_F_TRUNCATED)
+		npf_count(NPF_STAT_TRUNCATED);
+
+	slot = (flags & NPF_META_F_BACKUP) ? NPF_XSK_BACKUP(queue) : NPF_XSK_PRIMARY(queue);
+	if (bpf_redirect_map(&npf_xsks, slot, XDP_PASS) != XDP_REDIRECT)
+		return npf_out(NPF_STAT_REDIR_FAIL, XDP_PASS);
+	return npf_out((flags & NPF_META_F_BACKUP) ? NPF_STAT_REDIR_BACKUP : NPF_STAT_REDIR_PRIMARY,
+		       XDP_REDIRECT);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

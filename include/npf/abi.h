@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * npf ABI: the one definition of everything shared by the XDP program
+ * (bpf/npf_xdp.bpf.c) and userspace (libnpf, npfctl, npfd, tests).
+ *
+ * Fixed-width types, explicit padding, no pointers. The C++ side checks
+ * every size with static_assert at the bottom of this file.
+ */
+#ifndef NPF_ABI_H
+#define NPF_ABI_H
+
+#include <linux/types.h>
+
+#define NPF_ABI_VERSION 1
+
+/* ---- limits --------------------------------------------------------- */
+
+/* Flows a program instance can serve (flow ids are 0 .. NPF_MAX_FLOWS-1). */
+#define NPF_MAX_FLOWS 32
+/* RX queues a program instance can serve (AF_XDP socket pairs). */
+#define NPF_MAX_QUEUES 64
+/* Posted receive buffers per flow; a power of two. */
+#define NPF_POST_RING_SIZE 4096
+/* Residency granule: one bit of the resident bitmap per 4 KiB page. */
+#define NPF_PAGE_SHIFT 12
+#define NPF_PAGE_SIZE (1u << NPF_PAGE_SHIFT)
+/* Largest datagram payload the fast path steers (IPv4/IPv6 jumbo frames
+ * fit; larger payloads cannot arrive in one XDP buffer without frags). */
+#define NPF_MAX_PAYLOAD 9216
+/* Pages one payload can touch: NPF_MAX_PAYLOAD spread over page borders. */
+#define NPF_MAX_PKT_PAGES ((NPF_MAX_PAYLOAD + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE + 1)
+/* CAS attempts on a contended flow cursor before the packet is dropped
+ * (counted NPF_STAT_DROP_CONTENDED). */
+#define NPF_CAS_RETRIES 8
+/* Default region size the program is loaded for (1 GiB). */
+#define NPF_DEFAULT_REGION_PAGES (1ull << 18)
+
+/* ---- map names (pin names under /sys/fs/bpf/npf/<ifname>/) ---------- */
+
+#define NPF_PIN_ROOT "/sys/fs/bpf/npf"
+#define NPF_PROG_NAME "npf_xdp"
+
+/* ---- per-packet metadata -------------------------------------------- */
+
+#define NPF_META_MAGIC 0x4e50 /* "NP" */
+#define NPF_META_VERSION 1
+
+/* npf_meta.flags */
+#define NPF_META_F_BACKUP    0x01 /* destination not resident: fault path */
+#define NPF_META_F_TRUNCATED 0x02 /* payload longer than the posted buffer */
+
+/* Written by XDP in front of every steered frame (bpf_xdp_adjust_meta);
+ * in the AF_XDP frame it sits in the 32 bytes just before the packet. */
+struct npf_meta {
+	__u16 magic;       /* NPF_META_MAGIC */
+	__u8 version;      /* NPF_META_VERSION */
+	__u8 flags;        /* NPF_META_F_* */
+	__u16 flow;        /* flow id */
+	__u16 payload_off; /* UDP payload offset from the start of the packet */
+	__u32 seq;         /* per-flow sequence = index of the consumed post */
+	__u32 len;         /* bytes to place: min(payload, posted buffer) */
+	__u64 offset;      /* destination offset in the region */
+	__u64 tstamp;      /* bpf_ktime_get_ns() when XDP steered the packet */
+};
+
+/* ---- flows ---------------------------------------------------------- */
+
+/* npf_flow_key.family: 0 matches any destination address. */
+#define NPF_FAMILY_ANY  0
+#define NPF_FAMILY_IPV4 4
+#define NPF_FAMILY_IPV6 6
+
+/* Key of npf_flows: UDP destination port, optionally with the address
+ * (IPv4 in addr[0..3], rest zero). Lookup tries the exact address first,
+ * then the wildcard {family 0, addr 0}. */
+struct npf_flow_key {
+	__u8 addr[16];
+	__u16 port; /* network byte order */
+	__u8 family;
+	__u8 pad;
+};
+
+/* Value of npf_flows. */
+struct npf_flow {
+	__u32 id; /* index into posts/cursors, < NPF_MAX_FLOWS */
+	__u32 flags; /* reserved, 0 */
+};
+
+/* ---- post ring ------------------------------------------------------ */
+
+/* A posted receive buffer: [offset, offset + len) in the region.
+ * Slot of seq s in flow f: f * NPF_POST_RING_SIZE + (s & (NPF_POST_RING_SIZE - 1)). */
+struct npf_post {
+	__u64 offset;
+	__u32 len;
+	__u32 pad;
+};
+
+/* Producer/consumer cursors of one flow's post ring, each on its own cache
+ * line. The application writes the slot, then publishes prod (release);
+ * XDP reads prod (acquire), then the slot, and claims it by CAS on cons.
+ * cons is the next seq; cons <= prod always; prod - cons <= ring size. */
+struct npf_cursor {
+	__u64 prod;
+	__u64 pad0[7];
+	__u64 cons;
+	__u64 pad1[7];
+};
+
+/* ---- sockets -------------------------------------------------------- */
+
+/* npf_xsks slot of a queue's primary and backup AF_XDP sockets. */
+#define NPF_XSK_PRIMARY(q) ((q) * 2)
+#define NPF_XSK_BACKUP(q)  ((q) * 2 + 1)
+
+/* ---- counters (npf_stats, per CPU) ---------------------------------- */
+
+/* Every packet the program sees lands in exactly one outcome counter, so
+ * RX_TOTAL == sum of all outcomes. NPF_STAT_TRUNCATED is extra, not an
+ * outcome. Keep npf_stat_names (userspace) in the same order. */
+enum npf_stat {
+	NPF_STAT_RX_TOTAL = 0,
+	/* outcomes: XDP_PASS, packet untouched */
+	NPF_STAT_PASS_NOT_IP,       /* not IPv4/IPv6 (ARP, LLDP, ...) */
+	NPF_STAT_PASS_NOT_UDP,      /* IP but not UDP (ICMP, TCP, ...) */
+	NPF_STAT_PASS_FRAGMENT,     /* IPv4 fragment / IPv6 fragment header */
+	NPF_STAT_PASS_IPV6_EXT,     /* IPv6 extension headers */
+	NPF_STAT_PASS_MALFORMED,    /* truncated or inconsistent headers */
+	NPF_STAT_PASS_NO_FLOW,      /* UDP to a port that is not a flow */
+	NPF_STAT_PASS_BAD_FLOW,     /* flow entry with an id out of range */
+	NPF_STAT_PASS_BAD_QUEUE,    /* rx queue >= NPF_MAX_QUEUES */
+	NPF_STAT_PASS_NO_SOCKET,    /* no socket bound: fail open, nothing consumed */
+	NPF_STAT_PASS_TOO_BIG,      /* payload > NPF_MAX_PAYLOAD */
+	NPF_STAT_PASS_META_FAIL,    /* bpf_xdp_adjust_meta refused */
+	/* outcomes: XDP_DROP, a flow packet that cannot be placed */
+	NPF_STAT_DROP_RNR,          /* no posted buffer */
+	NPF_STAT_DROP_BAD_DESC,     /* posted buffer outside the region */
+	NPF_STAT_DROP_CONTENDED,    /* cursor CAS lost NPF_CAS_RETRIES times */
+	/* outcomes: XDP_REDIRECT */
+	NPF_STAT_REDIR_PRIMARY,     /* all destination pages resident */
+	NPF_STAT_REDIR_BACKUP,      /* a destination page not resident */
+	NPF_STAT_REDIR_FAIL,        /* socket vanished after the buffer was claimed */
+	/* not an outcome */
+	NPF_STAT_TRUNCATED,         /* payload longer than the buffer */
+	NPF_STAT_MAX
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");
+static_assert(sizeof(struct npf_flow_key) == 20);
+static_assert(sizeof(struct npf_flow) == 8);
+static_assert(sizeof(struct npf_post) == 16);
+static_assert(sizeof(struct npf_cursor) == 128);
+static_assert((NPF_POST_RING_SIZE & (NPF_POST_RING_SIZE - 1)) == 0);
+#endif
+
+#endif /* NPF_ABI_H */

@@ -1,0 +1,102 @@
+#include "sys/log.h"
+
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace npf::log {
+namespace {
+
+std::atomic<int> g_level{static_cast<int>(Level::Info)};
+std::mutex g_out;
+
+const char* tag(Level l)
+{
+    switch (l) {
+    case Level::Error: return "error";
+    case Level::Warn: return "warning";
+    case Level::Info: return "info";
+    case Level::Debug: return "debug";
+    case Level::Trace: return "trace";
+    }
+    return "?";
+}
+
+void vwrite(Level l, const char* fmt, va_list ap)
+{
+    char buf[1024];
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    if (n < 0)
+        return;
+    size_t len = static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf) - 1;
+    while (len > 0 && buf[len - 1] == '\n')
+        buf[--len] = '\0';
+    std::lock_guard<std::mutex> lock(g_out);
+    fprintf(stderr, "npf: %s: %s\n", tag(l), buf);
+}
+
+int libbpfPrint(enum libbpf_print_level lvl, const char* fmt, va_list ap)
+{
+    Level l = lvl == LIBBPF_WARN ? Level::Warn : lvl == LIBBPF_INFO ? Level::Debug : Level::Trace;
+    if (static_cast<int>(l) <= g_level.load(std::memory_order_relaxed))
+        vwrite(l, fmt, ap);
+    return 0;
+}
+
+int libxdpPrint(enum libxdp_print_level lvl, const char* fmt, va_list ap)
+{
+    Level l = lvl == LIBXDP_WARN ? Level::Warn : lvl == LIBXDP_INFO ? Level::Debug : Level::Trace;
+    if (static_cast<int>(l) <= g_level.load(std::memory_order_relaxed))
+        vwrite(l, fmt, ap);
+    return 0;
+}
+
+} // namespace
+
+void setLevel(Level l) noexcept { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
+
+Level level() noexcept { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
+
+void setVerbosity(int v, Level base) noexcept
+{
+    int l = static_cast<int>(base) + v;
+    if (l > static_cast<int>(Level::Trace))
+        l = static_cast<int>(Level::Trace);
+    setLevel(static_cast<Level>(l));
+}
+
+void routeLibbpf() noexcept
+{
+    libbpf_set_print(libbpfPrint);
+    libxdp_set_print(libxdpPrint);
+}
+
+void write(Level l, const char* fmt, ...) noexcept
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vwrite(l, fmt, ap);
+    va_end(ap);
+}
+
+bool RateLimit::allow(uint64_t* suppressed) noexcept
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    int64_t now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    int64_t start = windowStart_.load(std::memory_order_relaxed);
+    if (now - start >= periodNs_ && windowStart_.compare_exchange_strong(start, now)) {
+        used_.store(0, std::memory_order_relaxed);
+        *suppressed = dropped_.exchange(0, std::memory_order_relaxed);
+    }
+    if (used_.fetch_add(1, std::memory_order_relaxed) < burst_)
+        return true;
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+}
+
+} // namespace npf::log
