@@ -34,6 +34,8 @@
 #define NPF_CAS_RETRIES 8
 /* Default region size the program is loaded for (1 GiB). */
 #define NPF_DEFAULT_REGION_PAGES (1ull << 18)
+/* Largest region (1 TiB; its bitmap is 32 MiB). */
+#define NPF_MAX_REGION_PAGES (1ull << 28)
 
 /* ---- map names (pin names under /sys/fs/bpf/npf/<ifname>/) ---------- */
 
