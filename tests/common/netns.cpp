@@ -80,7 +80,8 @@ NetnsGuard::~NetnsGuard()
 namespace {
 std::string macOf(const Netns& ns, const std::string& ifname)
 {
-    std::string mac = shOut(ns.exec() + "cat /sys/class/net/" + ifname + "/address");
+    // /sys shows the mounter's namespace under nsenter: ask ip instead.
+    std::string mac = shOut(ns.exec() + "ip -br link show dev " + ifname + " | awk '{print $3}'");
     while (!mac.empty() && (mac.back() == '\n' || mac.back() == ' '))
         mac.pop_back();
     return mac;
