@@ -147,12 +147,44 @@ enum npf_stat {
 	NPF_STAT_MAX
 };
 
+/* ---- completions (service -> application, shared memory) ----------- */
+
+/* npf_completion.status */
+#define NPF_CS_OK        0 /* every byte of the datagram is in place */
+#define NPF_CS_TRUNCATED 1 /* the first len bytes are in place; the datagram was longer */
+#define NPF_CS_LOST      2 /* no datagram arrived for this seq within reorder_timeout */
+
+/* npf_completion.flags */
+#define NPF_CF_FAULT 0x1 /* took the fault (backup) path */
+
+/* One completion of a flow's posted buffer, published strictly in seq order. */
+struct npf_completion {
+	__u64 seq;    /* 64-bit per-flow sequence (post index) */
+	__u64 offset; /* the posted buffer's offset in the region */
+	__u32 len;    /* bytes placed (0 when LOST) */
+	__u16 status; /* NPF_CS_* */
+	__u16 flags;  /* NPF_CF_* */
+};
+
+/* Header of a completion ring in shared memory, followed by `size` entries.
+ * Single producer (service), single consumer (application). */
+struct npf_completion_ring {
+	__u64 prod;      /* written by the producer (release) */
+	__u64 pad0[7];
+	__u64 cons;      /* written by the consumer (release) */
+	__u64 pad1[7];
+	__u32 size;      /* entries, a power of two */
+	__u32 pad2[15];
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");
 static_assert(sizeof(struct npf_flow_key) == 20);
 static_assert(sizeof(struct npf_flow) == 8);
 static_assert(sizeof(struct npf_post) == 16);
 static_assert(sizeof(struct npf_cursor) == 128);
+static_assert(sizeof(struct npf_completion) == 24);
+static_assert(sizeof(struct npf_completion_ring) == 192);
 static_assert((NPF_POST_RING_SIZE & (NPF_POST_RING_SIZE - 1)) == 0);
 #endif
 
