@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian packages npf needs to build, test and run (idempotent).
+# Usage: scripts/deps.sh        (as root; does nothing when all are present)
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config git
+  clang llvm libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev googletest libgtest-dev liburing-dev
+  iproute2 ethtool iputils-ping netcat-openbsd socat tcpdump util-linux gnuplot-nox
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]}; run as root to install them" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${missing[@]}"
