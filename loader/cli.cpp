@@ -1,0 +1,99 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <ostream>
+
+#include "exit_codes.h"
+
+#ifndef NPF_VERSION
+#define NPF_VERSION "unknown"
+#endif
+
+namespace npf::cli {
+namespace {
+
+void addIface(CLI::App* sub, Options& opt, bool required = true)
+{
+    auto* o = sub->add_option("IFACE", opt.ifname, "network interface (in this network namespace)");
+    if (required)
+        o->required();
+}
+
+void setup(CLI::App& app, Options& opt)
+{
+    app.require_subcommand(1);
+    app.fallthrough(); // -v is accepted after the subcommand too
+    app.set_version_flag("--version", std::string("npfctl ") + NPF_VERSION + " (npf ABI " +
+                                          std::to_string(NPF_ABI_VERSION) + ")");
+    app.add_flag("-v,--verbose", opt.verbose, "more output; repeat for libbpf/libxdp debug (-vv)");
+
+    auto* attach = app.add_subcommand("attach", "load npf_xdp, pin its maps and attach it to IFACE");
+    addIface(attach, opt);
+    attach->add_option("--mode", opt.mode, "XDP mode (default native)")
+        ->check(CLI::IsMember({"native", "skb"}));
+    attach->add_option("--queues", opt.queues, "RX queues with socket slots (default: IFACE's RX queue count)")
+        ->check(CLI::Range(1u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
+    attach->add_option("--region-pages", opt.regionPages, "region size the program is loaded for, in 4 KiB pages")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{NPF_MAX_REGION_PAGES}));
+    attach->add_flag("--force", opt.force, "replace a foreign XDP program");
+    attach->callback([&] { opt.cmd = Command::Attach; });
+
+    auto* detach = app.add_subcommand("detach", "detach npf from IFACE and remove its pins (idempotent)");
+    addIface(detach, opt);
+    detach->add_flag("--force", opt.force,
+                     "also remove foreign XDP programs, and pins of an interface that is gone");
+    detach->callback([&] { opt.cmd = Command::Detach; });
+
+    auto* status = app.add_subcommand("status", "npf instances: IFACE, or all in this network namespace");
+    addIface(status, opt, false);
+    status->add_flag("--json", opt.json, "JSON output");
+    status->callback([&] { opt.cmd = Command::Status; });
+
+    auto* stats = app.add_subcommand("stats", "counters of the npf instance on IFACE");
+    addIface(stats, opt);
+    stats->add_flag("--json", opt.json, "JSON output (one object per line with --watch)");
+    stats->add_option("--watch", opt.watch, "repeat every SECS seconds with per-second rates, until Ctrl-C")
+        ->check(CLI::Range(0.1, 86400.0));
+    stats->callback([&] { opt.cmd = Command::Stats; });
+
+    auto* flow = app.add_subcommand("flow", "manage flows (UDP destinations npf delivers)");
+    flow->require_subcommand(1);
+    auto* add = flow->add_subcommand("add", "add a flow; prints its id");
+    addIface(add, opt);
+    add->add_option("PORT", opt.port, "UDP destination port")->required();
+    add->add_option("--addr", opt.addr, "destination IPv4/IPv6 address (default: any)");
+    add->callback([&] { opt.cmd = Command::FlowAdd; });
+    auto* del = flow->add_subcommand("del", "remove a flow");
+    addIface(del, opt);
+    del->add_option("PORT", opt.port, "UDP destination port")->required();
+    del->add_option("--addr", opt.addr, "destination IPv4/IPv6 address (default: any)");
+    del->callback([&] { opt.cmd = Command::FlowDel; });
+    auto* list = flow->add_subcommand("list", "list flows with their post ring cursors");
+    addIface(list, opt);
+    list->add_flag("--json", opt.json, "JSON output");
+    list->callback([&] { opt.cmd = Command::FlowList; });
+}
+
+} // namespace
+
+std::optional<int> parseArgs(const std::vector<std::string>& args, Options& opt, std::ostream& out,
+                             std::ostream& err)
+{
+    CLI::App app("npf: network page-fault tolerant UDP receive (XDP + AF_XDP) — control tool", "npfctl");
+    setup(app, opt);
+    std::vector<const char*> argv;
+    for (const std::string& a : args)
+        argv.push_back(a.c_str());
+    try {
+        app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+            return app.exit(e, out, err);
+        err << "npfctl: error: " << e.what() << " (npfctl --help)\n";
+        return kExitUsage;
+    }
+    return std::nullopt;
+}
+
+} // namespace npf::cli

@@ -1,0 +1,126 @@
+#include "format.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+namespace npf::cli {
+namespace {
+
+std::string join(const std::vector<uint32_t>& v)
+{
+    if (v.empty())
+        return "-";
+    std::string s;
+    for (uint32_t x : v)
+        s += (s.empty() ? "" : ",") + std::to_string(x);
+    return s;
+}
+
+template <typename... Args>
+std::string fmt(const char* f, Args... args)
+{
+    char buf[512];
+    std::snprintf(buf, sizeof(buf), f, args...);
+    return buf;
+}
+
+} // namespace
+
+std::string humanBytes(uint64_t b)
+{
+    static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = static_cast<double>(b);
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < std::size(units)) {
+        v /= 1024;
+        ++u;
+    }
+    return u == 0 ? fmt("%" PRIu64 " B", b) : fmt("%.1f %s", v, units[u]);
+}
+
+std::string attachSummary(const ctl::AttachResult& r)
+{
+    return fmt("attached %s to %s: mode %s, prog id %u, queues %u, region %" PRIu64 " pages (%s), pins %s",
+               NPF_PROG_NAME, r.ifname.c_str(), ctl::toString(r.mode), r.progId, r.queues, r.regionPages,
+               humanBytes(r.regionPages * NPF_PAGE_SIZE).c_str(), r.pinDir.c_str());
+}
+
+std::string statusTable(const std::vector<ctl::InstanceStatus>& rows)
+{
+    const char* f = "%-15s %-8s %-6s %-7s %-5s %-6s %-12s %s\n";
+    std::string out = fmt(f, "INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES", "BOUND_QUEUES",
+                          "REGION_PAGES");
+    for (const ctl::InstanceStatus& s : rows) {
+        bool on = s.state == ctl::InstanceState::Attached;
+        out += fmt(f, s.ifname.c_str(), ctl::toString(s.state), s.mode ? ctl::toString(*s.mode) : "-",
+                   on ? std::to_string(s.progId).c_str() : "-", on ? std::to_string(s.flows).c_str() : "-",
+                   on && s.queues ? std::to_string(s.queues).c_str() : "-", join(s.boundQueues).c_str(),
+                   on && s.regionPages ? std::to_string(s.regionPages).c_str() : "-");
+    }
+    return out;
+}
+
+std::string flowTable(const std::vector<ctl::FlowInfo>& flows)
+{
+    const char* f = "%-3s %-5s %-39s %-12s %s\n";
+    std::string out = fmt(f, "ID", "PORT", "ADDR", "POSTED", "CONSUMED");
+    for (const ctl::FlowInfo& x : flows) {
+        std::string a = ctl::addrString(x.spec);
+        out += fmt(f, std::to_string(x.id).c_str(), std::to_string(x.spec.port).c_str(),
+                   a.empty() ? "*" : a.c_str(), std::to_string(x.prod).c_str(), std::to_string(x.cons).c_str());
+    }
+    return out;
+}
+
+std::vector<double> rates(const ctl::Counters& prev, const ctl::Counters& cur, double seconds)
+{
+    std::vector<double> r(cur.size(), 0.0);
+    if (seconds <= 0)
+        return r;
+    for (size_t i = 0; i < cur.size(); ++i) {
+        for (const ctl::Counter& p : prev) {
+            if (p.group == cur[i].group && p.name == cur[i].name) {
+                // A counter that went backwards was reset (re-attach): rate from zero.
+                uint64_t base = cur[i].value >= p.value ? p.value : 0;
+                r[i] = static_cast<double>(cur[i].value - base) / seconds;
+                break;
+            }
+        }
+    }
+    return r;
+}
+
+std::string counterTable(const ctl::Counters& c, const std::vector<double>* perSecond)
+{
+    std::string out = perSecond ? fmt("%-24s %20s %14s\n", "COUNTER", "VALUE", "RATE/S")
+                                : fmt("%-24s %20s\n", "COUNTER", "VALUE");
+    for (size_t i = 0; i < c.size(); ++i) {
+        std::string name = c[i].group + "." + c[i].name;
+        if (perSecond)
+            out += fmt("%-24s %20" PRIu64 " %14.1f\n", name.c_str(), c[i].value,
+                       i < perSecond->size() ? (*perSecond)[i] : 0.0);
+        else
+            out += fmt("%-24s %20" PRIu64 "\n", name.c_str(), c[i].value);
+    }
+    return out;
+}
+
+ctl::Json statsJson(const std::string& ifname, uint32_t progId, const std::string& mode, const ctl::Counters& c,
+                    const std::vector<double>* perSecond, double interval)
+{
+    ctl::Json j;
+    j["interface"] = ifname;
+    j["prog_id"] = progId;
+    j["mode"] = mode;
+    j["counters"] = ctl::toJson(c);
+    if (perSecond) {
+        ctl::Json r = ctl::Json::object();
+        for (size_t i = 0; i < c.size() && i < perSecond->size(); ++i)
+            r[c[i].group][c[i].name] = (*perSecond)[i];
+        j["interval"] = interval;
+        j["rates"] = r;
+    }
+    return j;
+}
+
+} // namespace npf::cli

@@ -1,0 +1,51 @@
+// Handle on a running npf instance: the fds of its pinned maps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "ctl/mode.h"
+#include "sys/fd.h"
+
+namespace npf::ctl {
+
+class Dataplane {
+public:
+    // Opens the instance attached to `ifname` in this network namespace.
+    // Throws ENODEV for an unknown interface, StateError(ENOENT) if npf is not
+    // attached, StateError if the pins are missing or belong to another
+    // instance, and an error naming the map if a pin does not match the ABI.
+    static Dataplane open(const std::string& ifname);
+
+    int flows() const noexcept { return flows_.get(); }
+    int posts() const noexcept { return posts_.get(); }
+    int cursors() const noexcept { return cursors_.get(); }
+    int resident() const noexcept { return resident_.get(); }
+    int xsks() const noexcept { return xsks_.get(); }
+    int stats() const noexcept { return stats_.get(); }
+
+    const std::string& ifname() const noexcept { return ifname_; }
+    int ifindex() const noexcept { return ifindex_; }
+    uint32_t progId() const noexcept { return progId_; }
+    AttachMode mode() const noexcept { return mode_; }
+    uint64_t regionPages() const noexcept { return regionPages_; } // npf_resident max_entries * 64
+    uint32_t queues() const noexcept { return queues_; }           // npf_xsks max_entries / 2
+
+private:
+    Dataplane() = default;
+
+    Fd flows_, posts_, cursors_, resident_, xsks_, stats_;
+    std::string ifname_;
+    int ifindex_ = 0;
+    uint32_t progId_ = 0;
+    AttachMode mode_ = AttachMode::Native;
+    uint64_t regionPages_ = 0;
+    uint32_t queues_ = 0;
+};
+
+// The npf_xdp program that uses the maps pinned for `ifname`, if one is loaded
+// (attached here, or to a same-named interface in another namespace).
+std::optional<uint32_t> pinsOwner(const std::string& ifname);
+
+} // namespace npf::ctl

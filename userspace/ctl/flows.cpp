@@ -1,0 +1,162 @@
+#include "ctl/flows.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ctl/dataplane.h"
+#include "ctl/errors.h"
+#include "sys/error.h"
+
+namespace npf::ctl {
+
+uint16_t parsePort(const std::string& s)
+{
+    bool digits = !s.empty() && s.size() <= 5 &&
+                  std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    unsigned long v = digits ? std::stoul(s) : 0;
+    if (!digits || v < 1 || v > 65535)
+        throw ArgumentError("invalid UDP port '" + s + "' (must be 1 .. 65535)");
+    return static_cast<uint16_t>(v);
+}
+
+FlowSpec parseFlowSpec(const std::string& port, const std::string& addr)
+{
+    FlowSpec f;
+    f.port = parsePort(port);
+    if (addr.empty())
+        return f;
+    static const std::array<uint8_t, 16> zero{};
+    if (inet_pton(AF_INET, addr.c_str(), f.addr.data()) == 1)
+        f.family = NPF_FAMILY_IPV4;
+    else if (inet_pton(AF_INET6, addr.c_str(), f.addr.data()) == 1)
+        f.family = NPF_FAMILY_IPV6;
+    else
+        throw ArgumentError("invalid address '" + addr + "' (want an IPv4 or IPv6 address)");
+    if (f.addr == zero)
+        throw ArgumentError("address '" + addr + "' is unspecified: leave out --addr to match any address");
+    return f;
+}
+
+std::string addrString(const FlowSpec& f)
+{
+    char buf[INET6_ADDRSTRLEN] = "";
+    if (f.family == NPF_FAMILY_IPV4)
+        inet_ntop(AF_INET, f.addr.data(), buf, sizeof(buf));
+    else if (f.family == NPF_FAMILY_IPV6)
+        inet_ntop(AF_INET6, f.addr.data(), buf, sizeof(buf));
+    return buf;
+}
+
+std::string toString(const FlowSpec& f)
+{
+    std::string a = addrString(f);
+    return (a.empty() ? "" : a + " ") + "port " + std::to_string(f.port);
+}
+
+npf_flow_key toKey(const FlowSpec& f)
+{
+    npf_flow_key k{};
+    if (f.family == NPF_FAMILY_IPV4)
+        std::memcpy(k.addr, f.addr.data(), 4);
+    else if (f.family == NPF_FAMILY_IPV6)
+        std::memcpy(k.addr, f.addr.data(), 16);
+    k.port = htons(f.port);
+    k.family = f.family;
+    return k;
+}
+
+FlowSpec fromKey(const npf_flow_key& k)
+{
+    FlowSpec f;
+    f.port = ntohs(k.port);
+    f.family = k.family;
+    std::memcpy(f.addr.data(), k.addr, 16);
+    return f;
+}
+
+namespace {
+
+std::vector<std::pair<npf_flow_key, npf_flow>> entries(const Dataplane& dp)
+{
+    std::vector<std::pair<npf_flow_key, npf_flow>> out;
+    npf_flow_key key{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(dp.flows(), prev, &next) == 0) {
+        npf_flow v{};
+        if (bpf_map_lookup_elem(dp.flows(), &next, &v) == 0)
+            out.emplace_back(next, v);
+        key = next;
+        prev = &key;
+    }
+    if (errno != ENOENT)
+        throwErrno("iterate npf_flows of " + dp.ifname());
+    return out;
+}
+
+} // namespace
+
+uint32_t addFlow(const Dataplane& dp, const FlowSpec& f)
+{
+    std::string what = "add flow " + toString(f) + " on " + dp.ifname();
+    npf_flow_key key = toKey(f);
+    bool used[NPF_MAX_FLOWS] = {};
+    for (const auto& [k, v] : entries(dp)) {
+        if (std::memcmp(&k, &key, sizeof(key)) == 0)
+            throw StateError(EEXIST, what + ": flow exists already (id " + std::to_string(v.id) + ")");
+        if (v.id < NPF_MAX_FLOWS)
+            used[v.id] = true;
+    }
+    uint32_t id = 0;
+    while (id < NPF_MAX_FLOWS && used[id])
+        ++id;
+    if (id == NPF_MAX_FLOWS)
+        throw StateError(ENOSPC, what + ": no free flow id (all " + std::to_string(NPF_MAX_FLOWS) +
+                                     " in use; npfctl flow del one)");
+
+    // A fresh flow starts at seq 0: reset the cursors before XDP can find the key.
+    npf_cursor zero{};
+    checkErrno(bpf_map_update_elem(dp.cursors(), &id, &zero, BPF_ANY), what + ": reset cursors of flow id " +
+                                                                            std::to_string(id));
+    npf_flow val{id, 0};
+    if (bpf_map_update_elem(dp.flows(), &key, &val, BPF_NOEXIST) != 0) {
+        if (errno == EEXIST)
+            throw StateError(EEXIST, what + ": flow exists already");
+        if (errno == E2BIG)
+            throw StateError(ENOSPC, what + ": flow table full");
+        throwErrno(what);
+    }
+    return id;
+}
+
+void delFlow(const Dataplane& dp, const FlowSpec& f)
+{
+    npf_flow_key key = toKey(f);
+    if (bpf_map_delete_elem(dp.flows(), &key) != 0) {
+        if (errno == ENOENT)
+            throw StateError(ENOENT, "delete flow " + toString(f) + " on " + dp.ifname() + ": no such flow");
+        throwErrno("delete flow " + toString(f) + " on " + dp.ifname());
+    }
+}
+
+std::vector<FlowInfo> listFlows(const Dataplane& dp)
+{
+    std::vector<FlowInfo> out;
+    for (const auto& [k, v] : entries(dp)) {
+        FlowInfo fi;
+        fi.id = v.id;
+        fi.spec = fromKey(k);
+        npf_cursor c{};
+        if (v.id < NPF_MAX_FLOWS && bpf_map_lookup_elem(dp.cursors(), &v.id, &c) == 0) {
+            fi.prod = c.prod;
+            fi.cons = c.cons;
+        }
+        out.push_back(fi);
+    }
+    std::sort(out.begin(), out.end(), [](const FlowInfo& a, const FlowInfo& b) { return a.id < b.id; });
+    return out;
+}
+
+} // namespace npf::ctl

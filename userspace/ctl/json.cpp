@@ -1,0 +1,57 @@
+#include "ctl/json.h"
+
+namespace npf::ctl {
+
+Json toJson(const InstanceStatus& s)
+{
+    Json j;
+    j["interface"] = s.ifname;
+    j["ifindex"] = s.ifindex;
+    j["state"] = toString(s.state);
+    j["mode"] = s.mode ? Json(toString(*s.mode)) : Json(nullptr);
+    j["prog_id"] = s.progId;
+    j["flows"] = s.flows;
+    j["queues"] = s.queues;
+    j["region_pages"] = s.regionPages;
+    j["bound_queues"] = s.boundQueues;
+    Json socks = Json::array();
+    for (const XdpSocket& x : s.sockets)
+        socks.push_back({{"inode", x.inode}, {"queue", x.queue}, {"umem_id", x.umemId}, {"uid", x.uid}});
+    j["sockets"] = socks;
+    Json foreign = Json::array();
+    for (const XdpProgram& p : s.foreign)
+        foreign.push_back({{"id", p.id}, {"name", p.name}, {"mode", toString(p.slot)}});
+    j["foreign_programs"] = foreign;
+    if (!s.problem.empty())
+        j["problem"] = s.problem;
+    return j;
+}
+
+Json toJson(const FlowInfo& f)
+{
+    std::string addr = addrString(f.spec);
+    return Json{{"id", f.id},
+                {"port", f.spec.port},
+                {"addr", addr.empty() ? Json(nullptr) : Json(addr)},
+                {"family", f.spec.family},
+                {"posted", f.prod},
+                {"consumed", f.cons}};
+}
+
+Json toJson(const std::vector<FlowInfo>& flows)
+{
+    Json a = Json::array();
+    for (const FlowInfo& f : flows)
+        a.push_back(toJson(f));
+    return a;
+}
+
+Json toJson(const Counters& c)
+{
+    Json j = Json::object();
+    for (const Counter& x : c)
+        j[x.group][x.name] = x.value;
+    return j;
+}
+
+} // namespace npf::ctl

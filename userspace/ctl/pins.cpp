@@ -1,0 +1,100 @@
+#include "ctl/pins.h"
+
+#include <dirent.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "npf/abi.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
+namespace npf::ctl {
+
+bool isBpffs(const std::string& path)
+{
+    struct statfs st {};
+    return ::statfs(path.c_str(), &st) == 0 && static_cast<unsigned long>(st.f_type) == BPF_FS_MAGIC;
+}
+
+void ensureBpffs()
+{
+    if (isBpffs(kBpffsPath))
+        return;
+    if (::mount("bpf", kBpffsPath, "bpf", 0, "mode=0700") != 0)
+        throwErrno(std::string("bpffs is not mounted at ") + kBpffsPath +
+                   " and mounting it failed (run as root, or: mount -t bpf bpf " + kBpffsPath + ")");
+    NPF_INFO("mounted bpffs at %s", kBpffsPath);
+}
+
+std::string pinDir(const std::string& ifname) { return std::string(NPF_PIN_ROOT) + "/" + ifname; }
+
+std::string pinPath(const std::string& ifname, const char* map) { return pinDir(ifname) + "/" + map; }
+
+bool pinDirExists(const std::string& ifname)
+{
+    struct stat st {};
+    return ::stat(pinDir(ifname).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void makePinDir(const std::string& ifname)
+{
+    for (const std::string& d : {std::string(NPF_PIN_ROOT), pinDir(ifname)})
+        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
+            throwErrno("create pin directory " + d);
+}
+
+namespace {
+struct CloseDir {
+    void operator()(DIR* d) const noexcept { ::closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, CloseDir>;
+} // namespace
+
+bool removePinDir(const std::string& ifname)
+{
+    std::string dir = pinDir(ifname);
+    DirPtr d(::opendir(dir.c_str()));
+    if (!d) {
+        if (errno == ENOENT)
+            return false;
+        throwErrno("open pin directory " + dir);
+    }
+    while (dirent* e = ::readdir(d.get())) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..")
+            continue;
+        std::string path = dir + "/" + name;
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+            throwErrno("remove pin " + path);
+    }
+    d.reset();
+    if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
+        throwErrno("remove pin directory " + dir);
+    return true;
+}
+
+std::vector<std::string> pinnedInterfaces()
+{
+    std::vector<std::string> names;
+    DirPtr d(::opendir(NPF_PIN_ROOT));
+    if (!d) {
+        if (errno == ENOENT)
+            return names;
+        throwErrno(std::string("list ") + NPF_PIN_ROOT);
+    }
+    while (dirent* e = ::readdir(d.get())) {
+        std::string name = e->d_name;
+        if (name != "." && name != ".." && pinDirExists(name))
+            names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+} // namespace npf::ctl

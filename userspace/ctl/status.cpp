@@ -1,0 +1,102 @@
+#include "ctl/status.h"
+
+#include "ctl/dataplane.h"
+#include "ctl/flows.h"
+#include "ctl/iface.h"
+#include "ctl/pins.h"
+#include "ctl/privileges.h"
+#include "npf/abi.h"
+
+namespace npf::ctl {
+namespace {
+
+void addProblem(InstanceStatus* s, const std::string& p)
+{
+    s->problem += (s->problem.empty() ? "" : "; ") + p;
+}
+
+InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks, const std::string& sockErr)
+{
+    InstanceStatus s;
+    s.ifname = itf.name;
+    s.ifindex = itf.ifindex;
+    XdpState st = queryXdp(itf.ifindex);
+    s.foreign = st.foreign();
+    if (socks) {
+        for (const XdpSocket& x : *socks)
+            if (x.ifindex == static_cast<uint32_t>(itf.ifindex))
+                s.sockets.push_back(x);
+        s.boundQueues = boundQueues(s.sockets);
+    } else {
+        addProblem(&s, sockErr);
+    }
+
+    if (const XdpProgram* p = st.npf()) {
+        s.state = InstanceState::Attached;
+        s.mode = p->slot == XdpSlot::Skb ? AttachMode::Skb : AttachMode::Native;
+        s.progId = p->id;
+        try {
+            Dataplane dp = Dataplane::open(itf.name);
+            s.flows = static_cast<uint32_t>(listFlows(dp).size());
+            s.queues = dp.queues();
+            s.regionPages = dp.regionPages();
+        } catch (const std::exception& e) {
+            addProblem(&s, e.what());
+        }
+    } else if (pinDirExists(itf.name)) {
+        if (std::optional<uint32_t> owner = pinsOwner(itf.name))
+            addProblem(&s, "pins at " + pinDir(itf.name) + " belong to " + NPF_PROG_NAME + " prog id " +
+                               std::to_string(*owner) + " (same-named interface in another namespace)");
+        else
+            s.state = InstanceState::Stale;
+    }
+    return s;
+}
+
+std::vector<XdpSocket> socketsOrError(std::string* err)
+{
+    try {
+        return xdpSockets();
+    } catch (const std::exception& e) {
+        *err = e.what();
+        return {};
+    }
+}
+
+} // namespace
+
+const char* toString(InstanceState s)
+{
+    switch (s) {
+    case InstanceState::None: return "none";
+    case InstanceState::Attached: return "attached";
+    case InstanceState::Stale: return "stale";
+    }
+    return "?";
+}
+
+InstanceStatus instanceStatus(const std::string& ifname)
+{
+    validateIfname(ifname);
+    requireBpfPrivileges("status");
+    Interface itf = resolveInterface(ifname);
+    std::string err;
+    std::vector<XdpSocket> socks = socketsOrError(&err);
+    return build(itf, err.empty() ? &socks : nullptr, err);
+}
+
+std::vector<InstanceStatus> allInstances()
+{
+    requireBpfPrivileges("status");
+    std::string err;
+    std::vector<XdpSocket> socks = socketsOrError(&err);
+    std::vector<InstanceStatus> out;
+    for (const Interface& itf : listInterfaces()) {
+        InstanceStatus s = build(itf, err.empty() ? &socks : nullptr, err);
+        if (s.state != InstanceState::None)
+            out.push_back(std::move(s));
+    }
+    return out;
+}
+
+} // namespace npf::ctl

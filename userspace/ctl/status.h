@@ -1,0 +1,44 @@
+// What npf looks like on the interfaces of this network namespace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctl/mode.h"
+#include "ctl/xdp_state.h"
+#include "ctl/xsk_diag.h"
+
+namespace npf::ctl {
+
+enum class InstanceState {
+    None,     // no npf program, no pins
+    Attached, // npf_xdp attached
+    Stale,    // pins left without a program
+};
+
+const char* toString(InstanceState s);
+
+struct InstanceStatus {
+    std::string ifname;
+    int ifindex = 0;
+    InstanceState state = InstanceState::None;
+    std::optional<AttachMode> mode;
+    uint32_t progId = 0;
+    uint32_t flows = 0;
+    uint32_t queues = 0;      // socket slots the program was loaded for
+    uint64_t regionPages = 0;
+    std::vector<XdpSocket> sockets;    // AF_XDP sockets bound to the interface
+    std::vector<uint32_t> boundQueues; // their queues
+    std::vector<XdpProgram> foreign;   // other XDP programs on the interface
+    std::string problem;               // why some fields are unknown, "" if none
+};
+
+// Status of one interface; ENODEV if it does not exist here.
+InstanceStatus instanceStatus(const std::string& ifname);
+
+// Interfaces of this namespace with an npf program or npf pins, by ifindex.
+std::vector<InstanceStatus> allInstances();
+
+} // namespace npf::ctl
