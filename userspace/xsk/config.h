@@ -1,0 +1,38 @@
+// Sizing and mode of the AF_XDP layer.
+#pragma once
+
+#include <cstdint>
+
+namespace npf::xsk {
+
+// UMEM of one RX queue: the only pinned memory of npf (frameSize * frameCount bytes).
+struct UmemConfig {
+    uint32_t frameSize = 4096;  // power of two, 2048 .. page size (aligned chunk mode)
+    uint32_t frameCount = 2048; // frames shared by the queue's primary and backup rings
+    // Fill ring entries, a power of two >= 2 * frameCount (0 = smallest such).
+    // Twice the frames because the kernel publishes its consumer index lazily:
+    // frames it already took can still occupy slots, so with fewer entries a
+    // recycled frame could find the ring full.
+    uint32_t fillSize = 0;
+    uint32_t compSize = 64; // completion ring; unused (RX only) but required by bind
+    uint32_t headroom = 0;  // extra headroom before each packet (XDP_UMEM_REG)
+};
+
+enum class BindMode {
+    Auto,     // try XDP_ZEROCOPY, fall back to XDP_COPY when the driver cannot
+    ZeroCopy, // XDP_ZEROCOPY or fail
+    Copy,     // XDP_COPY
+};
+
+struct QueueConfig {
+    uint32_t ifindex = 0;
+    uint32_t queue = 0;
+    UmemConfig umem;
+    uint32_t primaryRxSize = 2048; // RX ring entries of the primary socket (power of two)
+    uint32_t backupRxSize = 2048;  // RX ring entries of the backup socket (power of two)
+    BindMode mode = BindMode::Auto;
+    bool needWakeup = true;
+    uint64_t regionBytes = 0; // region size: metas pointing beyond it are rejected
+};
+
+} // namespace npf::xsk

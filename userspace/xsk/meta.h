@@ -1,0 +1,73 @@
+// Validation of the npf_meta that XDP writes in front of every steered frame.
+// Nothing is written to the region on the strength of a meta that failed here.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+#include "npf/abi.h"
+
+namespace npf::xsk {
+
+// Flow ids that are open: written by the control plane, read by workers and
+// the pager for every frame.
+class FlowSet {
+public:
+    void open(uint32_t id) noexcept
+    {
+        if (id < NPF_MAX_FLOWS)
+            words_[id / 64].fetch_or(bit(id), std::memory_order_release);
+    }
+    void close(uint32_t id) noexcept
+    {
+        if (id < NPF_MAX_FLOWS)
+            words_[id / 64].fetch_and(~bit(id), std::memory_order_release);
+    }
+    bool contains(uint32_t id) const noexcept
+    {
+        return id < NPF_MAX_FLOWS && (words_[id / 64].load(std::memory_order_acquire) & bit(id));
+    }
+
+private:
+    static constexpr uint64_t bit(uint32_t id) noexcept { return 1ull << (id % 64); }
+    std::array<std::atomic<uint64_t>, (NPF_MAX_FLOWS + 63) / 64> words_{};
+};
+
+// Which ring a frame came from: the meta's BACKUP flag must agree.
+enum class RingKind : uint8_t { Primary, Backup };
+
+// Result of validateMeta, in the order the checks run.
+enum class MetaStatus : uint8_t {
+    Ok = 0,
+    BadDescriptor, // packet not inside its frame, or no room for the meta in front of it
+    BadMagic,
+    BadVersion,
+    BadFlags,      // unknown flag bits
+    WrongRing,     // BACKUP flag disagrees with the ring the frame arrived on
+    UnknownFlow,   // flow id not open
+    TooLong,       // len > NPF_MAX_PAYLOAD
+    PayloadOutsideFrame, // payload_off + len beyond the packet
+    OutsideRegion, // offset + len beyond the region
+    Count
+};
+
+const char* metaStatusName(MetaStatus s) noexcept;
+
+// A frame as the RX descriptor describes it: the whole frame (chunk) and the
+// packet's offset and length inside it.
+struct FrameView {
+    std::span<const uint8_t> frame;
+    uint32_t pktOff = 0;
+    uint32_t pktLen = 0;
+};
+
+// Pure check of the meta in the sizeof(npf_meta) bytes before the packet.
+// On Ok, *out holds the meta and the payload is
+// frame[pktOff + out->payload_off, + out->len) and destined for
+// region[out->offset, + out->len), both in bounds.
+MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet& flows, RingKind ring,
+                        npf_meta* out) noexcept;
+
+} // namespace npf::xsk

@@ -1,0 +1,90 @@
+#include "xsk/queue.h"
+
+#include "sys/error.h"
+#include "sys/log.h"
+
+namespace npf::xsk {
+
+namespace {
+std::string queueName(const QueueConfig& cfg, const char* role)
+{
+    return std::string("xsk ") + role + " of queue " + std::to_string(cfg.queue) + " (ifindex " +
+           std::to_string(cfg.ifindex) + ")";
+}
+} // namespace
+
+QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd)
+    : QueueSockets(cfg, flows, xskmapFd, openXskSocket(queueName(cfg, "primary")))
+{
+}
+
+QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd, Fd ownerFd)
+    : cfg_(cfg), flows_(flows), umem_(ownerFd.get(), cfg.umem, queueName(cfg, "socket pair")),
+      primary_(XskSocket::bindOwner(std::move(ownerFd), cfg.ifindex, cfg.queue, cfg.primaryRxSize, cfg.mode,
+                                    cfg.needWakeup, queueName(cfg, "primary"))),
+      backup_(XskSocket::bindShared(primary_, cfg.ifindex, cfg.queue, cfg.backupRxSize, queueName(cfg, "backup")))
+{
+    cfg_.umem = umem_.config();
+    if (cfg_.queue >= NPF_MAX_QUEUES)
+        throwErrno(EINVAL, queueName(cfg, "pair") + ": queue >= NPF_MAX_QUEUES (" + std::to_string(NPF_MAX_QUEUES) +
+                               ")");
+    if (xskmapFd >= 0) {
+        primary_.insertInto(xskmapFd, NPF_XSK_PRIMARY(cfg_.queue));
+        backup_.insertInto(xskmapFd, NPF_XSK_BACKUP(cfg_.queue));
+    }
+    NPF_INFO("xsk queue %u (ifindex %u): %s mode, UMEM %u x %u B = %llu KiB pinned, rx %u/%u", cfg_.queue,
+             cfg_.ifindex, primary_.zeroCopy() ? "zero-copy" : "copy", umem_.frameCount(), umem_.frameSize(),
+             static_cast<unsigned long long>(umem_.bytes() / 1024), cfg_.primaryRxSize, cfg_.backupRxSize);
+}
+
+void QueueSockets::recycle(const uint64_t* frames, uint32_t n) noexcept
+{
+    if (n == 0)
+        return;
+    umem_.recycle(frames, n);
+    if (umem_.fillNeedsWakeup()) {
+        kicks_.fetch_add(1, std::memory_order_relaxed);
+        if (int rc = primary_.kick(); rc < 0)
+            NPF_WARN_RL("%s: need_wakeup kick failed: %d", primary_.name().c_str(), rc);
+    }
+}
+
+void QueueSockets::releaseBackup(const uint64_t* frames, uint32_t n) noexcept
+{
+    recycle(frames, n);
+    held_.store(held_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+}
+
+int QueueSockets::waitFd(int fd, int timeoutMs) noexcept
+{
+    pollfd p{fd, POLLIN, 0};
+    int rc = ::poll(&p, 1, timeoutMs);
+    return rc < 0 ? -errno : rc;
+}
+
+QueueStats QueueSockets::stats() const
+{
+    QueueStats s;
+    auto rd = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    s.queue = cfg_.queue;
+    s.zeroCopy = primary_.zeroCopy();
+    s.umemBytes = umem_.bytes();
+    s.rxPrimary = rd(primaryCnt_.packets);
+    s.rxBackup = rd(backupCnt_.packets);
+    s.bytesPrimary = rd(primaryCnt_.bytes);
+    s.bytesBackup = rd(backupCnt_.bytes);
+    for (size_t i = 0; i < kMetaStatusCount; i++) {
+        s.badMetaPrimary[i] = rd(primaryCnt_.badMeta[i]);
+        s.badMetaBackup[i] = rd(backupCnt_.badMeta[i]);
+    }
+    s.backupHeld = rd(held_);
+    s.recycled = rd(umem_.counters().recycled);
+    s.fillEmpty = rd(umem_.counters().emptyFound);
+    s.fillStashed = rd(umem_.counters().stashed);
+    s.wakeupKicks = rd(kicks_);
+    s.kernelPrimary = primary_.kernelStats();
+    s.kernelBackup = backup_.kernelStats();
+    return s;
+}
+
+} // namespace npf::xsk

@@ -1,0 +1,61 @@
+// RAII AF_XDP socket with an RX ring, bound to (ifindex, queue).
+//
+// Raw syscalls rather than libxdp's xsk_socket__create(): we need to retry a
+// failed XDP_ZEROCOPY bind as XDP_COPY on the same socket (libxdp tears the
+// socket down on failure), we manage XSKMAP slots ourselves (libxdp would
+// load its own XDP program unless inhibited), and libxdp keeps a process-
+// global list of (ifindex, queue) contexts we do not want to share with
+// other users of the library. The ring protocol is small (ring.h).
+#pragma once
+
+#include <linux/if_xdp.h>
+
+#include <cstdint>
+#include <string>
+
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+#include "xsk/config.h"
+#include "xsk/ring.h"
+
+namespace npf::xsk {
+
+// A new, unbound AF_XDP socket.
+Fd openXskSocket(const std::string& what);
+
+class XskSocket {
+public:
+    XskSocket() noexcept = default;
+
+    // Binds `fd`, which already has the UMEM registered, as the first socket
+    // of (ifindex, queue). BindMode::Auto tries zero-copy first and falls
+    // back to copy mode when the driver does not support it.
+    static XskSocket bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,
+                               bool needWakeup, const std::string& name);
+    // Binds a new socket to the same (ifindex, queue), sharing the owner's
+    // UMEM and its fill ring (XDP_SHARED_UMEM).
+    static XskSocket bindShared(const XskSocket& owner, uint32_t ifindex, uint32_t queue, uint32_t rxSize,
+                                const std::string& name);
+
+    // Puts this socket into an XSKMAP at `slot`. Closing the socket removes it.
+    void insertInto(int xskmapFd, uint32_t slot) const;
+    // Kernel counters of this socket (XDP_STATISTICS).
+    xdp_statistics kernelStats() const;
+    // Wakes the kernel to process the fill/RX rings (need_wakeup); returns 0 or -errno.
+    int kick() const noexcept;
+
+    int fd() const noexcept { return fd_.get(); }
+    RxRing& rx() noexcept { return rx_; }
+    uint32_t rxBacklog() const noexcept { return rx_.backlog(); }
+    bool zeroCopy() const noexcept { return zeroCopy_; }
+    const std::string& name() const noexcept { return name_; }
+
+private:
+    Fd fd_;
+    MmapArea rxMap_;
+    RxRing rx_;
+    bool zeroCopy_ = false;
+    std::string name_;
+};
+
+} // namespace npf::xsk
