@@ -1,0 +1,244 @@
+#include "order/completion_ring.h"
+
+#include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace npf::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+npf_completion entry(uint64_t seq)
+{
+    return {seq, seq * 4096, static_cast<uint32_t>(seq % 1500), static_cast<uint16_t>(seq % 3),
+            static_cast<uint16_t>(seq % 2)};
+}
+
+bool same(const npf_completion& a, const npf_completion& b)
+{
+    return a.seq == b.seq && a.offset == b.offset && a.len == b.len && a.status == b.status &&
+           a.flags == b.flags;
+}
+
+// A second, independent mapping of the same ring (what a client process gets).
+CompletionRing attachCopy(const CompletionRing& r)
+{
+    return CompletionRing::attach(Fd(::dup(r.memfd())), Fd(::dup(r.eventFd())), "copy");
+}
+
+TEST(CompletionRing, CreateRejectsBadSizes)
+{
+    for (uint32_t n : {0u, 1u, 3u, 1000u})
+        EXPECT_THROW(CompletionRing::create(n, "bad"), std::system_error) << n;
+}
+
+TEST(CompletionRing, FifoAcrossManyWraps)
+{
+    CompletionRing r = CompletionRing::create(8, "fifo");
+    std::vector<npf_completion> out(8);
+    uint64_t next = 0, want = 0;
+    for (int round = 0; round < 1000; ++round) {
+        const size_t k = 1 + round % 8;
+        std::vector<npf_completion> b;
+        for (size_t i = 0; i < k; ++i)
+            b.push_back(entry(next++));
+        ASSERT_EQ(r.write(b), k);
+        ASSERT_EQ(r.ready(), k);
+        ASSERT_EQ(r.poll(out.size(), out.data()), k);
+        for (size_t i = 0; i < k; ++i)
+            ASSERT_TRUE(same(out[i], entry(want++)));
+    }
+    EXPECT_EQ(r.stats().pushed, next);
+    EXPECT_EQ(r.stats().full, 0u);
+}
+
+TEST(CompletionRing, FullRingReportsBackPressureAndNeverOverwrites)
+{
+    CompletionRing r = CompletionRing::create(16, "full");
+    for (uint64_t i = 0; i < 16; ++i)
+        ASSERT_TRUE(r.push(entry(i)));
+    EXPECT_EQ(r.room(), 0u);
+    EXPECT_FALSE(r.push(entry(16)));
+    std::vector<npf_completion> b = {entry(16), entry(17), entry(18)};
+    npf_completion out[16];
+    ASSERT_EQ(r.poll(2, out), 2u);
+    EXPECT_EQ(r.write(b), 2u); // partial: only what fits
+    EXPECT_EQ(r.stats().full, 2u);
+    ASSERT_EQ(r.poll(16, out), 16u);
+    for (uint64_t i = 0; i < 16; ++i)
+        EXPECT_TRUE(same(out[i], entry(i + 2))) << i;
+}
+
+TEST(CompletionRing, SecondMappingSeesEntriesAndCursors)
+{
+    CompletionRing prod = CompletionRing::create(64, "two");
+    CompletionRing cons = attachCopy(prod);
+    EXPECT_EQ(cons.size(), 64u);
+    for (uint64_t i = 0; i < 100; ++i) {
+        ASSERT_TRUE(prod.push(entry(i)));
+        npf_completion c;
+        ASSERT_EQ(cons.poll(1, &c), 1u);
+        ASSERT_TRUE(same(c, entry(i)));
+    }
+    for (uint64_t i = 0; i < 64; ++i)
+        ASSERT_TRUE(prod.push(entry(i)));
+    EXPECT_FALSE(prod.push(entry(64))); // consumer's cursor is read through the other mapping
+}
+
+TEST(CompletionRing, NoWakeupWhenConsumerIsNotWaiting)
+{
+    CompletionRing r = CompletionRing::create(2048, "nowake");
+    for (uint64_t i = 0; i < 1000; ++i)
+        ASSERT_TRUE(r.push(entry(i)));
+    EXPECT_EQ(r.stats().wakeups, 0u);
+    EXPECT_EQ(r.wait(1000ms), 1000); // ready already: returns at once
+}
+
+TEST(CompletionRing, WaitTimesOut)
+{
+    CompletionRing r = CompletionRing::create(8, "timeout");
+    const auto t0 = Clock::now();
+    EXPECT_EQ(r.wait(30ms), 0);
+    const auto took = Clock::now() - t0;
+    EXPECT_GE(took, 30ms);
+    EXPECT_LT(took, 2s);
+    EXPECT_FALSE(r.consumerWaiting());
+}
+
+// The consumer is another process that attached the ring from its fds and
+// sleeps on the eventfd; the producer pushes once it sees it waiting.
+TEST(CompletionRing, ForkedConsumerBlocksAndIsWoken)
+{
+    CompletionRing prod = CompletionRing::create(64, "fork");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int code = 0;
+        try {
+            CompletionRing cons = attachCopy(prod);
+            const int n = cons.wait(10s);
+            npf_completion c[4];
+            if (n != 3 || cons.poll(4, c) != 3)
+                code = 2;
+            for (uint64_t i = 0; code == 0 && i < 3; ++i)
+                if (!same(c[i], entry(i)))
+                    code = 3;
+        } catch (...) {
+            code = 4;
+        }
+        ::_exit(code);
+    }
+    const auto t0 = Clock::now();
+    while (!prod.consumerWaiting() && Clock::now() - t0 < 10s)
+        std::this_thread::sleep_for(1ms);
+    EXPECT_TRUE(prod.consumerWaiting());
+    std::vector<npf_completion> b = {entry(0), entry(1), entry(2)};
+    EXPECT_EQ(prod.write(b), 3u);
+    EXPECT_EQ(prod.stats().wakeups, 1u);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    EXPECT_LT(Clock::now() - t0, 10s);
+}
+
+// Every push may race with the consumer going to sleep; a lost wakeup would
+// show up as a wait() that times out while an entry is pending.
+TEST(CompletionRing, NoLostWakeupsUnderRace)
+{
+    constexpr uint64_t kItems = 200'000;
+    CompletionRing prod = CompletionRing::create(256, "race");
+    CompletionRing cons = attachCopy(prod);
+    std::atomic<uint64_t> timeouts{0}, bad{0};
+    std::thread consumer([&] {
+        uint64_t want = 0;
+        npf_completion buf[64];
+        while (want < kItems) {
+            const int rc = cons.wait(5s);
+            if (rc <= 0) {
+                timeouts.fetch_add(1);
+                if (rc < 0 || timeouts.load() > 3)
+                    return;
+                continue;
+            }
+            const size_t n = cons.poll(64, buf);
+            for (size_t i = 0; i < n; ++i)
+                if (!same(buf[i], entry(want++)))
+                    bad.fetch_add(1);
+        }
+    });
+    for (uint64_t i = 0; i < kItems;) {
+        if (prod.push(entry(i)))
+            ++i;
+        else
+            std::this_thread::yield();
+        if (i % 1024 == 0)
+            std::this_thread::yield();
+    }
+    consumer.join();
+    EXPECT_EQ(timeouts.load(), 0u);
+    EXPECT_EQ(bad.load(), 0u);
+    std::printf("[ info ] %llu pushes, %llu eventfd wakeups\n",
+                static_cast<unsigned long long>(kItems),
+                static_cast<unsigned long long>(prod.stats().wakeups));
+}
+
+TEST(CompletionRing, AttachRejectsWhatIsNotARing)
+{
+    Fd small(::memfd_create("small", MFD_CLOEXEC));
+    ASSERT_TRUE(small);
+    ASSERT_EQ(::ftruncate(small.get(), 100), 0);
+    EXPECT_THROW(CompletionRing::attach(std::move(small), Fd(::eventfd(0, 0)), "small"),
+                 std::system_error);
+
+    // A header that claims more entries than the file holds.
+    Fd liar(::memfd_create("liar", MFD_CLOEXEC));
+    ASSERT_TRUE(liar);
+    ASSERT_EQ(::ftruncate(liar.get(), 4096), 0);
+    npf_completion_ring h{};
+    h.size = 1u << 20;
+    ASSERT_EQ(::pwrite(liar.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
+    EXPECT_THROW(CompletionRing::attach(std::move(liar), Fd(::eventfd(0, 0)), "liar"),
+                 std::system_error);
+}
+
+TEST(CompletionRing, SealedAgainstResize)
+{
+    CompletionRing r = CompletionRing::create(64, "seal");
+    EXPECT_NE(::ftruncate(r.memfd(), 0), 0);
+    EXPECT_EQ(errno, EPERM);
+}
+
+// A client that scribbles its cursor cannot make the producer write out of
+// place or lose entries silently: the producer sees no room and counts it.
+TEST(CompletionRing, CorruptConsumerCursorStopsTheProducer)
+{
+    CompletionRing prod = CompletionRing::create(16, "corrupt");
+    ASSERT_TRUE(prod.push(entry(0)));
+    MmapArea raw = MmapArea::map(CompletionRing::mappingSize(16), PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 prod.memfd(), 0, "raw");
+    auto* h = raw.as<npf_completion_ring>();
+    h->cons = 1000;
+    EXPECT_EQ(prod.room(), 0u);
+    EXPECT_FALSE(prod.push(entry(1)));
+    EXPECT_GT(prod.stats().corrupt, 0u);
+    h->cons = 0;
+    h->prod = 99; // and a producer cursor out of range, seen by a consumer
+    CompletionRing cons = attachCopy(prod);
+    npf_completion c;
+    EXPECT_EQ(cons.poll(1, &c), 0u);
+    EXPECT_EQ(cons.wait(0ms), -EPROTO);
+}
+
+} // namespace
+} // namespace npf::test

@@ -1,0 +1,206 @@
+#include "order/completion_ring.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "sys/error.h"
+
+namespace npf {
+namespace {
+
+using Ref = std::atomic_ref<__u64>;
+static_assert(Ref::is_always_lock_free, "ring cursors are shared across processes");
+
+// The consumer's "I am about to sleep on the eventfd" word. The ABI header has
+// no field for it yet; it lives in the first padding word of the consumer's
+// cache line (binary compatible with naming it in abi.h later).
+__u64& waitWord(npf_completion_ring* h) noexcept { return h->pad1[0]; }
+
+} // namespace
+
+size_t CompletionRing::mappingSize(uint32_t entries) noexcept
+{
+    const size_t bytes = sizeof(npf_completion_ring) + size_t(entries) * sizeof(npf_completion);
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (bytes + page - 1) / page * page;
+}
+
+CompletionRing::CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept
+    : memfd_(std::move(memfd)), eventFd_(std::move(eventFd)), map_(std::move(map)), size_(size)
+{
+    prod_ = Ref(hdr()->prod).load(std::memory_order_acquire);
+    cons_ = Ref(hdr()->cons).load(std::memory_order_acquire);
+}
+
+CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
+{
+    const std::string what = "completion ring " + name;
+    if (entries < 2 || (entries & (entries - 1)))
+        throwErrno(EINVAL, "create " + what + ": " + std::to_string(entries) +
+                               " entries is not a power of two >= 2");
+    Fd mfd(::memfd_create(("npf-cr-" + name).c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!mfd)
+        throwErrno("memfd_create for " + what);
+    const size_t len = mappingSize(entries);
+    checkErrno(::ftruncate(mfd.get(), static_cast<off_t>(len)), "size memfd of " + what);
+    // A client that shrank the file would make the service's next write SIGBUS.
+    checkErrno(::fcntl(mfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
+               "seal memfd of " + what);
+    Fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!efd)
+        throwErrno("eventfd for " + what);
+    MmapArea map = MmapArea::map(len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd.get(), 0, what);
+    auto* h = map.as<npf_completion_ring>();
+    std::memset(h, 0, sizeof(*h));
+    h->size = entries;
+    return CompletionRing(std::move(mfd), std::move(efd), std::move(map), entries);
+}
+
+CompletionRing CompletionRing::attach(Fd memfd, Fd eventFd, const std::string& name)
+{
+    const std::string what = "completion ring " + name;
+    struct stat st{};
+    checkErrno(::fstat(memfd.get(), &st), "stat memfd of " + what);
+    if (static_cast<size_t>(st.st_size) < sizeof(npf_completion_ring))
+        throwErrno(EINVAL, "attach " + what + ": file of " + std::to_string(st.st_size) +
+                               " bytes is smaller than the ring header");
+    // Only the page with the header first: size decides the full mapping.
+    uint32_t entries;
+    {
+        MmapArea head = MmapArea::map(sizeof(npf_completion_ring), PROT_READ, MAP_SHARED,
+                                      memfd.get(), 0, what + " header");
+        entries = head.as<npf_completion_ring>()->size;
+    }
+    if (entries < 2 || (entries & (entries - 1)) ||
+        mappingSize(entries) > static_cast<size_t>(st.st_size))
+        throwErrno(EINVAL, "attach " + what + ": header says " + std::to_string(entries) +
+                               " entries, file has " + std::to_string(st.st_size) +
+                               " bytes: not a completion ring");
+    int fl = ::fcntl(eventFd.get(), F_GETFL);
+    if (fl < 0 || ::fcntl(eventFd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+        throwErrno("make eventfd of " + what + " non-blocking");
+    MmapArea map = MmapArea::map(mappingSize(entries), PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 memfd.get(), 0, what);
+    return CompletionRing(std::move(memfd), std::move(eventFd), std::move(map), entries);
+}
+
+size_t CompletionRing::room() noexcept
+{
+    const uint64_t cons = Ref(hdr()->cons).load(std::memory_order_acquire);
+    const uint64_t used = prod_ - cons;
+    if (used > size_) { // consumer wrote a cursor it cannot have reached
+        ++stats_.corrupt;
+        return 0;
+    }
+    return size_ - used;
+}
+
+size_t CompletionRing::write(std::span<const npf_completion> batch) noexcept
+{
+    const size_t n = std::min(batch.size(), room());
+    if (n < batch.size())
+        ++stats_.full;
+    if (!n)
+        return 0;
+    npf_completion* e = entries();
+    const uint64_t mask = size_ - 1;
+    for (size_t i = 0; i < n; ++i)
+        e[(prod_ + i) & mask] = batch[i];
+    prod_ += n;
+    stats_.pushed += n;
+    Ref(hdr()->prod).store(prod_, std::memory_order_release);
+    // Pairs with the fence in wait(): producer stores prod then loads the
+    // wait word, consumer stores the wait word then loads prod. With a full
+    // fence between store and load on both sides, at least one of them sees
+    // the other's store: either the consumer sees the entries and does not
+    // sleep, or we see it waiting and signal. No wakeup is lost. The exchange
+    // makes one signal per sleep, not one per batch.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    Ref w(waitWord(hdr()));
+    if (w.load(std::memory_order_relaxed) && w.exchange(0, std::memory_order_relaxed)) {
+        const uint64_t one = 1;
+        if (::write(eventFd_.get(), &one, sizeof(one)) == sizeof(one))
+            ++stats_.wakeups;
+    }
+    return n;
+}
+
+bool CompletionRing::consumerWaiting() const noexcept
+{
+    return Ref(waitWord(hdr())).load(std::memory_order_relaxed) != 0;
+}
+
+size_t CompletionRing::ready() noexcept
+{
+    const uint64_t prod = Ref(hdr()->prod).load(std::memory_order_acquire);
+    const uint64_t avail = prod - cons_;
+    if (avail > size_) {
+        ++stats_.corrupt;
+        return 0;
+    }
+    return avail;
+}
+
+size_t CompletionRing::poll(size_t max, npf_completion* out) noexcept
+{
+    const size_t n = std::min(ready(), max);
+    if (!n)
+        return 0;
+    const npf_completion* e = entries();
+    const uint64_t mask = size_ - 1;
+    for (size_t i = 0; i < n; ++i)
+        out[i] = e[(cons_ + i) & mask];
+    cons_ += n;
+    Ref(hdr()->cons).store(cons_, std::memory_order_release);
+    return n;
+}
+
+int CompletionRing::wait(std::chrono::milliseconds timeout) noexcept
+{
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    Ref w(waitWord(hdr()));
+    for (;;) {
+        const uint64_t corruptBefore = stats_.corrupt;
+        if (size_t n = ready())
+            return static_cast<int>(std::min<size_t>(n, INT32_MAX));
+        if (stats_.corrupt != corruptBefore)
+            return -EPROTO;
+        w.store(1, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst); // see write()
+        if (size_t n = ready()) {
+            w.store(0, std::memory_order_relaxed);
+            return static_cast<int>(std::min<size_t>(n, INT32_MAX));
+        }
+        int ms = -1;
+        if (timeout.count() >= 0) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+            ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
+        }
+        pollfd p{eventFd_.get(), POLLIN, 0};
+        const int rc = ::poll(&p, 1, ms);
+        const int err = errno;
+        w.store(0, std::memory_order_relaxed);
+        if (rc > 0) {
+            uint64_t v;
+            [[maybe_unused]] ssize_t r = ::read(eventFd_.get(), &v, sizeof(v)); // EAGAIN: raced, fine
+        } else if (rc < 0 && err != EINTR) {
+            return -err;
+        }
+        if (rc == 0 || (timeout.count() >= 0 && Clock::now() >= deadline)) {
+            const size_t n = ready();
+            return static_cast<int>(std::min<size_t>(n, INT32_MAX));
+        }
+    }
+}
+
+} // namespace npf
