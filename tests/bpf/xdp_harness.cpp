@@ -1,0 +1,238 @@
+#include "xdp_harness.h"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include "sys/error.h"
+
+namespace npf::test {
+
+namespace {
+
+constexpr const char* kStatNames[] = {
+    "rx_total",      "pass_not_ip",   "pass_not_udp", "pass_fragment",  "pass_ipv6_ext",
+    "pass_malformed", "pass_no_flow", "pass_bad_flow", "pass_bad_queue", "pass_no_socket",
+    "pass_too_big",  "pass_meta_fail", "drop_rnr",    "drop_bad_desc",  "drop_contended",
+    "redir_primary", "redir_backup",  "redir_fail",   "truncated",
+};
+static_assert(std::size(kStatNames) == NPF_STAT_MAX, "enum npf_stat changed: update kStatNames");
+
+uint64_t monoNs()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+MmapArea mapArray(bpf_map* map, const char* name)
+{
+    size_t bytes = static_cast<size_t>(bpf_map__value_size(map)) * bpf_map__max_entries(map);
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    bytes = (bytes + page - 1) / page * page;
+    return MmapArea::map(bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0, name);
+}
+
+} // namespace
+
+const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? kStatNames[stat] : "?"; }
+
+int outcomeVerdict(uint32_t stat)
+{
+    if (stat >= NPF_STAT_DROP_RNR && stat <= NPF_STAT_DROP_CONTENDED)
+        return XDP_DROP;
+    if (stat == NPF_STAT_REDIR_PRIMARY || stat == NPF_STAT_REDIR_BACKUP)
+        return XDP_REDIRECT;
+    return XDP_PASS; // PASS_* and REDIR_FAIL (fails open)
+}
+
+const char* verdictName(int verdict)
+{
+    switch (verdict) {
+    case XDP_ABORTED: return "ABORTED";
+    case XDP_DROP: return "DROP";
+    case XDP_PASS: return "PASS";
+    case XDP_TX: return "TX";
+    case XDP_REDIRECT: return "REDIRECT";
+    }
+    return "?";
+}
+
+npf_flow_key flowKeyAny(uint16_t port)
+{
+    npf_flow_key k{};
+    k.port = htons(port);
+    k.family = NPF_FAMILY_ANY;
+    return k;
+}
+
+npf_flow_key flowKeyV4(const Ipv4Addr& addr, uint16_t port)
+{
+    npf_flow_key k = flowKeyAny(port);
+    k.family = NPF_FAMILY_IPV4;
+    std::memcpy(k.addr, addr.data(), addr.size());
+    return k;
+}
+
+npf_flow_key flowKeyV6(const Ipv6Addr& addr, uint16_t port)
+{
+    npf_flow_key k = flowKeyAny(port);
+    k.family = NPF_FAMILY_IPV6;
+    std::memcpy(k.addr, addr.data(), addr.size());
+    return k;
+}
+
+std::optional<npf_meta> RunResult::meta() const
+{
+    if (metaLen < sizeof(npf_meta) || out.size() < metaLen)
+        return std::nullopt;
+    npf_meta m;
+    std::memcpy(&m, out.data() + metaLen - sizeof(npf_meta), sizeof(m));
+    return m;
+}
+
+XdpHarness::XdpHarness(HarnessOptions opt)
+    : skel_(ctl::Skeleton::open({.regionPages = opt.regionPages, .queues = opt.queues})),
+      veth_(VethOptions{.queues = opt.vethQueues})
+{
+    skel_.load();
+    posts_ = mapArray(skel_->maps.npf_posts, "npf_posts");
+    cursors_ = mapArray(skel_->maps.npf_cursors, "npf_cursors");
+    resident_ = mapArray(skel_->maps.npf_resident, "npf_resident");
+    NetnsGuard in(veth_.rxNs());
+    ifindex_ = static_cast<int>(if_nametoindex(veth_.rxIf().c_str()));
+    if (ifindex_ == 0)
+        throwErrno("ifindex of " + veth_.rxIf());
+    xsks_ = std::make_unique<XskPair>(veth_.rxIf(), 0);
+}
+
+XdpHarness::~XdpHarness() = default;
+
+void XdpHarness::reset()
+{
+    int fd = bpf_map__fd(skel_->maps.npf_flows);
+    npf_flow_key key, next;
+    while (bpf_map_get_next_key(fd, nullptr, &next) == 0) {
+        key = next;
+        checkErrno(bpf_map_delete_elem(fd, &key), "delete npf_flows entry");
+    }
+    std::memset(posts_.get(), 0, posts_.size());
+    std::memset(cursors_.get(), 0, cursors_.size());
+    std::memset(resident_.get(), 0, resident_.size());
+    for (uint32_t q = 0; q < queues(); q++)
+        setSockets(q, false, false);
+}
+
+void XdpHarness::addFlow(const npf_flow_key& key, uint32_t id, uint32_t flags)
+{
+    npf_flow f{.id = id, .flags = flags};
+    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flows), &key, &f, BPF_ANY), "add npf_flows entry");
+}
+
+void XdpHarness::setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len)
+{
+    size_t slot = flow * size_t{NPF_POST_RING_SIZE} + (seq & (NPF_POST_RING_SIZE - 1));
+    posts_.as<npf_post>()[slot] = npf_post{.offset = offset, .len = len, .pad = 0};
+}
+
+npf_post XdpHarness::post(uint32_t flow, uint64_t seq) const
+{
+    return posts_.as<npf_post>()[flow * size_t{NPF_POST_RING_SIZE} + (seq & (NPF_POST_RING_SIZE - 1))];
+}
+
+void XdpHarness::setCursor(uint32_t flow, uint64_t prod, uint64_t cons)
+{
+    npf_cursor& c = cursors_.as<npf_cursor>()[flow];
+    c.cons = cons;
+    __atomic_store_n(&c.prod, prod, __ATOMIC_RELEASE);
+}
+
+npf_cursor XdpHarness::cursor(uint32_t flow) const
+{
+    npf_cursor c;
+    std::memcpy(&c, &cursors_.as<npf_cursor>()[flow], sizeof(c));
+    return c;
+}
+
+void XdpHarness::setResident(uint64_t page, bool resident)
+{
+    if (page >= regionPages())
+        throw std::out_of_range("resident page " + std::to_string(page) + " outside the region");
+    uint64_t& word = resident_.as<uint64_t>()[page / 64];
+    if (resident)
+        word |= 1ull << (page % 64);
+    else
+        word &= ~(1ull << (page % 64));
+}
+
+void XdpHarness::setAllResident(bool resident)
+{
+    std::memset(resident_.get(), resident ? 0xff : 0, regionPages() / 8);
+}
+
+void XdpHarness::setSockets(uint32_t queue, bool primary, bool backup)
+{
+    int fd = bpf_map__fd(skel_->maps.npf_xsks);
+    auto set = [&](uint32_t slot, bool on, int sock) {
+        if (on) {
+            checkErrno(bpf_map_update_elem(fd, &slot, &sock, BPF_ANY),
+                       "put AF_XDP socket into npf_xsks slot " + std::to_string(slot));
+        } else if (bpf_map_delete_elem(fd, &slot) != 0 && errno != ENOENT) {
+            throwErrno("clear npf_xsks slot " + std::to_string(slot));
+        }
+    };
+    set(NPF_XSK_PRIMARY(queue), primary, xsks_->primaryFd());
+    set(NPF_XSK_BACKUP(queue), backup, xsks_->backupFd());
+}
+
+Counters XdpHarness::counters() const
+{
+    int ncpu = libbpf_num_possible_cpus();
+    checkNeg(ncpu, "count possible CPUs");
+    std::vector<uint64_t> per(static_cast<size_t>(ncpu));
+    Counters sum{};
+    int fd = bpf_map__fd(skel_->maps.npf_stats);
+    for (uint32_t k = 0; k < NPF_STAT_MAX; k++) {
+        checkErrno(bpf_map_lookup_elem(fd, &k, per.data()), std::string("read npf_stats ") + statName(k));
+        for (uint64_t v : per)
+            sum[k] += v;
+    }
+    return sum;
+}
+
+RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue)
+{
+    // ingress_ifindex is looked up in the caller's namespace; the queue must
+    // exist on it (real_num_rx_queues), which is why a veth is needed.
+    NetnsGuard in(veth_.rxNs());
+    xdp_md ctxIn{};
+    ctxIn.data = 0; // no metadata in front of the input packet
+    ctxIn.data_end = static_cast<uint32_t>(pkt.size());
+    ctxIn.ingress_ifindex = static_cast<uint32_t>(ifindex_);
+    ctxIn.rx_queue_index = queue;
+    xdp_md ctxOut{};
+    RunResult r;
+    r.out.resize(pkt.size() + 256);
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = pkt.data(), .data_out = r.out.data(),
+                .data_size_in = static_cast<uint32_t>(pkt.size()),
+                .data_size_out = static_cast<uint32_t>(r.out.size()), .ctx_in = &ctxIn,
+                .ctx_out = &ctxOut, .ctx_size_in = sizeof(ctxIn), .ctx_size_out = sizeof(ctxOut),
+                .repeat = 1);
+    r.startNs = monoNs();
+    checkNeg(bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.npf_xdp), &opts),
+             "bpf_prog_test_run npf_xdp (" + std::to_string(pkt.size()) + " bytes, rx queue " +
+                 std::to_string(queue) + ")");
+    r.endNs = monoNs();
+    r.verdict = static_cast<int>(opts.retval);
+    r.out.resize(opts.data_size_out);
+    r.metaLen = ctxOut.data - ctxOut.data_meta;
+    return r;
+}
+
+} // namespace npf::test

@@ -1,0 +1,93 @@
+// Runs npf_xdp through bpf_prog_test_run_opts against real maps: a loaded
+// skeleton, its mmapable post/cursor/resident maps mapped, real AF_XDP
+// sockets for the XSKMAP and a real veth whose RX queues give the packets
+// their rx_queue_index.
+#pragma once
+
+#include <linux/bpf.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctl/skeleton.h"
+#include "netns.h"
+#include "npf/abi.h"
+#include "packet_builder.h"
+#include "sys/mmap_area.h"
+#include "xsk_pair.h"
+
+namespace npf::test {
+
+using Counters = std::array<uint64_t, NPF_STAT_MAX>;
+
+// "rx_total", "pass_not_ip", ... for messages.
+const char* statName(uint32_t stat);
+// True for the counters every packet lands in exactly one of.
+constexpr bool isOutcome(uint32_t stat) { return stat != NPF_STAT_RX_TOTAL && stat != NPF_STAT_TRUNCATED; }
+// XDP verdict an outcome counter stands for.
+int outcomeVerdict(uint32_t stat);
+const char* verdictName(int verdict);
+
+npf_flow_key flowKeyAny(uint16_t port);
+npf_flow_key flowKeyV4(const Ipv4Addr& addr, uint16_t port);
+npf_flow_key flowKeyV6(const Ipv6Addr& addr, uint16_t port);
+
+struct RunResult {
+    int verdict = -1;
+    std::vector<uint8_t> out; // data_out: metadata, then the packet
+    uint32_t metaLen = 0;     // ctx_out.data - ctx_out.data_meta
+    uint64_t startNs = 0;     // CLOCK_MONOTONIC around the run
+    uint64_t endNs = 0;
+
+    std::optional<npf_meta> meta() const;
+    std::span<const uint8_t> packet() const { return std::span(out).subspan(metaLen); }
+};
+
+struct HarnessOptions {
+    uint64_t regionPages = 1024;
+    uint32_t queues = 4;         // skeleton LoadConfig::queues
+    int vethQueues = NPF_MAX_QUEUES + 1; // so rx queue NPF_MAX_QUEUES can be tested
+};
+
+class XdpHarness {
+public:
+    explicit XdpHarness(HarnessOptions opt = {});
+    ~XdpHarness();
+    XdpHarness(const XdpHarness&) = delete;
+    XdpHarness& operator=(const XdpHarness&) = delete;
+
+    // Empties flows, posts, cursors, resident bitmap and socket slots.
+    // Counters are never reset: compare snapshots.
+    void reset();
+
+    void addFlow(const npf_flow_key& key, uint32_t id, uint32_t flags = 0);
+    void setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len);
+    npf_post post(uint32_t flow, uint64_t seq) const;
+    void setCursor(uint32_t flow, uint64_t prod, uint64_t cons);
+    npf_cursor cursor(uint32_t flow) const;
+    void setResident(uint64_t page, bool resident);
+    void setAllResident(bool resident);
+    // Puts (or removes) the real primary/backup sockets into queue's slots.
+    void setSockets(uint32_t queue, bool primary, bool backup);
+
+    Counters counters() const;
+    RunResult run(std::span<const uint8_t> pkt, uint32_t queue);
+
+    uint64_t regionPages() const { return skel_.config().regionPages; }
+    uint64_t regionBytes() const { return regionPages() << NPF_PAGE_SHIFT; }
+    uint32_t queues() const { return skel_.config().queues; }
+
+private:
+    ctl::Skeleton skel_;
+    VethPair veth_;
+    int ifindex_ = 0;
+    std::unique_ptr<XskPair> xsks_;
+    MmapArea posts_, cursors_, resident_;
+};
+
+} // namespace npf::test
