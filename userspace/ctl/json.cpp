@@ -14,6 +14,10 @@ Json toJson(const InstanceStatus& s)
     j["queues"] = s.queues;
     j["region_pages"] = s.regionPages;
     j["bound_queues"] = s.boundQueues;
+    Json slots = Json::array();
+    for (const XskSlot& x : s.slots)
+        slots.push_back({{"slot", x.slot}, {"queue", x.queue}, {"role", x.backup() ? "backup" : "primary"}});
+    j["xsk_slots"] = slots;
     Json socks = Json::array();
     for (const XdpSocket& x : s.sockets)
         socks.push_back({{"inode", x.inode}, {"queue", x.queue}, {"umem_id", x.umemId}, {"uid", x.uid}});

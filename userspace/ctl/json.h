@@ -15,7 +15,8 @@ namespace npf::ctl {
 using Json = nlohmann::ordered_json;
 
 // {"interface", "ifindex", "state", "mode", "prog_id", "flows", "queues",
-//  "region_pages", "bound_queues": [..], "sockets": [{inode, queue, umem_id, uid}],
+//  "region_pages", "bound_queues": [..], "xsk_slots": [{slot, queue, role}],
+//  "sockets": [{inode, queue, umem_id, uid}] (sock_diag),
 //  "foreign_programs": [{id, name, mode}], "problem"?}
 Json toJson(const InstanceStatus& s);
 

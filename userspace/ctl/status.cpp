@@ -6,6 +6,7 @@
 #include "ctl/pins.h"
 #include "ctl/privileges.h"
 #include "npf/abi.h"
+#include "sys/log.h"
 
 namespace npf::ctl {
 namespace {
@@ -15,7 +16,7 @@ void addProblem(InstanceStatus* s, const std::string& p)
     s->problem += (s->problem.empty() ? "" : "; ") + p;
 }
 
-InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks, const std::string& sockErr)
+InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks)
 {
     InstanceStatus s;
     s.ifname = itf.name;
@@ -26,9 +27,6 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks, 
         for (const XdpSocket& x : *socks)
             if (x.ifindex == static_cast<uint32_t>(itf.ifindex))
                 s.sockets.push_back(x);
-        s.boundQueues = boundQueues(s.sockets);
-    } else {
-        addProblem(&s, sockErr);
     }
 
     if (const XdpProgram* p = st.npf()) {
@@ -40,6 +38,8 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks, 
             s.flows = static_cast<uint32_t>(listFlows(dp).size());
             s.queues = dp.queues();
             s.regionPages = dp.regionPages();
+            s.slots = xskSlots(dp);
+            s.boundQueues = slotQueues(s.slots);
         } catch (const std::exception& e) {
             addProblem(&s, e.what());
         }
@@ -59,6 +59,7 @@ std::vector<XdpSocket> socketsOrError(std::string* err)
         return xdpSockets();
     } catch (const std::exception& e) {
         *err = e.what();
+        NPF_DEBUG("%s", err->c_str());
         return {};
     }
 }
@@ -82,7 +83,7 @@ InstanceStatus instanceStatus(const std::string& ifname)
     Interface itf = resolveInterface(ifname);
     std::string err;
     std::vector<XdpSocket> socks = socketsOrError(&err);
-    return build(itf, err.empty() ? &socks : nullptr, err);
+    return build(itf, err.empty() ? &socks : nullptr);
 }
 
 std::vector<InstanceStatus> allInstances()
@@ -92,7 +93,7 @@ std::vector<InstanceStatus> allInstances()
     std::vector<XdpSocket> socks = socketsOrError(&err);
     std::vector<InstanceStatus> out;
     for (const Interface& itf : listInterfaces()) {
-        InstanceStatus s = build(itf, err.empty() ? &socks : nullptr, err);
+        InstanceStatus s = build(itf, err.empty() ? &socks : nullptr);
         if (s.state != InstanceState::None)
             out.push_back(std::move(s));
     }

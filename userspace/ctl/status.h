@@ -9,6 +9,7 @@
 #include "ctl/mode.h"
 #include "ctl/xdp_state.h"
 #include "ctl/xsk_diag.h"
+#include "ctl/xsk_slots.h"
 
 namespace npf::ctl {
 
@@ -29,8 +30,10 @@ struct InstanceStatus {
     uint32_t flows = 0;
     uint32_t queues = 0;      // socket slots the program was loaded for
     uint64_t regionPages = 0;
-    std::vector<XdpSocket> sockets;    // AF_XDP sockets bound to the interface
-    std::vector<uint32_t> boundQueues; // their queues
+    std::vector<XskSlot> slots;        // npf_xsks slots holding a socket
+    std::vector<uint32_t> boundQueues; // queues with a socket in npf_xsks
+    std::vector<XdpSocket> sockets;    // AF_XDP sockets bound to the interface (sock_diag; empty
+                                       // if the kernel lacks CONFIG_XDP_SOCKETS_DIAG)
     std::vector<XdpProgram> foreign;   // other XDP programs on the interface
     std::string problem;               // why some fields are unknown, "" if none
 };
