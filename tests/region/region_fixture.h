@@ -1,0 +1,105 @@
+// Helpers for region tests: uffd availability skip, a pager thread that
+// serves CPU faults, deterministic content, memfd allocation.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "region/region.h"
+
+#define NPF_REQUIRE_UFFD()                                                   \
+    do {                                                                     \
+        std::string why_;                                                    \
+        if (!::npf::userfaultfdAvailable(&why_))                             \
+            GTEST_SKIP() << "userfaultfd unavailable: " << why_;             \
+    } while (0)
+
+namespace npf::test {
+
+constexpr uint64_t kPg = NPF_PAGE_SIZE;
+
+// Polls the region's uffd and serves CPU faults until destroyed.
+class PagerThread {
+public:
+    explicit PagerThread(Region& r) : r_(r), t_([this] { run(); }) {}
+    ~PagerThread()
+    {
+        stop_ = true;
+        t_.join();
+    }
+    PagerThread(const PagerThread&) = delete;
+    PagerThread& operator=(const PagerThread&) = delete;
+    uint64_t maxResident() const { return maxResident_.load(); }
+    // Waits until the loop has finished the work it was doing: UFFDIO_COPY
+    // wakes the faulting thread before the pager's bookkeeping is done.
+    void sync() const
+    {
+        uint64_t start = loops_.load();
+        while (loops_.load() < start + 2)
+            std::this_thread::yield();
+    }
+
+private:
+    void run()
+    {
+        while (!stop_) {
+            pollfd p{r_.uffdFd(), POLLIN, 0};
+            if (::poll(&p, 1, 2) > 0) {
+                int rc = r_.serviceFaults();
+                EXPECT_GE(rc, 0) << "serviceFaults: " << rc;
+            }
+            uint64_t res = r_.residentPages();
+            if (res > maxResident_)
+                maxResident_ = res;
+            loops_.fetch_add(1);
+        }
+    }
+    Region& r_;
+    std::atomic<bool> stop_{false};
+    std::atomic<uint64_t> maxResident_{0};
+    std::atomic<uint64_t> loops_{0};
+    std::thread t_;
+};
+
+inline std::vector<uint8_t> randomBytes(size_t n, uint32_t seed)
+{
+    std::mt19937 g(seed);
+    std::vector<uint8_t> v(n);
+    for (auto& b : v)
+        b = static_cast<uint8_t>(g());
+    return v;
+}
+
+// Bytes the memfd really holds (st_blocks), i.e. pages present in shmem.
+inline uint64_t memfdBytes(const Region& r)
+{
+    struct stat st{};
+    EXPECT_EQ(::fstat(r.memfd(), &st), 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+inline bool allZero(const uint8_t* p, size_t n)
+{
+    for (size_t i = 0; i < n; ++i)
+        if (p[i])
+            return false;
+    return true;
+}
+
+inline RegionConfig smallConfig(uint64_t size = 64ull << 20)
+{
+    RegionConfig c;
+    c.size = size;
+    c.name = "npf-test-region";
+    return c;
+}
+
+} // namespace npf::test

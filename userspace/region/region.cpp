@@ -1,0 +1,504 @@
+#include "region/region.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "region/region_internal.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
+namespace npf {
+
+uint64_t monotonicNs() noexcept
+{
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+constexpr uint64_t kPage = NPF_PAGE_SIZE;
+
+std::string sizeStr(uint64_t b) { return std::to_string(b) + " bytes"; }
+
+} // namespace
+
+Region::Region(const RegionConfig& cfg) : cfg_(cfg), c_(std::make_unique<Counters>())
+{
+    const std::string& who = cfg_.name;
+    if (cfg_.size == 0 || cfg_.size % kPage)
+        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " must be a non-zero multiple of 4096");
+    if (cfg_.size / kPage > NPF_MAX_REGION_PAGES)
+        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " exceeds the 1 TiB maximum");
+    if (cfg_.maxBatchPages == 0 || cfg_.maxBatchPages > 1024)
+        throwErrno(EINVAL, "region " + who + ": maxBatchPages must be 1..1024");
+    size_ = cfg_.size;
+    pages_ = size_ / kPage;
+    budgetPages_ = cfg_.residentBudget / kPage;
+    if (cfg_.residentBudget && budgetPages_ == 0)
+        budgetPages_ = 1;
+
+    memfd_.reset(::memfd_create(who.c_str(), MFD_CLOEXEC));
+    if (!memfd_)
+        throwErrno("memfd_create for region " + who);
+    if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
+        throwErrno("size region memfd " + who + " to " + sizeStr(size_));
+    map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
+                         "region " + who + " (" + sizeStr(size_) + ")");
+
+    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM, UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
+    wp_ = uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+    if (wp_) {
+        try {
+            uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
+                                "region " + who);
+        } catch (const std::system_error& e) {
+            NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
+                     who.c_str(), e.what());
+            wp_ = false;
+        }
+    }
+    if (!wp_)
+        uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING, "region " + who);
+
+    spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
+
+    size_t words = (pages_ + 63) / 64;
+    if (cfg_.residentBitmap) {
+        bitmap_ = cfg_.residentBitmap;
+        for (size_t i = 0; i < words; ++i)
+            __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
+    } else {
+        ownBitmap_ = LazyArray<uint64_t>(words, "resident bitmap of " + who);
+        bitmap_ = ownBitmap_.data();
+    }
+    present_ = LazyArray<uint64_t>(words, "present bitmap of " + who);
+    referenced_ = LazyArray<uint64_t>(words, "referenced bitmap of " + who);
+    saved_ = LazyArray<uint64_t>(words, "saved bitmap of " + who);
+    discard_ = LazyArray<uint64_t>(words, "discard bitmap of " + who);
+    protect_ = LazyArray<uint32_t>(pages_, "protect counts of " + who);
+    clock_ = LazyArray<uint32_t>(pages_, "clock of " + who);
+
+    staging_ = MmapArea::map(cfg_.maxBatchPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                             -1, 0, "staging pages of " + who);
+    std::memset(staging_.get(), 0, staging_.size());
+    scratchPages_.reserve(4096);
+    scratchBegin_.reserve(4096);
+    scratchEnd_.reserve(4096);
+    scratchStatus_.reserve(4096);
+    victims_.reserve(cfg_.maxBatchPages);
+    msgs_.resize(64);
+    NPF_DEBUG("region %s: %llu pages, budget %llu pages, write-protect fence %s", who.c_str(),
+              static_cast<unsigned long long>(pages_), static_cast<unsigned long long>(budgetPages_),
+              wp_ ? "on" : "off");
+}
+
+Region::~Region()
+{
+    if (bitmap_) {
+        size_t words = (pages_ + 63) / 64;
+        for (size_t i = 0; i < words; ++i)
+            if (bitmap_[i])
+                __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
+    }
+}
+
+bool Region::isResident(uint64_t offset, uint64_t len) const noexcept
+{
+    if (offset > size_ || len > size_ - offset)
+        return false;
+    if (!len)
+        return true;
+    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p)
+        if (!bits::testAcquire(bitmap_, p))
+            return false;
+    return true;
+}
+
+void Region::markReferenced(uint64_t offset, uint64_t len) noexcept
+{
+    if (!len || offset >= size_)
+        return;
+    uint64_t last = std::min(offset + len - 1, size_ - 1) >> NPF_PAGE_SHIFT;
+    for (uint64_t p = offset >> NPF_PAGE_SHIFT; p <= last; ++p)
+        if (!bits::testAcquire(referenced_.data(), p))
+            bits::setAtomic(referenced_.data(), p, __ATOMIC_RELAXED);
+}
+
+void Region::clockPush(uint64_t page) noexcept
+{
+    clock_[(clockHead_ + clockLen_) % pages_] = static_cast<uint32_t>(page);
+    ++clockLen_;
+}
+
+bool Region::clockPop(uint64_t* page) noexcept
+{
+    if (!clockLen_)
+        return false;
+    *page = clock_[clockHead_];
+    clockHead_ = (clockHead_ + 1) % pages_;
+    --clockLen_;
+    return true;
+}
+
+void Region::markInstalled(uint64_t page) noexcept
+{
+    bits::set(present_.data(), page);
+    bits::setAtomic(referenced_.data(), page, __ATOMIC_RELAXED);
+    clockPush(page);
+    resident_.fetch_add(1, std::memory_order_relaxed);
+    // Content is final: only now may XDP steer writes to this page.
+    bits::setAtomic(bitmap_, page, __ATOMIC_RELEASE);
+}
+
+// UFFDIO_COPY found the page present although we had not installed it (it was
+// populated behind our back): keep what is there, patch our pieces in.
+void Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
+{
+    bump(c_->eexist);
+    plan_.applyTo(pageAddr(page), pb, pe);
+    markInstalled(page);
+    uffd_.wake(pageAddr(page), kPage);
+}
+
+void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                          BatchTiming* t) noexcept
+{
+    uint8_t* stg = staging_.as<uint8_t>();
+    size_t n = pages.size();
+    size_t i = 0;
+    while (i < n) {
+        size_t j = i + 1;
+        while (j < n && j - i < cfg_.maxBatchPages && pages[j] == pages[j - 1] + 1)
+            ++j;
+        size_t cnt = j - i;
+
+        int loadErr = 0;
+        for (size_t k = i; k < j && !loadErr;) {
+            bool sv = bits::test(saved_.data(), pages[k]);
+            size_t m = k + 1;
+            while (m < j && bits::test(saved_.data(), pages[m]) == sv)
+                ++m;
+            uint8_t* dst = stg + (k - i) * kPage;
+            if (sv)
+                loadErr = spill_.load(pages[k] * kPage, dst, (m - k) * kPage);
+            else
+                std::memset(dst, 0, (m - k) * kPage);
+            k = m;
+        }
+        if (loadErr) {
+            bump(c_->errors);
+            NPF_WARN_RL("region %s: reading saved pages from the spill file: %s", cfg_.name.c_str(),
+                        std::strerror(-loadErr));
+            for (size_t k = i; k < j; ++k)
+                status[k] = loadErr;
+            i = j;
+            continue;
+        }
+        if (pb)
+            for (size_t k = i; k < j; ++k)
+                plan_.applyTo(stg + (k - i) * kPage, pb[k], pe[k]);
+        if (t)
+            t->imageReady = monotonicNs();
+
+        uint64_t len = cnt * kPage, done = 0;
+        int again = 0;
+        uint8_t* dst = pageAddr(pages[i]);
+        while (done < len) {
+            int64_t copied = 0;
+            long rc = uffd_.copy(dst + done, stg + done, len - done, &copied);
+            bump(c_->copyCalls);
+            if (t)
+                ++t->copies;
+            uint64_t whole = static_cast<uint64_t>(copied) & ~(kPage - 1);
+            for (uint64_t b = done; b < done + whole; b += kPage) {
+                size_t k = i + b / kPage;
+                markInstalled(pages[k]);
+                status[k] = 0;
+            }
+            bump(c_->pagesInstalled, whole / kPage);
+            if (t)
+                t->pages += static_cast<uint32_t>(whole / kPage);
+            done += whole;
+            if (rc >= 0)
+                break;
+            if (rc == -EEXIST) {
+                size_t k = i + done / kPage;
+                onExisting(pages[k], pb ? pb[k] : 0, pb ? pe[k] : 0);
+                status[k] = 0;
+                done += kPage;
+                continue;
+            }
+            if (rc == -EAGAIN && ++again < 1000)
+                continue;
+            bump(c_->errors);
+            NPF_WARN_RL("region %s: UFFDIO_COPY of %llu pages at page %llu: %s", cfg_.name.c_str(),
+                        static_cast<unsigned long long>((len - done) / kPage),
+                        static_cast<unsigned long long>(pages[i + done / kPage]), std::strerror(static_cast<int>(-rc)));
+            for (size_t k = i + done / kPage; k < j; ++k)
+                status[k] = static_cast<int>(rc);
+            break;
+        }
+        if (t)
+            t->copyDone = monotonicNs();
+
+        // Restored pages no longer need their saved copy.
+        for (size_t k = i; k < j;) {
+            if (status[k] != 0 || !bits::test(saved_.data(), pages[k])) {
+                ++k;
+                continue;
+            }
+            size_t m = k;
+            while (m < j && status[m] == 0 && bits::test(saved_.data(), pages[m]) &&
+                   pages[m] == pages[k] + (m - k)) {
+                bits::clear(saved_.data(), pages[m]);
+                ++m;
+            }
+            bump(c_->restored, m - k);
+            spill_.drop(pages[k] * kPage, (m - k) * kPage);
+            k = m;
+        }
+        i = j;
+    }
+}
+
+int Region::applyPatches(std::span<const Patch> patches, std::span<int> results, BatchTiming* t) noexcept
+{
+    if (results.size() < patches.size())
+        return -EINVAL;
+    std::lock_guard lk(mu_);
+    if (t)
+        *t = BatchTiming{monotonicNs()};
+    int rc = plan_.build(patches, size_, results);
+    if (rc < 0)
+        return rc;
+    auto pieces = plan_.pieces();
+    scratchPages_.clear();
+    scratchBegin_.clear();
+    scratchEnd_.clear();
+    for (size_t b = 0, e = 0; b < pieces.size(); b = e) {
+        e = plan_.pageEnd(b);
+        uint64_t page = pieces[b].page;
+        bits::clearAtomic(discard_.data(), page, __ATOMIC_RELAXED);
+        if (present(page)) {
+            plan_.applyTo(pageAddr(page), b, e);
+            bits::setAtomic(referenced_.data(), page, __ATOMIC_RELAXED);
+            bump(c_->patchesToResident, e - b);
+            continue;
+        }
+        bool ok = pushBack(scratchPages_, page);
+        if (ok && !(ok = pushBack(scratchBegin_, b)))
+            scratchPages_.pop_back();
+        if (ok && !(ok = pushBack(scratchEnd_, e))) {
+            scratchPages_.pop_back();
+            scratchBegin_.pop_back();
+        }
+        if (!ok)
+            for (size_t k = b; k < e; ++k)
+                results[pieces[k].patch] = -ENOMEM;
+    }
+    size_t n = scratchPages_.size();
+    if (!ensureSize(scratchStatus_, n))
+        return -ENOMEM;
+    std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
+    if (n) {
+        installPages({scratchPages_.data(), n}, scratchBegin_.data(), scratchEnd_.data(), scratchStatus_.data(), t);
+        for (size_t k = 0; k < n; ++k) {
+            if (scratchStatus_[k] == 0) {
+                bump(c_->packetFaults);
+                continue;
+            }
+            for (size_t q = scratchBegin_[k]; q < scratchEnd_[k]; ++q)
+                results[pieces[q].patch] = scratchStatus_[k];
+        }
+    }
+    int done = 0;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < patches.size(); ++i)
+        if (results[i] == 0) {
+            ++done;
+            bytes += patches[i].len;
+        }
+    bump(c_->packetBatches);
+    bump(c_->patches, static_cast<uint64_t>(done));
+    bump(c_->patchBytes, bytes);
+    if (t)
+        t->end = monotonicNs();
+    autoEvictLocked();
+    return done;
+}
+
+int Region::serviceFaults(BatchTiming* t) noexcept
+{
+    std::lock_guard lk(mu_);
+    if (t)
+        *t = BatchTiming{monotonicNs()};
+    int rc = serviceFaultsLocked(t);
+    if (t)
+        t->end = monotonicNs();
+    autoEvictLocked();
+    return rc;
+}
+
+int Region::serviceFaultsLocked(BatchTiming* t) noexcept
+{
+    int served = 0;
+    uintptr_t lo = reinterpret_cast<uintptr_t>(base());
+    for (int round = 0; round < 16; ++round) {
+        int n = uffd_.readEvents(msgs_.data(), static_cast<int>(msgs_.size()));
+        if (n < 0) {
+            bump(c_->errors);
+            return served ? served : n;
+        }
+        if (n == 0)
+            break;
+        scratchPages_.clear();
+        for (int m = 0; m < n; ++m) {
+            const uffd_msg& msg = msgs_[m];
+            if (msg.event != UFFD_EVENT_PAGEFAULT)
+                continue;
+            uintptr_t a = static_cast<uintptr_t>(msg.arg.pagefault.address);
+            if (a < lo || a - lo >= size_)
+                continue;
+            uint64_t page = (a - lo) >> NPF_PAGE_SHIFT;
+            ++served;
+            bump(c_->cpuFaults);
+            // A write-protect fault left over from an eviction: the fence is
+            // already lifted, the waiter only needs to retry.
+            if ((msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) || present(page)) {
+                bump(c_->cpuFaultWakes);
+                uffd_.wake(pageAddr(page), kPage);
+                continue;
+            }
+            if (!pushBack(scratchPages_, page)) {
+                bump(c_->errors);
+                break;
+            }
+        }
+        std::sort(scratchPages_.begin(), scratchPages_.end());
+        scratchPages_.erase(std::unique(scratchPages_.begin(), scratchPages_.end()), scratchPages_.end());
+        if (!scratchPages_.empty()) {
+            if (!ensureSize(scratchStatus_, scratchPages_.size()))
+                return -ENOMEM;
+            std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
+            installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), t);
+            for (size_t k = 0; k < scratchPages_.size(); ++k)
+                if (scratchStatus_[k] != 0) // never leave a faulting thread hanging
+                    uffd_.wake(pageAddr(scratchPages_[k]), kPage);
+        }
+        if (n < static_cast<int>(msgs_.size()))
+            break;
+    }
+    return served;
+}
+
+int Region::prefetch(uint64_t offset, uint64_t len) noexcept
+{
+    if (offset > size_ || len > size_ - offset)
+        return -EINVAL;
+    if (!len)
+        return 0;
+    std::lock_guard lk(mu_);
+    uint64_t first = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT;
+    int installed = 0;
+    for (uint64_t p = first; p <= last;) {
+        scratchPages_.clear();
+        for (; p <= last && scratchPages_.size() < 4096; ++p)
+            if (!present(p) && !pushBack(scratchPages_, p))
+                return installed ? installed : -ENOMEM;
+        if (scratchPages_.empty())
+            continue;
+        if (!ensureSize(scratchStatus_, scratchPages_.size()))
+            return installed ? installed : -ENOMEM;
+        std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
+        installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), nullptr);
+        for (int s : scratchStatus_)
+            installed += s == 0;
+    }
+    bump(c_->prefetched, static_cast<uint64_t>(installed));
+    autoEvictLocked();
+    return installed;
+}
+
+void Region::protect(uint64_t offset, uint64_t len) noexcept
+{
+    if (!len || offset >= size_ || len > size_ - offset)
+        return;
+    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p) {
+        std::atomic_ref<uint32_t>(protect_[p]).fetch_add(1, std::memory_order_relaxed);
+        bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
+    }
+}
+
+void Region::unprotect(uint64_t offset, uint64_t len) noexcept
+{
+    if (!len || offset >= size_ || len > size_ - offset)
+        return;
+    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p) {
+        std::atomic_ref<uint32_t> c(protect_[p]);
+        uint32_t v = c.load(std::memory_order_relaxed);
+        while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+        }
+    }
+}
+
+uint32_t Region::protectCount(uint64_t page) const noexcept
+{
+    if (page >= pages_)
+        return 0;
+    return std::atomic_ref<uint32_t>(protect_[page]).load(std::memory_order_relaxed);
+}
+
+int Region::release(uint64_t offset, uint64_t len) noexcept
+{
+    if (offset > size_ || len > size_ - offset)
+        return -EINVAL;
+    uint64_t first = (offset + kPage - 1) >> NPF_PAGE_SHIFT;
+    uint64_t end = (offset + len) >> NPF_PAGE_SHIFT; // exclusive: only whole pages
+    std::lock_guard lk(mu_);
+    int n = 0;
+    for (uint64_t p = first; p < end; ++p) {
+        if (present(p)) {
+            bits::setAtomic(discard_.data(), p, __ATOMIC_RELAXED);
+        } else if (bits::test(saved_.data(), p)) {
+            bits::clear(saved_.data(), p);
+            spill_.drop(p * kPage, kPage);
+        }
+        ++n;
+    }
+    return n;
+}
+
+RegionStats Region::stats() const noexcept
+{
+    auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    RegionStats s;
+    s.packetBatches = g(c_->packetBatches);
+    s.patches = g(c_->patches);
+    s.patchBytes = g(c_->patchBytes);
+    s.patchesToResident = g(c_->patchesToResident);
+    s.packetFaults = g(c_->packetFaults);
+    s.cpuFaults = g(c_->cpuFaults);
+    s.cpuFaultWakes = g(c_->cpuFaultWakes);
+    s.pagesInstalled = g(c_->pagesInstalled);
+    s.copyCalls = g(c_->copyCalls);
+    s.eexist = g(c_->eexist);
+    s.prefetched = g(c_->prefetched);
+    s.evicted = g(c_->evicted);
+    s.spilled = g(c_->spilled);
+    s.discarded = g(c_->discarded);
+    s.restored = g(c_->restored);
+    s.evictBlocked = g(c_->evictBlocked);
+    s.graceWaits = g(c_->graceWaits);
+    s.errors = g(c_->errors);
+    s.residentPages = residentPages();
+    return s;
+}
+
+} // namespace npf

@@ -1,0 +1,190 @@
+// The pageable region: a memfd (shmem) mapping registered with userfaultfd in
+// MISSING mode (and WP, used to fence writers during eviction), plus the
+// pager operations that own residency: packet patches, CPU faults, prefetch,
+// protection of posted buffers, release, and eviction under a budget.
+//
+// Threading: pager operations (applyPatches, serviceFaults, prefetch, release,
+// evict*) take an internal mutex and may be called from any thread, but the
+// engine calls them from its single pager thread. protect/unprotect,
+// markReferenced, isResident and stats are lock-free. A thread that writes
+// the region on the fast path must be an EpochDomain reader: enter(), check
+// isResident() for the destination, write, exit(); a failed check means the
+// payload goes to the pager. Never call evict* from inside a reader section.
+//
+// The pager never touches a page through the mapping unless it knows the
+// page is present, so it never faults on itself.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "npf/abi.h"
+#include "region/epoch.h"
+#include "region/lazy_array.h"
+#include "region/patch_plan.h"
+#include "region/spill.h"
+#include "region/uffd.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+
+namespace npf {
+
+struct RegionConfig {
+    uint64_t size = 1ull << 30;        // bytes, a multiple of NPF_PAGE_SIZE
+    uint64_t residentBudget = 0;       // bytes; 0 = unlimited
+    // One bit per page (ceil(pages / 64) words), shared with XDP (the mmapped
+    // npf_resident array). nullptr: the region allocates its own.
+    uint64_t* residentBitmap = nullptr;
+    EpochDomain* epochs = nullptr;     // fast-path writers to wait for; may be null
+    std::string spillDir;              // "" = spill into a second memfd
+    std::string name = "npf-region";
+    uint32_t maxBatchPages = 64;       // pages per UFFDIO_COPY and per eviction batch
+    bool autoEvict = true;             // evict to budget at the end of each install call
+    std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
+};
+
+// Cumulative counters (monotonic, except residentPages).
+struct RegionStats {
+    uint64_t packetBatches = 0;    // applyPatches calls
+    uint64_t patches = 0;          // patches applied
+    uint64_t patchBytes = 0;
+    uint64_t patchesToResident = 0; // pieces copied into pages already present
+    uint64_t packetFaults = 0;     // pages installed for packet patches
+    uint64_t cpuFaults = 0;        // CPU fault events served
+    uint64_t cpuFaultWakes = 0;    // served by a wake (page already present / EEXIST)
+    uint64_t pagesInstalled = 0;   // by UFFDIO_COPY, all causes
+    uint64_t copyCalls = 0;        // UFFDIO_COPY ioctls
+    uint64_t eexist = 0;           // pages found present by UFFDIO_COPY
+    uint64_t prefetched = 0;       // pages installed by prefetch
+    uint64_t evicted = 0;          // pages punched out
+    uint64_t spilled = 0;          // pages saved to the spill file
+    uint64_t discarded = 0;        // released pages evicted without saving
+    uint64_t restored = 0;         // pages installed from saved content
+    uint64_t evictBlocked = 0;     // evictions that found no victim (all protected)
+    uint64_t graceWaits = 0;       // grace periods that had to wait
+    uint64_t errors = 0;           // failed ioctls / spill I/O
+    uint64_t residentPages = 0;    // present now
+};
+
+// CLOCK_MONOTONIC ns of one install call (the clock of bpf_ktime_get_ns), for
+// per-stage histograms. Zero when the stage did not happen.
+struct BatchTiming {
+    uint64_t start = 0;      // call entered (lock held)
+    uint64_t imageReady = 0; // last page image built (staging)
+    uint64_t copyDone = 0;   // last UFFDIO_COPY returned
+    uint64_t end = 0;        // bits set, call about to return (before auto-eviction)
+    uint32_t pages = 0;      // pages installed
+    uint32_t copies = 0;     // UFFDIO_COPY calls
+};
+
+uint64_t monotonicNs() noexcept;
+
+class Region {
+public:
+    explicit Region(const RegionConfig& cfg);
+    ~Region();
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+
+    uint8_t* base() const noexcept { return map_.as<uint8_t>(); }
+    uint64_t size() const noexcept { return size_; }
+    uint64_t pages() const noexcept { return pages_; }
+    int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
+    int memfd() const noexcept { return memfd_.get(); }
+    const uint64_t* residentBitmap() const noexcept { return bitmap_; }
+    size_t residentBitmapWords() const noexcept { return (pages_ + 63) / 64; }
+    bool writeProtectFence() const noexcept { return wp_; }
+    uint64_t budgetPages() const noexcept { return budgetPages_; }
+
+    // True if every page of [offset, offset + len) has its resident bit set.
+    bool isResident(uint64_t offset, uint64_t len) const noexcept;
+    // Marks pages recently written (second chance for the clock).
+    void markReferenced(uint64_t offset, uint64_t len) noexcept;
+
+    // Places payloads. results[i] (size >= patches.size()) gets 0 when patch i
+    // is in place, else -errno (-EINVAL out of bounds). Returns the number in
+    // place, or -errno if nothing could be attempted.
+    int applyPatches(std::span<const Patch> patches, std::span<int> results, BatchTiming* t = nullptr) noexcept;
+    // Serves pending CPU faults without blocking; returns events served or -errno.
+    int serviceFaults(BatchTiming* t = nullptr) noexcept;
+    // Installs the missing pages of [offset, offset + len); returns pages installed or -errno.
+    int prefetch(uint64_t offset, uint64_t len) noexcept;
+
+    // Refcounts pages of posted-but-unfilled buffers; eviction skips them.
+    // protect() also cancels release() of those pages (new content is coming).
+    void protect(uint64_t offset, uint64_t len) noexcept;
+    void unprotect(uint64_t offset, uint64_t len) noexcept;
+    uint32_t protectCount(uint64_t page) const noexcept;
+
+    // Content of the pages fully inside [offset, offset + len) is no longer
+    // needed: they are not saved on eviction and come back zeroed.
+    int release(uint64_t offset, uint64_t len) noexcept;
+
+    // Evicts down to the budget (minus some slack); returns pages evicted or -errno.
+    int evictToBudget() noexcept;
+    // Evicts every page that is not protected; returns pages evicted or -errno.
+    int evictAll() noexcept;
+
+    uint64_t residentPages() const noexcept { return resident_.load(std::memory_order_relaxed); }
+    RegionStats stats() const noexcept;
+
+private:
+    struct Counters;
+    // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
+    // belong to pages[i]; status[i] gets 0 or -errno.
+    void installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                      BatchTiming* t) noexcept;
+    void markInstalled(uint64_t page) noexcept;
+    void onExisting(uint64_t page, size_t pb, size_t pe) noexcept;
+    int serviceFaultsLocked(BatchTiming* t) noexcept;
+    void autoEvictLocked() noexcept;
+    int evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept;
+    int evictBatch(uint32_t want, bool ignoreReferenced) noexcept;
+    void waitGrace() noexcept;
+    bool present(uint64_t page) const noexcept { return bits::test(present_.data(), page); }
+    uint8_t* pageAddr(uint64_t page) const noexcept { return base() + (page << NPF_PAGE_SHIFT); }
+    void clockPush(uint64_t page) noexcept;
+    bool clockPop(uint64_t* page) noexcept;
+
+    RegionConfig cfg_;
+    uint64_t size_ = 0;
+    uint64_t pages_ = 0;
+    uint64_t budgetPages_ = 0;
+    bool wp_ = false;
+
+    // Teardown order (reverse): uffd first (wakes and unregisters), then the
+    // mapping, then the memfd.
+    Fd memfd_;
+    MmapArea map_;
+    Userfaultfd uffd_;
+    SpillFile spill_;
+
+    LazyArray<uint64_t> ownBitmap_;
+    uint64_t* bitmap_ = nullptr;        // resident bits (shared with XDP)
+    LazyArray<uint64_t> present_;       // page is in the memfd (pager's view)
+    LazyArray<uint64_t> referenced_;    // clock second-chance bits
+    LazyArray<uint64_t> saved_;         // content is in the spill file
+    LazyArray<uint64_t> discard_;       // released: evict without saving
+    LazyArray<uint32_t> protect_;       // posted-buffer refcounts
+    LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
+    uint64_t clockHead_ = 0, clockLen_ = 0;
+
+    MmapArea staging_;                  // maxBatchPages page images
+    PatchPlan plan_;
+    std::vector<uint64_t> scratchPages_;
+    std::vector<size_t> scratchBegin_, scratchEnd_;
+    std::vector<int> scratchStatus_;
+    std::vector<uint64_t> victims_;
+    std::vector<uffd_msg> msgs_;
+
+    std::atomic<uint64_t> resident_{0};
+    std::unique_ptr<Counters> c_;
+    std::mutex mu_;
+};
+
+} // namespace npf

@@ -1,0 +1,205 @@
+// Eviction: clock victims -> clear resident bits -> grace period -> write-
+// protect fence -> save (unless released) -> punch hole -> lift the fence.
+//
+// The grace period covers fast-path workers that saw a bit set before it was
+// cleared. The write-protect fence covers every other writer (the
+// application, a worker that skipped the protocol): from the fence until the
+// hole is punched writes block in a WP fault, and after the fence is lifted
+// they retry, fault MISSING and get the saved content, so no write is lost
+// between save and punch.
+#include <fcntl.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "region/region.h"
+#include "region/region_internal.h"
+#include "sys/log.h"
+
+namespace npf {
+namespace {
+
+constexpr uint64_t kPage = NPF_PAGE_SIZE;
+
+// Calls f(first index, count) for each run of consecutive pages in sorted v
+// whose indices satisfy pred.
+template <typename Pred, typename F>
+void forRuns(const std::vector<uint64_t>& v, Pred pred, F f)
+{
+    for (size_t k = 0; k < v.size();) {
+        if (!pred(k)) {
+            ++k;
+            continue;
+        }
+        size_t m = k + 1;
+        while (m < v.size() && pred(m) && v[m] == v[m - 1] + 1)
+            ++m;
+        f(k, m - k);
+        k = m;
+    }
+}
+
+} // namespace
+
+int Region::evictToBudget() noexcept
+{
+    std::lock_guard lk(mu_);
+    if (!budgetPages_ || residentPages() <= budgetPages_)
+        return 0;
+    uint64_t slack = std::min<uint64_t>(cfg_.maxBatchPages, budgetPages_ / 4);
+    return evictLocked(budgetPages_ - slack, false);
+}
+
+int Region::evictAll() noexcept
+{
+    std::lock_guard lk(mu_);
+    return evictLocked(0, true);
+}
+
+void Region::autoEvictLocked() noexcept
+{
+    if (!cfg_.autoEvict || !budgetPages_ || residentPages() <= budgetPages_)
+        return;
+    uint64_t slack = std::min<uint64_t>(cfg_.maxBatchPages, budgetPages_ / 4);
+    evictLocked(budgetPages_ - slack, false);
+}
+
+int Region::evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept
+{
+    int total = 0;
+    while (residentPages() > targetResident) {
+        uint64_t want = std::min<uint64_t>(cfg_.maxBatchPages, residentPages() - targetResident);
+        int n = evictBatch(static_cast<uint32_t>(want), ignoreReferenced);
+        if (n < 0)
+            return total ? total : n;
+        if (n == 0)
+            break;
+        total += n;
+    }
+    return total;
+}
+
+void Region::waitGrace() noexcept
+{
+    if (!cfg_.epochs)
+        return;
+    uint64_t e = cfg_.epochs->advance();
+    if (cfg_.epochs->passed(e))
+        return;
+    bump(c_->graceWaits);
+    uint64_t start = monotonicNs();
+    uint64_t warnNs = static_cast<uint64_t>(std::chrono::nanoseconds(cfg_.graceWarn).count());
+    bool warned = false;
+    while (!cfg_.epochs->passed(e)) {
+        // A reader may be blocked in a fault only we can serve.
+        serviceFaultsLocked(nullptr);
+        ::sched_yield();
+        if (!warned && monotonicNs() - start > warnNs) {
+            warned = true;
+            NPF_WARN_RL("region %s: grace period waiting > %lld ms for a fast-path reader", cfg_.name.c_str(),
+                        static_cast<long long>(cfg_.graceWarn.count()));
+        }
+    }
+}
+
+int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
+{
+    victims_.clear();
+    uint64_t limit = 2 * clockLen_ + 1, scanned = 0;
+    uint64_t p;
+    while (victims_.size() < want && scanned < limit && clockPop(&p)) {
+        ++scanned;
+        if (!present(p))
+            continue;
+        if (protectCount(p)) {
+            clockPush(p);
+            continue;
+        }
+        bool ref = bits::testAndClearAtomic(referenced_.data(), p, __ATOMIC_RELAXED);
+        if (ref && !ignoreReferenced) {
+            clockPush(p);
+            continue;
+        }
+        if (!pushBack(victims_, p)) {
+            clockPush(p);
+            break;
+        }
+    }
+    if (victims_.empty()) {
+        bump(c_->evictBlocked);
+        return 0;
+    }
+    std::sort(victims_.begin(), victims_.end());
+
+    for (uint64_t v : victims_)
+        bits::clearAtomic(bitmap_, v, __ATOMIC_SEQ_CST);
+    waitGrace();
+
+    // failed[k]: victim k stays resident (fence, save or punch failed).
+    bool failedAny = false;
+    uint8_t failed[1024] = {};
+    auto fail = [&](size_t k, size_t n, int err, const char* what) {
+        bump(c_->errors);
+        failedAny = true;
+        std::memset(failed + k, 1, n);
+        NPF_WARN_RL("region %s: evict %zu pages at page %llu: %s: %s", cfg_.name.c_str(), n,
+                    static_cast<unsigned long long>(victims_[k]), what, std::strerror(-err));
+    };
+    auto all = [](size_t) { return true; };
+
+    if (wp_)
+        forRuns(victims_, all, [&](size_t k, size_t n) {
+            int rc = uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, true);
+            if (rc)
+                fail(k, n, rc, "write-protect");
+        });
+
+    auto keep = [&](size_t k) { return !failed[k] && !bits::test(discard_.data(), victims_[k]); };
+    forRuns(victims_, keep, [&](size_t k, size_t n) {
+        int rc = spill_.save(victims_[k] * kPage, pageAddr(victims_[k]), n * kPage);
+        if (rc) {
+            fail(k, n, rc, "save to spill file");
+            return;
+        }
+        for (size_t q = k; q < k + n; ++q)
+            bits::set(saved_.data(), victims_[q]);
+        bump(c_->spilled, n);
+    });
+
+    forRuns(victims_, [&](size_t k) { return !failed[k]; }, [&](size_t k, size_t n) {
+        int rc = ::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                             static_cast<off_t>(victims_[k] * kPage), static_cast<off_t>(n * kPage));
+        if (rc)
+            fail(k, n, -errno, "punch hole");
+    });
+
+    if (wp_)
+        forRuns(victims_, all, [&](size_t k, size_t n) {
+            // Lifts the fence (and its PTE markers) and wakes blocked writers.
+            if (uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, false))
+                uffd_.wake(pageAddr(victims_[k]), n * kPage);
+        });
+
+    int evicted = 0;
+    for (size_t k = 0; k < victims_.size(); ++k) {
+        uint64_t v = victims_[k];
+        if (failed[k]) {
+            bits::clear(saved_.data(), v);
+            clockPush(v);
+            bits::setAtomic(bitmap_, v, __ATOMIC_RELEASE);
+            continue;
+        }
+        if (bits::testAndClearAtomic(discard_.data(), v, __ATOMIC_RELAXED))
+            bump(c_->discarded);
+        bits::clear(present_.data(), v);
+        resident_.fetch_sub(1, std::memory_order_relaxed);
+        ++evicted;
+    }
+    bump(c_->evicted, static_cast<uint64_t>(evicted));
+    if (failedAny && !evicted)
+        return -EIO;
+    return evicted;
+}
+
+} // namespace npf

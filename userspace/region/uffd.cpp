@@ -1,0 +1,149 @@
+#include "region/uffd.h"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "sys/error.h"
+
+namespace npf {
+namespace {
+
+int rawUserfaultfd(int flags)
+{
+    int fd = static_cast<int>(::syscall(SYS_userfaultfd, flags));
+    if (fd >= 0 || errno != EPERM)
+        return fd;
+    // vm.unprivileged_userfaultfd = 0 without CAP_SYS_PTRACE: /dev/userfaultfd
+    // grants the same by file permission.
+    int dev = ::open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    if (dev < 0) {
+        errno = EPERM;
+        return -1;
+    }
+    fd = ::ioctl(dev, USERFAULTFD_IOC_NEW, flags);
+    int saved = errno;
+    ::close(dev);
+    errno = saved;
+    return fd;
+}
+
+} // namespace
+
+bool userfaultfdAvailable(std::string* why)
+{
+    int fd = rawUserfaultfd(O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int err = errno;
+        if (why) {
+            char sysctl = '?';
+            if (FILE* f = ::fopen("/proc/sys/vm/unprivileged_userfaultfd", "r")) {
+                sysctl = static_cast<char>(::fgetc(f));
+                ::fclose(f);
+            }
+            *why = "userfaultfd(2) failed: " + std::string(std::strerror(err)) +
+                   " (vm.unprivileged_userfaultfd=" + sysctl +
+                   "; run as root, or grant access to /dev/userfaultfd)";
+        }
+        return false;
+    }
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = UFFD_FEATURE_MISSING_SHMEM;
+    bool ok = ::ioctl(fd, UFFDIO_API, &api) == 0;
+    int err = errno;
+    ::close(fd);
+    if (!ok && why)
+        *why = "UFFDIO_API with UFFD_FEATURE_MISSING_SHMEM failed: " + std::string(std::strerror(err));
+    return ok;
+}
+
+Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::string& who)
+{
+    Userfaultfd u;
+    u.fd_.reset(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+    if (!u.fd_)
+        throwErrno("userfaultfd for " + who +
+                   " (needs root, or access to /dev/userfaultfd, or vm.unprivileged_userfaultfd=1)");
+
+    // Probe what the kernel offers on a throwaway fd: UFFDIO_API may be
+    // called only once per fd.
+    uint64_t offered = 0;
+    {
+        Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+        uffdio_api api{};
+        api.api = UFFD_API;
+        if (probe && ::ioctl(probe.get(), UFFDIO_API, &api) == 0)
+            offered = api.features;
+    }
+    uint64_t ask = wanted | (optional & offered);
+    uffdio_api api{};
+    api.api = UFFD_API;
+    api.features = ask;
+    if (::ioctl(u.fd_.get(), UFFDIO_API, &api) != 0)
+        throwErrno("UFFDIO_API for " + who + " (features 0x" + std::to_string(ask) +
+                   ", kernel offers 0x" + std::to_string(offered) + ")");
+    u.features_ = ask;
+    return u;
+}
+
+void Userfaultfd::registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const
+{
+    uffdio_register reg{};
+    reg.range.start = reinterpret_cast<uint64_t>(addr);
+    reg.range.len = len;
+    reg.mode = modes;
+    if (::ioctl(fd_.get(), UFFDIO_REGISTER, &reg) != 0)
+        throwErrno("UFFDIO_REGISTER " + who + " (" + std::to_string(len) + " bytes, modes 0x" +
+                   std::to_string(modes) + ")");
+    if (!(reg.ioctls & (1ull << _UFFDIO_COPY)))
+        throwErrno(EOPNOTSUPP, "UFFDIO_REGISTER " + who + ": UFFDIO_COPY not offered on this range");
+}
+
+long Userfaultfd::copy(void* dst, const void* src, size_t len, int64_t* copied) const noexcept
+{
+    uffdio_copy c{};
+    c.dst = reinterpret_cast<uint64_t>(dst);
+    c.src = reinterpret_cast<uint64_t>(src);
+    c.len = len;
+    c.mode = 0;
+    int rc = ::ioctl(fd_.get(), UFFDIO_COPY, &c);
+    int err = errno;
+    int64_t done = c.copy > 0 ? c.copy : 0;
+    if (copied)
+        *copied = done;
+    if (rc == 0)
+        return static_cast<long>(len);
+    return -err;
+}
+
+int Userfaultfd::wake(void* addr, size_t len) const noexcept
+{
+    uffdio_range r{reinterpret_cast<uint64_t>(addr), len};
+    return ::ioctl(fd_.get(), UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
+}
+
+int Userfaultfd::writeProtect(void* addr, size_t len, bool wp) const noexcept
+{
+    uffdio_writeprotect w{};
+    w.range.start = reinterpret_cast<uint64_t>(addr);
+    w.range.len = len;
+    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+    return ::ioctl(fd_.get(), UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
+}
+
+int Userfaultfd::readEvents(uffd_msg* msgs, int n) const noexcept
+{
+    ssize_t r = ::read(fd_.get(), msgs, sizeof(uffd_msg) * static_cast<size_t>(n));
+    if (r < 0)
+        return errno == EAGAIN ? 0 : -errno;
+    return static_cast<int>(r / static_cast<ssize_t>(sizeof(uffd_msg)));
+}
+
+} // namespace npf

@@ -1,0 +1,61 @@
+// Move-only userfaultfd handle: creation, API handshake, registration and the
+// range ioctls the pager needs. Ioctl wrappers are noexcept and return -errno.
+#pragma once
+
+#include <linux/userfaultfd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "sys/fd.h"
+
+// Kernel headers are 6.1; newer bits are defined here when missing.
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+
+namespace npf {
+
+// True if this process can create a userfaultfd that also handles faults
+// raised by the kernel (not UFFD_USER_MODE_ONLY); otherwise *why says why.
+bool userfaultfdAvailable(std::string* why);
+
+class Userfaultfd {
+public:
+    Userfaultfd() noexcept = default;
+
+    // Opens a non-blocking uffd and negotiates `wanted` features; the ones in
+    // `optional` are dropped silently when the kernel lacks them.
+    static Userfaultfd open(uint64_t wanted, uint64_t optional, const std::string& who);
+
+    // Registers [addr, addr + len) in `modes` (UFFDIO_REGISTER_MODE_*).
+    void registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const;
+
+    // UFFDIO_COPY of len bytes from src to dst (both page aligned). Returns
+    // bytes copied (== len) or -errno; *copied gets the bytes installed
+    // before an error (e.g. the page that hit -EEXIST is at *copied).
+    long copy(void* dst, const void* src, size_t len, int64_t* copied) const noexcept;
+    // UFFDIO_WAKE of threads waiting on [addr, addr + len).
+    int wake(void* addr, size_t len) const noexcept;
+    // UFFDIO_WRITEPROTECT: protect (wp = true) or resolve and wake (wp = false).
+    int writeProtect(void* addr, size_t len, bool wp) const noexcept;
+    // Reads up to n pending events; 0 when none (non-blocking), or -errno.
+    int readEvents(uffd_msg* msgs, int n) const noexcept;
+
+    int fd() const noexcept { return fd_.get(); }
+    uint64_t features() const noexcept { return features_; }
+    explicit operator bool() const noexcept { return bool(fd_); }
+
+private:
+    Fd fd_;
+    uint64_t features_ = 0;
+};
+
+} // namespace npf
