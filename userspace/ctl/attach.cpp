@@ -33,6 +33,10 @@ std::string describe(const XdpProgram& p)
     return "'" + p.name + "' (id " + std::to_string(p.id) + ", " + toString(p.slot) + ")";
 }
 
+constexpr const char* kKernelMessage = "Kernel error message: ";
+// libxdp logs this when it gives up on its dispatcher; what follows is about our program.
+constexpr const char* kFallback = "Falling back to loading single prog without dispatcher";
+
 // Removes the pin directory unless released: a failed attach leaves no pins.
 class PinGuard {
 public:
@@ -83,12 +87,14 @@ void setPinPaths(Skeleton& sk, const std::string& ifname)
     }
 }
 
+// "attach npf_xdp to lo (native): <kernel's reason>: <strerror> — <what to do>"
 std::string attachError(const AttachOptions& o, int err, const LibLogCapture& cap)
 {
     std::string what = std::string("attach ") + NPF_PROG_NAME + " to " + o.ifname + " (" + toString(o.mode) + ")";
-    std::string kernel = cap.after("Kernel error message: ");
+    std::string kernel = cap.after(kKernelMessage);
     if (!kernel.empty())
         what += ": " + kernel;
+    what += std::string(": ") + std::strerror(err);
     if (err == EOPNOTSUPP)
         what += std::string(" — mode not supported, try --mode ") + toString(otherMode(o.mode));
     else if (err == EPERM || err == EACCES)
@@ -156,12 +162,12 @@ AttachResult attach(const AttachOptions& opt)
     }
     xdp_attach_mode mode = opt.mode == AttachMode::Native ? XDP_MODE_NATIVE : XDP_MODE_SKB;
     if (int err = xdp_program__attach(prog.get(), itf.ifindex, mode, 0)) {
-        cap.replayWarnings();
+        cap.replayWarnings(kFallback, kKernelMessage);
         err = -err;
         std::string what = attachError(opt, err, cap);
         if (err == EEXIST || err == EBUSY)
             throw StateError(err, what + " — another XDP program appeared meanwhile");
-        throwErrno(err, what);
+        throw Error(err, what);
     }
     res.progId = xdp_program__id(prog.get());
 
@@ -192,7 +198,7 @@ DetachResult detach(const std::string& ifname, bool force)
         if (e.code().value() != ENODEV || !pinDirExists(ifname))
             throw;
         if (!force)
-            throwErrno(ENODEV, std::string(e.what()) + "; its pins at " + pinDir(ifname) +
+            throw Error(ENODEV, std::string(e.what()) + "; its pins at " + pinDir(ifname) +
                                    " are left alone (npfctl detach --force " + ifname +
                                    " removes them if the interface is gone)");
         if (std::optional<uint32_t> owner = pinsOwner(ifname))

@@ -9,32 +9,28 @@
 
 namespace npf::ctl {
 
-// The request conflicts with the interface's state: npf already attached,
-// a foreign XDP program present, npf not attached, duplicate or missing flow.
-// what() is the message alone: it already says what to do.
-class StateError : public std::system_error {
+// A std::system_error whose what() is the message verbatim: for messages that
+// already say what happened and what to do, without ": <strerror>" appended.
+class Error : public std::system_error {
 public:
-    StateError(int err, const std::string& what)
-        : std::system_error(err, std::generic_category(), what), msg_(what)
-    {
-    }
+    Error(int err, const std::string& msg) : std::system_error(err, std::generic_category(), msg), msg_(msg) {}
     const char* what() const noexcept override { return msg_.c_str(); }
 
 private:
     std::string msg_;
 };
 
-// A bad argument: port, address, interface name, sizes.
-class ArgumentError : public std::system_error {
+// The request conflicts with the interface's state: npf already attached,
+// a foreign XDP program present, npf not attached, duplicate or missing flow.
+class StateError : public Error {
 public:
-    explicit ArgumentError(const std::string& what)
-        : std::system_error(EINVAL, std::generic_category(), what), msg_(what)
-    {
-    }
-    const char* what() const noexcept override { return msg_.c_str(); }
+    using Error::Error;
+};
 
-private:
-    std::string msg_;
+// A bad argument: port, address, interface name, sizes.
+class ArgumentError : public Error {
+public:
+    explicit ArgumentError(const std::string& msg) : Error(EINVAL, msg) {}
 };
 
 } // namespace npf::ctl

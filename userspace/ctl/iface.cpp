@@ -39,10 +39,11 @@ Interface resolveInterface(const std::string& name)
     validateIfname(name);
     unsigned idx = ::if_nametoindex(name.c_str());
     if (idx == 0) {
-        int err = errno == ENXIO || errno == 0 ? ENODEV : errno;
-        throwErrno(err, "no interface '" + name +
-                            "' in this network namespace (enter the interface's namespace, "
-                            "e.g. nsenter --net=/run/netns/NAME)");
+        if (errno != ENODEV && errno != ENXIO && errno != 0)
+            throwErrno("look up interface " + name);
+        throw Error(ENODEV, "no interface '" + name +
+                                "' in this network namespace (enter the interface's namespace, "
+                                "e.g. nsenter --net=/run/netns/NAME)");
     }
     return {name, static_cast<int>(idx)};
 }

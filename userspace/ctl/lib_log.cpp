@@ -58,13 +58,20 @@ void LibLogCapture::add(bool warning, std::string msg)
     lines_.push_back({warning, std::move(msg)});
 }
 
-void LibLogCapture::replayWarnings() const
+void LibLogCapture::replayWarnings(std::string_view from, std::string_view skip) const
 {
     if (log::level() >= log::Level::Debug)
         return; // already shown
-    for (const Line& l : lines_)
-        if (l.warning)
+    size_t start = 0;
+    if (!from.empty())
+        for (size_t i = 0; i < lines_.size(); ++i)
+            if (lines_[i].text.find(from) != std::string::npos)
+                start = i + 1;
+    for (size_t i = start; i < lines_.size(); ++i) {
+        const Line& l = lines_[i];
+        if (l.warning && (skip.empty() || l.text.find(skip) == std::string::npos))
             NPF_WARN("%s", l.text.c_str());
+    }
 }
 
 bool LibLogCapture::saw(std::string_view s) const

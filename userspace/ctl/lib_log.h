@@ -23,8 +23,10 @@ public:
     LibLogCapture(const LibLogCapture&) = delete;
     LibLogCapture& operator=(const LibLogCapture&) = delete;
 
-    // Logs the captured library warnings at Warn level (after a failure).
-    void replayWarnings() const;
+    // Logs the captured library warnings at Warn level (after a failure):
+    // only those after the last message containing `from` (if given and
+    // seen), and none containing `skip` (e.g. what the caller reports itself).
+    void replayWarnings(std::string_view from = {}, std::string_view skip = {}) const;
     // True if a captured message contains `s`.
     bool saw(std::string_view s) const;
     // The rest of the first captured message that contains `marker`, or "".

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <memory>
 
+#include <cstring>
+
+#include "ctl/errors.h"
 #include "npf/abi.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -26,9 +29,12 @@ void ensureBpffs()
 {
     if (isBpffs(kBpffsPath))
         return;
-    if (::mount("bpf", kBpffsPath, "bpf", 0, "mode=0700") != 0)
-        throwErrno(std::string("bpffs is not mounted at ") + kBpffsPath +
-                   " and mounting it failed (run as root, or: mount -t bpf bpf " + kBpffsPath + ")");
+    if (::mount("bpf", kBpffsPath, "bpf", 0, "mode=0700") != 0) {
+        int err = errno;
+        throw Error(err, std::string("bpffs is not mounted at ") + kBpffsPath + " and mounting it failed: " +
+                             std::strerror(err) + " (run as root, or mount it: mount -t bpf bpf " + kBpffsPath +
+                             ")");
+    }
     NPF_INFO("mounted bpffs at %s", kBpffsPath);
 }
 

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sys/error.h"
+#include "ctl/errors.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39
@@ -25,7 +25,7 @@ bool hasBpfPrivileges()
 void requireBpfPrivileges(const std::string& what)
 {
     if (!hasBpfPrivileges())
-        throwErrno(EPERM, what + " needs root (CAP_SYS_ADMIN, or CAP_BPF and CAP_NET_ADMIN): run as root");
+        throw Error(EPERM, what + " needs root (CAP_SYS_ADMIN, or CAP_BPF and CAP_NET_ADMIN)");
 }
 
 } // namespace npf::ctl

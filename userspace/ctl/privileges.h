@@ -9,7 +9,7 @@ namespace npf::ctl {
 // True if the process has CAP_SYS_ADMIN, or CAP_BPF and CAP_NET_ADMIN.
 bool hasBpfPrivileges();
 
-// Throws std::system_error(EPERM) saying `what` needs root unless hasBpfPrivileges().
+// Throws Error(EPERM) saying `what` needs root unless hasBpfPrivileges().
 void requireBpfPrivileges(const std::string& what);
 
 } // namespace npf::ctl
