@@ -206,21 +206,23 @@ Counters XdpHarness::counters() const
     return sum;
 }
 
-RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue)
+RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue, std::span<const uint8_t> metaIn)
 {
     // ingress_ifindex is looked up in the caller's namespace; the queue must
     // exist on it (real_num_rx_queues), which is why a veth is needed.
-    NetnsGuard in(veth_.rxNs());
+    NetnsGuard inNs(veth_.rxNs());
+    std::vector<uint8_t> in(metaIn.begin(), metaIn.end());
+    in.insert(in.end(), pkt.begin(), pkt.end());
     xdp_md ctxIn{};
-    ctxIn.data = 0; // no metadata in front of the input packet
-    ctxIn.data_end = static_cast<uint32_t>(pkt.size());
+    ctxIn.data = static_cast<uint32_t>(metaIn.size());
+    ctxIn.data_end = static_cast<uint32_t>(in.size());
     ctxIn.ingress_ifindex = static_cast<uint32_t>(ifindex_);
     ctxIn.rx_queue_index = queue;
     xdp_md ctxOut{};
     RunResult r;
-    r.out.resize(pkt.size() + 256);
-    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = pkt.data(), .data_out = r.out.data(),
-                .data_size_in = static_cast<uint32_t>(pkt.size()),
+    r.out.resize(in.size() + 256);
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.data(), .data_out = r.out.data(),
+                .data_size_in = static_cast<uint32_t>(in.size()),
                 .data_size_out = static_cast<uint32_t>(r.out.size()), .ctx_in = &ctxIn,
                 .ctx_out = &ctxOut, .ctx_size_in = sizeof(ctxIn), .ctx_size_out = sizeof(ctxOut),
                 .repeat = 1);

@@ -76,7 +76,8 @@ public:
     void setSockets(uint32_t queue, bool primary, bool backup);
 
     Counters counters() const;
-    RunResult run(std::span<const uint8_t> pkt, uint32_t queue);
+    // metaIn: metadata already in front of the packet (ctx_in.data = its length).
+    RunResult run(std::span<const uint8_t> pkt, uint32_t queue, std::span<const uint8_t> metaIn = {});
 
     uint64_t regionPages() const { return skel_.config().regionPages; }
     uint64_t regionBytes() const { return regionPages() << NPF_PAGE_SHIFT; }
