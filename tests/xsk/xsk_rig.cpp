@@ -1,0 +1,164 @@
+#include "xsk_rig.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "sys/error.h"
+
+namespace npf::test {
+
+XdpAttachment::XdpAttachment(const Netns& ns, const std::string& ifname, int progFd, uint32_t flags)
+    : ns_(ns), flags_(flags)
+{
+    inNetns(ns_, [&] {
+        ifindex_ = if_nametoindex(ifname.c_str());
+        if (!ifindex_)
+            throwErrno("if_nametoindex " + ifname);
+        checkNeg(bpf_xdp_attach(int(ifindex_), progFd, flags_, nullptr),
+                 "attach npf_xdp to " + ifname + ((flags_ & XDP_FLAGS_SKB_MODE) ? " (skb)" : " (native)"));
+    });
+}
+
+XdpAttachment::~XdpAttachment()
+{
+    try {
+        inNetns(ns_, [&] { (void)bpf_xdp_detach(int(ifindex_), flags_, nullptr); });
+    } catch (...) {
+        // The namespace going away detaches the program anyway.
+    }
+}
+
+namespace {
+MmapArea mapArray(bpf_map* m, const char* what)
+{
+    size_t len = size_t(bpf_map__value_size(m)) * bpf_map__max_entries(m);
+    size_t pg = size_t(sysconf(_SC_PAGESIZE));
+    len = (len + pg - 1) / pg * pg;
+    return MmapArea::map(len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0, what);
+}
+} // namespace
+
+Rig::Rig(const RigOptions& opt)
+    : opt_(opt), veth_(VethOptions{.queues = opt.queues}),
+      skel_(ctl::Skeleton::open({.regionPages = opt.regionPages, .queues = uint32_t(opt.queues)}))
+{
+    skel_.load();
+    posts_ = mapArray(skel_->maps.npf_posts, "npf_posts");
+    cursors_ = mapArray(skel_->maps.npf_cursors, "npf_cursors");
+    resident_ = mapArray(skel_->maps.npf_resident, "npf_resident");
+
+    npf_flow_key key{};
+    key.port = htons(opt_.port);
+    key.family = NPF_FAMILY_ANY;
+    npf_flow val{0, 0};
+    checkNeg(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flows), &key, &val, BPF_ANY), "add flow");
+    flows_.open(0);
+
+    attach_ = std::make_unique<XdpAttachment>(veth_.rxNs(), veth_.rxIf(), bpf_program__fd(skel_->progs.npf_xdp),
+                                              opt_.xdpFlags);
+    int xskmap = bpf_map__fd(skel_->maps.npf_xsks);
+    inNetns(veth_.rxNs(), [&] {
+        for (int q = 0; q < opt_.queues; q++) {
+            xsk::QueueConfig qc;
+            qc.ifindex = attach_->ifindex();
+            qc.queue = uint32_t(q);
+            qc.umem = opt_.umem;
+            qc.primaryRxSize = qc.backupRxSize = opt_.rxSize;
+            qc.regionBytes = regionBytes();
+            queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_, xskmap));
+        }
+    });
+}
+
+Rig::~Rig() = default;
+
+void Rig::post(uint64_t offset, uint32_t len)
+{
+    auto* cur = cursors_.as<npf_cursor>();
+    uint64_t prod = std::atomic_ref<__u64>(cur[0].prod).load(std::memory_order_relaxed);
+    npf_post& slot = posts_.as<npf_post>()[prod & (NPF_POST_RING_SIZE - 1)];
+    slot.offset = offset;
+    slot.len = len;
+    std::atomic_ref<__u64>(cur[0].prod).store(prod + 1, std::memory_order_release);
+}
+
+uint64_t Rig::posted() const
+{
+    return std::atomic_ref<__u64>(cursors_.as<npf_cursor>()[0].prod).load(std::memory_order_acquire);
+}
+
+uint64_t Rig::consumed() const
+{
+    return std::atomic_ref<__u64>(cursors_.as<npf_cursor>()[0].cons).load(std::memory_order_acquire);
+}
+
+void Rig::setResident(uint64_t page, bool on)
+{
+    std::atomic_ref<uint64_t> w(resident_.as<uint64_t>()[page / 64]);
+    if (on)
+        w.fetch_or(1ull << (page % 64));
+    else
+        w.fetch_and(~(1ull << (page % 64)));
+}
+
+uint64_t Rig::xdpStat(uint32_t stat) const
+{
+    int ncpu = libbpf_num_possible_cpus();
+    std::vector<uint64_t> v(size_t(ncpu > 0 ? ncpu : 1));
+    checkNeg(bpf_map_lookup_elem(bpf_map__fd(skel_->maps.npf_stats), &stat, v.data()), "read npf_stats");
+    uint64_t s = 0;
+    for (uint64_t x : v)
+        s += x;
+    return s;
+}
+
+std::vector<uint8_t> payloadFor(uint32_t i, size_t len)
+{
+    std::vector<uint8_t> p(len);
+    for (size_t j = 0; j < len; j++)
+        p[j] = uint8_t(j < 4 ? (i >> (8 * j)) : (i * 31 + j * 7 + (j >> 8)));
+    return p;
+}
+
+size_t sendDatagrams(VethPair& v, uint16_t dstPort, uint16_t srcPort, const std::vector<std::vector<uint8_t>>& payloads,
+                     size_t chunk, const std::atomic<uint64_t>* received)
+{
+    return inNetns(v.txNs(), [&]() -> size_t {
+        Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        if (!s)
+            throwErrno("udp socket");
+        sockaddr_in src{};
+        src.sin_family = AF_INET;
+        src.sin_port = htons(srcPort);
+        checkErrno(::bind(s.get(), reinterpret_cast<sockaddr*>(&src), sizeof(src)), "bind sender");
+        sockaddr_in dst{};
+        dst.sin_family = AF_INET;
+        dst.sin_port = htons(dstPort);
+        if (inet_pton(AF_INET, v.rxAddr().c_str(), &dst.sin_addr) != 1)
+            throw std::runtime_error("bad rx address " + v.rxAddr());
+        checkErrno(::connect(s.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)), "connect sender");
+        uint64_t base = received ? received->load() : 0;
+        size_t sent = 0;
+        for (const auto& p : payloads) {
+            checkErrno(::send(s.get(), p.data(), p.size(), 0), "send datagram");
+            sent++;
+            if (chunk && received && (sent % chunk == 0 || sent == payloads.size())) {
+                auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+                while (received->load() < base + sent && std::chrono::steady_clock::now() < deadline)
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
+            }
+        }
+        return sent;
+    });
+}
+
+} // namespace npf::test

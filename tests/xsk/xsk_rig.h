@@ -1,0 +1,124 @@
+// Integration rig for the AF_XDP layer: a veth pair in two namespaces, the
+// real npf_xdp program loaded and attached to the rx end, its mmapable maps,
+// one flow, and QueueSockets per RX queue. Everything that depends on the rx
+// namespace (ifindex, attach, socket bind) runs in a thread that setns'd.
+#pragma once
+
+#include <linux/if_link.h>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ctl/skeleton.h"
+#include "netns.h"
+#include "sys/mmap_area.h"
+#include "xsk/queue.h"
+
+namespace npf::test {
+
+// Runs fn() in a new thread inside `ns`; returns its result, rethrows its exception.
+template <typename F>
+auto inNetns(const Netns& ns, F&& fn) -> decltype(fn())
+{
+    std::exception_ptr err;
+    using R = decltype(fn());
+    if constexpr (std::is_void_v<R>) {
+        std::thread t([&] {
+            try {
+                NetnsGuard g(ns);
+                fn();
+            } catch (...) {
+                err = std::current_exception();
+            }
+        });
+        t.join();
+        if (err)
+            std::rethrow_exception(err);
+    } else {
+        std::unique_ptr<R> out;
+        std::thread t([&] {
+            try {
+                NetnsGuard g(ns);
+                out = std::make_unique<R>(fn());
+            } catch (...) {
+                err = std::current_exception();
+            }
+        });
+        t.join();
+        if (err)
+            std::rethrow_exception(err);
+        return std::move(*out);
+    }
+}
+
+// An XDP program attached with bpf_xdp_attach, detached on destruction.
+class XdpAttachment {
+public:
+    XdpAttachment(const Netns& ns, const std::string& ifname, int progFd, uint32_t flags);
+    ~XdpAttachment();
+    XdpAttachment(const XdpAttachment&) = delete;
+    XdpAttachment& operator=(const XdpAttachment&) = delete;
+    uint32_t ifindex() const { return ifindex_; }
+
+private:
+    const Netns& ns_;
+    uint32_t ifindex_ = 0;
+    uint32_t flags_;
+};
+
+struct RigOptions {
+    int queues = 1;
+    uint32_t xdpFlags = XDP_FLAGS_DRV_MODE;
+    uint64_t regionPages = 4096;
+    xsk::UmemConfig umem;
+    uint32_t rxSize = 2048;
+    uint16_t port = 4791;
+};
+
+class Rig {
+public:
+    explicit Rig(const RigOptions& opt);
+    ~Rig();
+
+    // Posts a buffer on flow 0 (the one flow).
+    void post(uint64_t offset, uint32_t len);
+    uint64_t posted() const;
+    // Flow 0's consumer cursor: seqs XDP has claimed.
+    uint64_t consumed() const;
+    void setResident(uint64_t page, bool on);
+    // Sum over CPUs of npf_stats[stat].
+    uint64_t xdpStat(uint32_t stat) const;
+
+    VethPair& veth() { return veth_; }
+    xsk::QueueSockets& queue(int q) { return *queues_.at(q); }
+    int queueCount() const { return int(queues_.size()); }
+    uint16_t port() const { return opt_.port; }
+    uint64_t regionBytes() const { return opt_.regionPages * NPF_PAGE_SIZE; }
+
+private:
+    RigOptions opt_;
+    // Teardown order = reverse: sockets, detach, maps, program, namespaces.
+    VethPair veth_;
+    ctl::Skeleton skel_;
+    MmapArea posts_, cursors_, resident_;
+    std::unique_ptr<XdpAttachment> attach_;
+    xsk::FlowSet flows_;
+    std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;
+};
+
+// Sends each payload as one UDP datagram from a socket bound to `srcPort`
+// (0: any) in the tx namespace. After every `chunk` datagrams it waits until
+// `*received` reaches the number sent (or 2 s pass), so rings never overflow.
+// Returns the number sent.
+size_t sendDatagrams(VethPair& v, uint16_t dstPort, uint16_t srcPort, const std::vector<std::vector<uint8_t>>& payloads,
+                     size_t chunk = 0, const std::atomic<uint64_t>* received = nullptr);
+
+// Deterministic payload of datagram `i`: first 4 bytes = i, then a pattern.
+std::vector<uint8_t> payloadFor(uint32_t i, size_t len);
+
+} // namespace npf::test
