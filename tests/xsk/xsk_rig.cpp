@@ -67,7 +67,7 @@ Rig::Rig(const RigOptions& opt)
                                               opt_.xdpFlags);
     int xskmap = bpf_map__fd(skel_->maps.npf_xsks);
     inNetns(veth_.rxNs(), [&] {
-        for (int q = 0; q < opt_.queues; q++) {
+        for (int q = 0; opt_.sockets && q < opt_.queues; q++) {
             xsk::QueueConfig qc;
             qc.ifindex = attach_->ifindex();
             qc.queue = uint32_t(q);

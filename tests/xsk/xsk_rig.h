@@ -78,6 +78,7 @@ struct RigOptions {
     xsk::UmemConfig umem;
     uint32_t rxSize = 2048;
     uint16_t port = 4791;
+    bool sockets = true; // create QueueSockets for every queue
 };
 
 class Rig {
@@ -95,6 +96,9 @@ public:
     uint64_t xdpStat(uint32_t stat) const;
 
     VethPair& veth() { return veth_; }
+    xsk::FlowSet& flows() { return flows_; }
+    int xskmapFd() const { return bpf_map__fd(skel_->maps.npf_xsks); }
+    uint32_t ifindex() const { return attach_->ifindex(); }
     xsk::QueueSockets& queue(int q) { return *queues_.at(q); }
     int queueCount() const { return int(queues_.size()); }
     uint16_t port() const { return opt_.port; }

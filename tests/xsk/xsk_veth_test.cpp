@@ -421,6 +421,97 @@ TEST_P(XskVeth, WorkerDrainsANearlyFullRing)
                 modeName({GetParam(), 0}).c_str(), (unsigned long long)got, kLen, sec * 1e6, got / sec / 1e6);
 }
 
+// The worker's view of open flows lags or disagrees with XDP's: frames of a
+// flow the service does not know are counted as bad metas on the ring they
+// came from, never handed to the sink, and their frames are recycled.
+TEST_P(XskVeth, FramesOfAnUnknownFlowAreCountedAndRecycled)
+{
+    Rig rig({.xdpFlags = GetParam()});
+    auto& qs = rig.queue(0);
+    constexpr uint32_t kN = 40;
+    for (uint32_t i = 0; i < kN; i++) {
+        rig.post(uint64_t(i) * 4096, 1472);
+        rig.setResident(i, i % 2 == 0);
+    }
+    rig.flows().close(0); // still in npf_flows: XDP keeps steering
+    std::vector<std::vector<uint8_t>> payloads;
+    for (uint32_t i = 0; i < kN; i++)
+        payloads.push_back(payloadFor(i, 200));
+    ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
+    EXPECT_TRUE(collect(rig, kN, 500ms).empty());
+    QueueStats s = qs.stats();
+    EXPECT_EQ(s.badMetaPrimary[size_t(xsk::MetaStatus::UnknownFlow)], kN / 2);
+    EXPECT_EQ(s.badMetaBackup[size_t(xsk::MetaStatus::UnknownFlow)], kN / 2);
+    EXPECT_EQ(s.badMeta(), kN);
+    EXPECT_EQ(s.rxPrimary + s.rxBackup, 0u);
+    EXPECT_EQ(s.backupHeld, 0u);
+    EXPECT_EQ(s.recycled, kN);
+
+    rig.flows().open(0);
+    for (uint32_t i = 0; i < kN; i++)
+        rig.post(uint64_t(i) * 4096, 1472);
+    ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
+    EXPECT_EQ(collect(rig, kN).size(), kN);
+}
+
+// Forcing zero-copy on veth fails with EOPNOTSUPP and a message that says
+// what to do; copy and auto modes bind in copy mode; a second pair on a
+// bound queue is refused; a bad UMEM geometry is rejected before any bind.
+TEST_P(XskVeth, BindModesAndBadGeometry)
+{
+    Rig rig({.xdpFlags = GetParam(), .sockets = false});
+    xsk::FlowSet flows;
+    auto make = [&](auto edit) {
+        return inNetns(rig.veth().rxNs(), [&] {
+            xsk::QueueConfig qc;
+            qc.ifindex = rig.ifindex();
+            qc.umem.frameCount = 64;
+            qc.primaryRxSize = qc.backupRxSize = 64;
+            qc.regionBytes = rig.regionBytes();
+            edit(qc);
+            return std::make_unique<xsk::QueueSockets>(qc, flows, rig.xskmapFd());
+        });
+    };
+    try {
+        make([](xsk::QueueConfig& c) { c.mode = xsk::BindMode::ZeroCopy; });
+        FAIL() << "zero-copy bind on veth succeeded";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EOPNOTSUPP) << e.what();
+        EXPECT_NE(std::string(e.what()).find("use copy mode"), std::string::npos) << e.what();
+    }
+    // Each iteration binds right after the previous pair closed: the kernel
+    // frees the queue asynchronously, so this also covers the EBUSY wait.
+    for (xsk::BindMode m : {xsk::BindMode::Copy, xsk::BindMode::Auto, xsk::BindMode::Copy}) {
+        auto q = make([&](xsk::QueueConfig& c) { c.mode = m; });
+        EXPECT_FALSE(q->zeroCopy());
+        try {
+            make([&](xsk::QueueConfig& c) {
+                c.mode = m;
+                c.busyWaitMs = 50;
+            });
+            ADD_FAILURE() << "second UMEM on a bound queue accepted";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code().value(), EBUSY) << e.what();
+            EXPECT_NE(std::string(e.what()).find("owns this queue"), std::string::npos) << e.what();
+        }
+    }
+    for (auto [fs, fc, fill] : {std::tuple{1000u, 64u, 0u}, {8192u, 64u, 0u}, {4096u, 0u, 0u}, {4096u, 64u, 64u},
+                                {4096u, 64u, 100u}}) {
+        SCOPED_TRACE(std::to_string(fs) + "/" + std::to_string(fc) + "/" + std::to_string(fill));
+        try {
+            make([&](xsk::QueueConfig& c) {
+                c.umem.frameSize = fs;
+                c.umem.frameCount = fc;
+                c.umem.fillSize = fill;
+            });
+            ADD_FAILURE() << "accepted";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code().value(), EINVAL) << e.what();
+            EXPECT_NE(std::string(e.what()).find("UMEM of"), std::string::npos) << e.what();
+        }
+    }
+}
+
 // Two RX queues: the veth RX queue is the sender's TX queue, which the
 // kernel picks per socket from its flow hash. Senders on distinct source
 // ports until both queues have been hit; each socket's datagrams must all

@@ -32,6 +32,10 @@ struct QueueConfig {
     uint32_t backupRxSize = 2048;  // RX ring entries of the backup socket (power of two)
     BindMode mode = BindMode::Auto;
     bool needWakeup = true;
+    // A closed socket releases its queue asynchronously (deferred kernel
+    // work), so binding right after a previous owner closed can see EBUSY:
+    // retry for this long before giving up.
+    uint32_t busyWaitMs = 1000;
     uint64_t regionBytes = 0; // region size: metas pointing beyond it are rejected
 };
 

@@ -21,7 +21,7 @@ QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xsk
 QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd, Fd ownerFd)
     : cfg_(cfg), flows_(flows), umem_(ownerFd.get(), cfg.umem, queueName(cfg, "socket pair")),
       primary_(XskSocket::bindOwner(std::move(ownerFd), cfg.ifindex, cfg.queue, cfg.primaryRxSize, cfg.mode,
-                                    cfg.needWakeup, queueName(cfg, "primary"))),
+                                    cfg.needWakeup, cfg.busyWaitMs, queueName(cfg, "primary"))),
       backup_(XskSocket::bindShared(primary_, cfg.ifindex, cfg.queue, cfg.backupRxSize, queueName(cfg, "backup")))
 {
     cfg_.umem = umem_.config();

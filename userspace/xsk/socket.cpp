@@ -4,6 +4,8 @@
 #include <sys/socket.h>
 
 #include <bit>
+#include <chrono>
+#include <thread>
 
 #include "sys/error.h"
 #include "sys/log.h"
@@ -61,15 +63,23 @@ std::string where(uint32_t ifindex, uint32_t queue)
 } // namespace
 
 XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,
-                               bool needWakeup, const std::string& name)
+                               bool needWakeup, uint32_t busyWaitMs, const std::string& name)
 {
     XskSocket s;
     s.name_ = name;
     s.rxMap_ = setupRx(fd.get(), rxSize, &s.rx_, name);
     const uint16_t wake = needWakeup ? XDP_USE_NEED_WAKEUP : 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busyWaitMs);
+    auto bindWaiting = [&](uint16_t flags) {
+        int r;
+        while ((r = bindTo(fd.get(), ifindex, queue, flags, -1)) == -EBUSY &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return r;
+    };
     int rc = -EOPNOTSUPP;
     if (mode != BindMode::Copy) {
-        rc = bindTo(fd.get(), ifindex, queue, XDP_ZEROCOPY | wake, -1);
+        rc = bindWaiting(XDP_ZEROCOPY | wake);
         s.zeroCopy_ = rc == 0;
         if (rc == -EOPNOTSUPP && mode == BindMode::ZeroCopy)
             throwErrno(-rc, "bind " + name + " to " + where(ifindex, queue) +
@@ -79,9 +89,10 @@ XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t
                       where(ifindex, queue).c_str());
     }
     if (rc == -EOPNOTSUPP)
-        rc = bindTo(fd.get(), ifindex, queue, XDP_COPY | wake, -1);
+        rc = bindWaiting(XDP_COPY | wake);
     checkNeg(rc, "bind " + name + " to " + where(ifindex, queue) +
-                     (s.zeroCopy_ || mode == BindMode::ZeroCopy ? " (zero-copy)" : " (copy)"));
+                     (mode == BindMode::ZeroCopy ? " (zero-copy)" : " (copy)") +
+                     (rc == -EBUSY ? ": another AF_XDP socket owns this queue (another npf service?)" : ""));
     s.fd_ = std::move(fd);
     return s;
 }

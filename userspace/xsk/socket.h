@@ -30,8 +30,9 @@ public:
     // Binds `fd`, which already has the UMEM registered, as the first socket
     // of (ifindex, queue). BindMode::Auto tries zero-copy first and falls
     // back to copy mode when the driver does not support it.
+    // EBUSY is retried for busyWaitMs (see QueueConfig::busyWaitMs).
     static XskSocket bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,
-                               bool needWakeup, const std::string& name);
+                               bool needWakeup, uint32_t busyWaitMs, const std::string& name);
     // Binds a new socket to the same (ifindex, queue), sharing the owner's
     // UMEM and its fill ring (XDP_SHARED_UMEM).
     static XskSocket bindShared(const XskSocket& owner, uint32_t ifindex, uint32_t queue, uint32_t rxSize,
