@@ -25,7 +25,19 @@ static_assert(Ref::is_always_lock_free, "ring cursors are shared across processe
 // cache line (binary compatible with naming it in abi.h later).
 __u64& waitWord(npf_completion_ring* h) noexcept { return h->pad1[0]; }
 
+void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept
+{
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 } // namespace
+
+CompletionRingStats CompletionRing::stats() const noexcept
+{
+    auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+    return {ld(stats_->pushed), ld(stats_->full), ld(stats_->wakeups), ld(stats_->badCons),
+            ld(stats_->badProd)};
+}
 
 size_t CompletionRing::mappingSize(uint32_t entries) noexcept
 {
@@ -98,7 +110,7 @@ size_t CompletionRing::room() noexcept
     const uint64_t cons = Ref(hdr()->cons).load(std::memory_order_acquire);
     const uint64_t used = prod_ - cons;
     if (used > size_) { // consumer wrote a cursor it cannot have reached
-        ++stats_.corrupt;
+        bump(stats_->badCons);
         return 0;
     }
     return size_ - used;
@@ -108,7 +120,7 @@ size_t CompletionRing::write(std::span<const npf_completion> batch) noexcept
 {
     const size_t n = std::min(batch.size(), room());
     if (n < batch.size())
-        ++stats_.full;
+        bump(stats_->full);
     if (!n)
         return 0;
     npf_completion* e = entries();
@@ -116,20 +128,19 @@ size_t CompletionRing::write(std::span<const npf_completion> batch) noexcept
     for (size_t i = 0; i < n; ++i)
         e[(prod_ + i) & mask] = batch[i];
     prod_ += n;
-    stats_.pushed += n;
-    Ref(hdr()->prod).store(prod_, std::memory_order_release);
-    // Pairs with the fence in wait(): producer stores prod then loads the
-    // wait word, consumer stores the wait word then loads prod. With a full
-    // fence between store and load on both sides, at least one of them sees
-    // the other's store: either the consumer sees the entries and does not
-    // sleep, or we see it waiting and signal. No wakeup is lost. The exchange
-    // makes one signal per sleep, not one per batch.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    bump(stats_->pushed, n);
+    // Dekker pairing with wait(): the producer stores prod then loads the
+    // wait word, the consumer stores the wait word then loads prod, all four
+    // seq_cst, so in their single total order at least one side sees the
+    // other's store: either the consumer sees the entries and does not sleep,
+    // or we see it waiting and signal. No wakeup is lost. The exchange makes
+    // one signal per sleep, not one per batch.
+    Ref(hdr()->prod).store(prod_, std::memory_order_seq_cst);
     Ref w(waitWord(hdr()));
-    if (w.load(std::memory_order_relaxed) && w.exchange(0, std::memory_order_relaxed)) {
+    if (w.load(std::memory_order_seq_cst) && w.exchange(0, std::memory_order_relaxed)) {
         const uint64_t one = 1;
         if (::write(eventFd_.get(), &one, sizeof(one)) == sizeof(one))
-            ++stats_.wakeups;
+            bump(stats_->wakeups);
     }
     return n;
 }
@@ -139,12 +150,12 @@ bool CompletionRing::consumerWaiting() const noexcept
     return Ref(waitWord(hdr())).load(std::memory_order_relaxed) != 0;
 }
 
-size_t CompletionRing::ready() noexcept
+size_t CompletionRing::ready(std::memory_order order) noexcept
 {
-    const uint64_t prod = Ref(hdr()->prod).load(std::memory_order_acquire);
+    const uint64_t prod = Ref(hdr()->prod).load(order);
     const uint64_t avail = prod - cons_;
     if (avail > size_) {
-        ++stats_.corrupt;
+        bump(stats_->badProd);
         return 0;
     }
     return avail;
@@ -170,14 +181,13 @@ int CompletionRing::wait(std::chrono::milliseconds timeout) noexcept
     const auto deadline = Clock::now() + timeout;
     Ref w(waitWord(hdr()));
     for (;;) {
-        const uint64_t corruptBefore = stats_.corrupt;
+        const uint64_t badBefore = stats_->badProd.load(std::memory_order_relaxed);
         if (size_t n = ready())
             return static_cast<int>(std::min<size_t>(n, INT32_MAX));
-        if (stats_.corrupt != corruptBefore)
+        if (stats_->badProd.load(std::memory_order_relaxed) != badBefore)
             return -EPROTO;
-        w.store(1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst); // see write()
-        if (size_t n = ready()) {
+        w.store(1, std::memory_order_seq_cst); // see write()
+        if (size_t n = ready(std::memory_order_seq_cst)) {
             w.store(0, std::memory_order_relaxed);
             return static_cast<int>(std::min<size_t>(n, INT32_MAX));
         }

@@ -4,9 +4,11 @@
 // single consumer (the application).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -20,7 +22,8 @@ struct CompletionRingStats {
     uint64_t pushed = 0;  // entries made visible by the producer (this mapping)
     uint64_t full = 0;    // producer calls that found no room
     uint64_t wakeups = 0; // eventfd signals sent (only when the consumer was waiting)
-    uint64_t corrupt = 0; // cursors from the other side out of range (entries refused)
+    uint64_t badCons = 0; // producer found the consumer's cursor out of range (wrote nothing)
+    uint64_t badProd = 0; // consumer found the producer's cursor out of range (read nothing)
 };
 
 class CompletionRing {
@@ -56,7 +59,7 @@ public:
     // Copies up to max ready entries to out, frees them; never blocks.
     size_t poll(size_t max, npf_completion* out) noexcept;
     // Entries ready now, without consuming.
-    size_t ready() noexcept;
+    size_t ready() noexcept { return ready(std::memory_order_acquire); }
     // Blocks until an entry is ready or timeout passes (negative = forever).
     // Returns entries ready (> 0), 0 on timeout, -EPROTO on a corrupt
     // producer cursor, or another -errno from poll(2).
@@ -67,12 +70,13 @@ public:
     int memfd() const noexcept { return memfd_.get(); }
     int eventFd() const noexcept { return eventFd_.get(); }
     uint32_t size() const noexcept { return size_; }
-    CompletionRingStats stats() const noexcept { return stats_; }
+    CompletionRingStats stats() const noexcept;
     // Bytes of the mapping for a ring of `entries`.
     static size_t mappingSize(uint32_t entries) noexcept;
 
 private:
     CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept;
+    size_t ready(std::memory_order order) noexcept;
     npf_completion_ring* hdr() const noexcept { return map_.as<npf_completion_ring>(); }
     npf_completion* entries() const noexcept
     {
@@ -85,7 +89,12 @@ private:
     uint32_t size_ = 0; // cached: the shared header is writable by the other side
     uint64_t prod_ = 0; // producer's copy of hdr->prod
     uint64_t cons_ = 0; // consumer's copy of hdr->cons
-    CompletionRingStats stats_;
+    // Each counter has one writer (producer or consumer side); relaxed
+    // atomics so stats() may be read from any thread.
+    struct Counters {
+        std::atomic<uint64_t> pushed{0}, full{0}, wakeups{0}, badCons{0}, badProd{0};
+    };
+    std::unique_ptr<Counters> stats_ = std::make_unique<Counters>();
 };
 
 } // namespace npf

@@ -25,7 +25,6 @@ Sequencer::Sequencer(const npf_post* posts, SequencerConfig cfg)
         slots_[i].status = 0;
         slots_[i].flags = 0;
     }
-    std::atomic_thread_fence(std::memory_order_release);
 }
 
 // Records when seqs [maxClaimed_, claimedCons) were first seen claimed. The
