@@ -76,7 +76,8 @@ public:
     // LOST; a seq already declared LOST is refused (-ESTALE), so a late packet
     // is dropped instead of overwriting a buffer the application got back.
     Claim claim(uint32_t seq32) noexcept;
-    // Finishes a successful claim. status NPF_CS_*; doneNs (CLOCK_MONOTONIC,
+    // Finishes a successful claim; exactly one per claim (the slot stays
+    // Busy until then and the flow waits for it). status NPF_CS_*; doneNs (CLOCK_MONOTONIC,
     // 0 = none) feeds the latency histogram.
     void complete(uint64_t seq, uint32_t len, uint16_t status, uint16_t flags,
                   uint64_t doneNs = 0) noexcept;
