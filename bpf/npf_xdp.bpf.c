@@ -72,7 +72,7 @@ int npf_xdp(struct xdp_md *ctx)
 	__u32 fid, queue, slot, copy_len = 0, i;
 	__u64 seq = 0, offset = 0;
 	__u8 flags = 0;
-	void *data, *data_end;
+	void *data;
 	int rc;
 
 	npf_count(NPF_STAT_RX_TOTAL);
@@ -149,11 +149,11 @@ int npf_xdp(struct xdp_md *ctx)
 	if (i == NPF_CAS_RETRIES)
 		return npf_out(NPF_STAT_DROP_CONTENDED, XDP_DROP);
 
+	/* npf_meta goes in the 32 bytes right before the packet, whatever
+	 * metadata an earlier program left in front of it. */
 	data = (void *)(long)ctx->data;
-	data_end = (void *)(long)ctx->data_end;
-	(void)data_end;
-	meta = (void *)(long)ctx->data_meta;
-	if ((void *)(meta + 1) > data) /* cannot happen after adjust_meta; the verifier wants it */
+	meta = data - sizeof(*meta);
+	if ((void *)meta < (void *)(long)ctx->data_meta) /* cannot happen after adjust_meta */
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	meta->magic = NPF_META_MAGIC;
 	meta->version = NPF_META_VERSION;

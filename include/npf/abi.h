@@ -172,7 +172,8 @@ struct npf_completion_ring {
 	__u64 prod;      /* written by the producer (release) */
 	__u64 pad0[7];
 	__u64 cons;      /* written by the consumer (release) */
-	__u64 pad1[7];
+	__u64 waiting;   /* consumer asleep on the eventfd (see completion_ring.cpp) */
+	__u64 pad1[6];
 	__u32 size;      /* entries, a power of two */
 	__u32 pad2[15];
 };

@@ -23,7 +23,7 @@ static_assert(Ref::is_always_lock_free, "ring cursors are shared across processe
 // The consumer's "I am about to sleep on the eventfd" word. The ABI header has
 // no field for it yet; it lives in the first padding word of the consumer's
 // cache line (binary compatible with naming it in abi.h later).
-__u64& waitWord(npf_completion_ring* h) noexcept { return h->pad1[0]; }
+__u64& waitWord(npf_completion_ring* h) noexcept { return h->waiting; }
 
 void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept
 {
