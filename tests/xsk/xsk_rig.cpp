@@ -149,7 +149,11 @@ size_t sendDatagrams(VethPair& v, uint16_t dstPort, uint16_t srcPort, const std:
         uint64_t base = received ? received->load() : 0;
         size_t sent = 0;
         for (const auto& p : payloads) {
-            checkErrno(::send(s.get(), p.data(), p.size(), 0), "send datagram");
+            // A datagram the kernel stack got (fail open) may come back as an
+            // ICMP port unreachable, reported on the next send: send again.
+            while (::send(s.get(), p.data(), p.size(), 0) < 0)
+                if (errno != ECONNREFUSED)
+                    throwErrno("send datagram");
             sent++;
             if (chunk && received && (sent % chunk == 0 || sent == payloads.size())) {
                 auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -97,6 +97,7 @@ public:
 
     VethPair& veth() { return veth_; }
     xsk::FlowSet& flows() { return flows_; }
+    void closeSockets() { queues_.clear(); }
     int xskmapFd() const { return bpf_map__fd(skel_->maps.npf_xsks); }
     uint32_t ifindex() const { return attach_->ifindex(); }
     xsk::QueueSockets& queue(int q) { return *queues_.at(q); }

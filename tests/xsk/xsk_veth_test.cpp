@@ -454,6 +454,31 @@ TEST_P(XskVeth, FramesOfAnUnknownFlowAreCountedAndRecycled)
     EXPECT_EQ(collect(rig, kN).size(), kN);
 }
 
+// Closing the sockets empties their XSKMAP slots: XDP fails open to the
+// kernel stack without claiming posted buffers.
+TEST_P(XskVeth, ClosedSocketsLeaveTheirSlotsAndTrafficFailsOpen)
+{
+    Rig rig({.xdpFlags = GetParam()});
+    constexpr uint32_t kN = 10;
+    for (uint32_t i = 0; i < 2 * kN; i++) {
+        rig.post(uint64_t(i) * 4096, 1472);
+        rig.setResident(i, true);
+    }
+    std::vector<std::vector<uint8_t>> payloads;
+    for (uint32_t i = 0; i < kN; i++)
+        payloads.push_back(payloadFor(i, 64));
+    ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
+    ASSERT_EQ(collect(rig, kN).size(), kN);
+    ASSERT_EQ(rig.consumed(), kN);
+    rig.closeSockets();
+    ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
+    auto deadline = std::chrono::steady_clock::now() + 2s;
+    while (rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) < kN && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(rig.xdpStat(NPF_STAT_PASS_NO_SOCKET), kN);
+    EXPECT_EQ(rig.consumed(), kN) << "no post may be claimed without sockets";
+}
+
 // Forcing zero-copy on veth fails with EOPNOTSUPP and a message that says
 // what to do; copy and auto modes bind in copy mode; a second pair on a
 // bound queue is refused; a bad UMEM geometry is rejected before any bind.

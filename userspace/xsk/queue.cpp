@@ -13,8 +13,17 @@ std::string queueName(const QueueConfig& cfg, const char* role)
 }
 } // namespace
 
+const QueueConfig& QueueSockets::checked(const QueueConfig& cfg)
+{
+    if (cfg.queue >= NPF_MAX_QUEUES)
+        throwErrno(EINVAL, queueName(cfg, "pair") + ": queue must be < " + std::to_string(NPF_MAX_QUEUES));
+    if (cfg.regionBytes == 0)
+        throwErrno(EINVAL, queueName(cfg, "pair") + ": region size not set (metas are checked against it)");
+    return cfg;
+}
+
 QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd)
-    : QueueSockets(cfg, flows, xskmapFd, openXskSocket(queueName(cfg, "primary")))
+    : QueueSockets(checked(cfg), flows, xskmapFd, openXskSocket(queueName(cfg, "primary")))
 {
 }
 
@@ -25,9 +34,6 @@ QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xsk
       backup_(XskSocket::bindShared(primary_, cfg.ifindex, cfg.queue, cfg.backupRxSize, queueName(cfg, "backup")))
 {
     cfg_.umem = umem_.config();
-    if (cfg_.queue >= NPF_MAX_QUEUES)
-        throwErrno(EINVAL, queueName(cfg, "pair") + ": queue >= NPF_MAX_QUEUES (" + std::to_string(NPF_MAX_QUEUES) +
-                               ")");
     if (xskmapFd >= 0) {
         primary_.insertInto(xskmapFd, NPF_XSK_PRIMARY(cfg_.queue));
         backup_.insertInto(xskmapFd, NPF_XSK_BACKUP(cfg_.queue));
@@ -52,7 +58,7 @@ void QueueSockets::recycle(const uint64_t* frames, uint32_t n) noexcept
 void QueueSockets::releaseBackup(const uint64_t* frames, uint32_t n) noexcept
 {
     recycle(frames, n);
-    held_.store(held_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+    held_.fetch_sub(n, std::memory_order_relaxed);
 }
 
 int QueueSockets::waitFd(int fd, int timeoutMs) noexcept

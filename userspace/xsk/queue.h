@@ -94,8 +94,9 @@ public:
     QueueSockets& operator=(const QueueSockets&) = delete;
 
     // Worker, hot path: consumes up to `max` (<= kMaxBatch) primary frames,
-    // calls sink(const RxPacket&) for each valid one, counts and drops the
-    // others, recycles all of them to the fill ring, publishes the epoch.
+    // calls sink(const RxPacket&) for each valid one (the payload pointer is
+    // valid only during the call), counts and drops the others, recycles all
+    // of them to the fill ring, brackets the batch with the epoch hook.
     // Returns the number of frames consumed.
     template <typename Sink>
     uint32_t pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch = {}) noexcept;
@@ -108,7 +109,8 @@ public:
     // Invalid frames are counted and recycled at once. Returns frames consumed.
     template <typename Sink>
     uint32_t peekBackup(uint32_t max, Sink&& sink) noexcept;
-    // Pager: gives held backup frames back to the fill ring.
+    // Gives held backup frames back to the fill ring; any thread (e.g. a
+    // thread that copied payloads out of the UMEM).
     void releaseBackup(const uint64_t* frames, uint32_t n) noexcept;
     void releaseBackup(uint64_t frame) noexcept { releaseBackup(&frame, 1); }
     uint64_t heldBackup() const noexcept { return held_.load(std::memory_order_relaxed); }
@@ -130,6 +132,7 @@ public:
 
 private:
     QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd, Fd ownerFd);
+    static const QueueConfig& checked(const QueueConfig& cfg);
     static int waitFd(int fd, int timeoutMs) noexcept;
     static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept
     {
@@ -148,7 +151,7 @@ private:
     XskSocket backup_;
     RingCounters primaryCnt_; // worker
     RingCounters backupCnt_;  // pager
-    std::atomic<uint64_t> held_{0};  // pager
+    std::atomic<uint64_t> held_{0};  // pager and releasers
     std::atomic<uint64_t> kicks_{0}; // worker and pager
 };
 
@@ -223,7 +226,7 @@ uint32_t QueueSockets::peekBackup(uint32_t max, Sink&& sink) noexcept
         MetaStatus st = inspect(rx.at(first + i), RingKind::Backup, &pkt, &f);
         if (st == MetaStatus::Ok) {
             // Counted as held before the sink runs: the sink may release at once.
-            bump(held_);
+            held_.fetch_add(1, std::memory_order_relaxed);
             sink(pkt);
             ok++;
             bytes += pkt.meta.len;

@@ -86,7 +86,7 @@ private:
     uint32_t cachedCons_ = 0;
 };
 
-// Ring userspace consumes from (RX ring of xdp_desc, completion ring of u64).
+// Ring userspace consumes from (RX ring of xdp_desc; the completion ring would be ConsRing<uint64_t>).
 template <typename Desc>
 class ConsRing {
 public:
@@ -115,12 +115,6 @@ public:
         cachedCons_ += n;
         detail::storeRelease(p_.consumer, cachedCons_);
     }
-    // Entries produced but not yet released.
-    uint32_t pending() noexcept
-    {
-        cachedProd_ = detail::loadAcquire(p_.producer);
-        return cachedProd_ - cachedCons_;
-    }
     // Entries produced but not released, from the shared indexes only: safe
     // to call from a thread other than the consumer.
     uint32_t backlog() const noexcept
@@ -137,6 +131,5 @@ private:
 };
 
 using RxRing = ConsRing<xdp_desc>;
-using CompRing = ConsRing<uint64_t>;
 
 } // namespace npf::xsk

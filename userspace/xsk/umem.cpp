@@ -83,7 +83,6 @@ Umem::Umem(int ownerFd, const UmemConfig& cfg, const std::string& name) : cfg_(c
     fill_ = ProdRing(p);
     compMap_ = mapRing(ownerFd, off.cr, XDP_UMEM_PGOFF_COMPLETION_RING, cfg_.compSize, sizeof(uint64_t), &p,
                        what + ": completion ring");
-    comp_ = CompRing(p);
     stash_ = std::make_unique<uint64_t[]>(cfg_.frameCount);
 
     std::lock_guard lk(fillLock_);

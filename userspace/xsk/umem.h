@@ -74,10 +74,9 @@ private:
     UmemConfig cfg_;
     MmapArea frames_; // unmapped last: the rings and sockets go first
     MmapArea fillMap_;
-    MmapArea compMap_;
+    MmapArea compMap_; // mapped so the ring exists; never read (RX only)
     std::mutex fillLock_;
     ProdRing fill_;                     // guarded by fillLock_
-    CompRing comp_;                     // unused: RX only
     std::unique_ptr<uint64_t[]> stash_; // guarded by fillLock_, frameCount entries
     uint32_t stashed_ = 0;              // guarded by fillLock_
     FillCounters counters_;
