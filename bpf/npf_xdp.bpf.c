@@ -100,6 +100,12 @@ int npf_xdp(struct xdp_md *ctx)
 	if (!bpf_map_lookup_elem(&npf_xsks, &slot))
 		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
 
+	/* A flow datagram's metadata is npf's: drop what an earlier program left
+	 * so npf_meta sits in the 32 bytes right before the packet. */
+	data = (void *)(long)ctx->data;
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)meta < data && bpf_xdp_adjust_meta(ctx, (int)(data - (void *)meta)))
+		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct npf_meta)))
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 
@@ -149,11 +155,9 @@ int npf_xdp(struct xdp_md *ctx)
 	if (i == NPF_CAS_RETRIES)
 		return npf_out(NPF_STAT_DROP_CONTENDED, XDP_DROP);
 
-	/* npf_meta goes in the 32 bytes right before the packet, whatever
-	 * metadata an earlier program left in front of it. */
 	data = (void *)(long)ctx->data;
-	meta = data - sizeof(*meta);
-	if ((void *)meta < (void *)(long)ctx->data_meta) /* cannot happen after adjust_meta */
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > data) /* cannot happen after adjust_meta; the verifier wants it */
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	meta->magic = NPF_META_MAGIC;
 	meta->version = NPF_META_VERSION;
