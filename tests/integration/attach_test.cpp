@@ -1,0 +1,134 @@
+// attach / status / detach through the real npfctl, checked against what the
+// kernel reports (ip link, bpftool) and what bpffs holds.
+#include <algorithm>
+#include <filesystem>
+
+#include "fixture.h"
+#include "npf/abi.h"
+
+namespace npf::itest {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kPins[] = {"npf_flows", "npf_posts", "npf_cursors", "npf_resident", "npf_xsks", "npf_stats"};
+
+nlohmann::json bpftoolJson(Rig& rig, const std::string& args)
+{
+    RunResult r = rig.inRx("bpftool --json " + args);
+    if (r.status != 0)
+        throw std::runtime_error("bpftool failed: " + describe(r));
+    return nlohmann::json::parse(r.out);
+}
+
+using AttachTest = ModeTest;
+
+TEST_P(AttachTest, StatusIpLinkAndPinsShowTheProgram)
+{
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode " + mode());
+    ASSERT_EQ(r.status, kOk) << describe(r);
+    EXPECT_TRUE(contains(r.out, "attached npf_xdp to " + ifname() + ": mode " + mode())) << r.out;
+
+    nlohmann::json st = rig().status();
+    EXPECT_EQ(st["state"], "attached");
+    EXPECT_EQ(st["mode"], mode());
+    uint32_t prog = st["prog_id"].get<uint32_t>();
+    ASSERT_GT(prog, 0u);
+    EXPECT_TRUE(contains(r.out, "prog id " + std::to_string(prog))) << r.out;
+    EXPECT_EQ(st["flows"], 0);
+    EXPECT_GE(st["queues"].get<int>(), 1);
+    EXPECT_EQ(st["region_pages"], NPF_DEFAULT_REGION_PAGES);
+    EXPECT_TRUE(st["bound_queues"].empty()) << st.dump();
+    EXPECT_TRUE(st["foreign_programs"].empty()) << st.dump();
+
+    // status without IFACE lists every npf interface of the namespace: this one.
+    RunResult all = rig().npfctl("status --json");
+    ASSERT_EQ(all.status, kOk) << describe(all);
+    nlohmann::json arr = nlohmann::json::parse(all.out);
+    ASSERT_EQ(arr.size(), 1u) << all.out;
+    EXPECT_EQ(arr[0]["interface"], ifname());
+    EXPECT_EQ(arr[0]["prog_id"], prog);
+
+    // The kernel's view: IFLA_XDP of the interface, in the namespace.
+    nlohmann::json link = rig().link();
+    ASSERT_TRUE(link.contains("xdp")) << link.dump();
+    EXPECT_EQ(link["xdp"]["mode"], ipLinkMode());
+    EXPECT_EQ(link["xdp"]["prog"]["id"], prog);
+    EXPECT_EQ(link["xdp"]["prog"]["name"], "npf_xdp");
+    RunResult text = rig().inRx("ip link show dev " + ifname());
+    EXPECT_TRUE(contains(text.out, mode() == "native" ? " xdp " : " xdpgeneric ")) << text.out;
+    EXPECT_TRUE(contains(text.out, "prog/xdp id " + std::to_string(prog) + " name npf_xdp")) << text.out;
+
+    // Every pin is one of the attached program's maps.
+    nlohmann::json progInfo = bpftoolJson(rig(), "prog show id " + std::to_string(prog));
+    std::vector<uint32_t> mapIds = progInfo["map_ids"].get<std::vector<uint32_t>>();
+    for (const char* pin : kPins) {
+        fs::path p = fs::path(rig().pinDir()) / pin;
+        ASSERT_TRUE(fs::exists(p)) << p;
+        nlohmann::json m = bpftoolJson(rig(), "map show pinned " + p.string());
+        EXPECT_EQ(m["name"], pin);
+        EXPECT_NE(std::find(mapIds.begin(), mapIds.end(), m["id"].get<uint32_t>()), mapIds.end())
+            << pin << " (map id " << m["id"] << ") is not a map of prog " << prog;
+    }
+
+    RunResult stats = rig().npfctl("stats " + ifname() + " --json");
+    ASSERT_EQ(stats.status, kOk) << describe(stats);
+    nlohmann::json sj = nlohmann::json::parse(stats.out);
+    EXPECT_EQ(sj["prog_id"], prog);
+    EXPECT_EQ(sj["mode"], mode());
+    EXPECT_EQ(sj["counters"]["xdp"].size(), static_cast<size_t>(NPF_STAT_MAX)) << stats.out;
+}
+
+TEST_P(AttachTest, DetachLeavesNoProgramAndNoPins)
+{
+    ASSERT_EQ(rig().npfctl("attach " + ifname() + " --mode " + mode()).status, kOk);
+    uint32_t prog = rig().status()["prog_id"].get<uint32_t>();
+    ASSERT_TRUE(fs::exists(rig().pinDir()));
+
+    RunResult r = rig().npfctl("detach " + ifname());
+    ASSERT_EQ(r.status, kOk) << describe(r);
+    EXPECT_TRUE(contains(r.out, "detached npf_xdp (prog id " + std::to_string(prog) + ") from " + ifname()))
+        << r.out;
+    EXPECT_FALSE(rig().link().contains("xdp")) << rig().link().dump();
+    RunResult text = rig().inRx("ip -d link show dev " + ifname());
+    EXPECT_FALSE(contains(text.out, "xdp")) << text.out;
+    EXPECT_FALSE(fs::exists(rig().pinDir())) << rig().pinDir();
+
+    nlohmann::json st = rig().status();
+    EXPECT_EQ(st["state"], "none");
+    EXPECT_EQ(st["prog_id"], 0);
+
+    // Idempotent.
+    RunResult again = rig().npfctl("detach " + ifname());
+    EXPECT_EQ(again.status, kOk) << describe(again);
+    EXPECT_TRUE(contains(again.out, "npf is not attached to " + ifname())) << again.out;
+    EXPECT_FALSE(fs::exists(rig().pinDir()));
+
+    // The interface works as before.
+    RunResult ping = rig().inTx("ping -c 1 -W 2 " + rig().rxAddr());
+    EXPECT_EQ(ping.status, 0) << describe(ping);
+}
+
+NPF_INSTANTIATE_MODES(AttachTest);
+
+class AttachSizedTest : public RigTest {
+protected:
+    test::VethOptions vethOptions() const override { return {.queues = 2}; }
+};
+
+TEST_F(AttachSizedTest, QueuesAndRegionPagesReachTheMaps)
+{
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode skb --queues 2 --region-pages 100");
+    ASSERT_EQ(r.status, kOk) << describe(r);
+    nlohmann::json st = rig().status();
+    EXPECT_EQ(st["queues"], 2);
+    EXPECT_EQ(st["region_pages"], 128) << "100 pages round up to a multiple of 64";
+
+    nlohmann::json xsks = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_xsks");
+    EXPECT_EQ(xsks["max_entries"], 4);
+    nlohmann::json resident = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_resident");
+    EXPECT_EQ(resident["max_entries"], 2);
+}
+
+} // namespace
+} // namespace npf::itest
