@@ -53,7 +53,7 @@ Region::Region(const RegionConfig& cfg) : cfg_(cfg), c_(std::make_unique<Counter
                          "region " + who + " (" + sizeStr(size_) + ")");
 
     uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM, UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
-    wp_ = uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+    wp_ = cfg_.writeProtectFence && (uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
     if (wp_) {
         try {
             uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,

@@ -28,6 +28,7 @@
 #include "region/lazy_array.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
+#include "region/ticket_lock.h"
 #include "region/uffd.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
@@ -45,6 +46,11 @@ struct RegionConfig {
     std::string name = "npf-region";
     uint32_t maxBatchPages = 64;       // pages per UFFDIO_COPY and per eviction batch
     bool autoEvict = true;             // evict to budget at the end of each install call
+    // Write-protect victims between save and punch so that writers outside
+    // the epoch protocol (the application) cannot lose a write. Off: only
+    // epoch readers are safe against eviction. Ignored if the kernel lacks
+    // uffd-wp on shmem.
+    bool writeProtectFence = true;
     std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
 };
 
@@ -127,7 +133,8 @@ public:
 
     // Evicts down to the budget (minus some slack); returns pages evicted or -errno.
     int evictToBudget() noexcept;
-    // Evicts every page that is not protected; returns pages evicted or -errno.
+    // Evicts every page that was resident at the call and is not protected
+    // (pages faulted in meanwhile stay); returns pages evicted or -errno.
     int evictAll() noexcept;
 
     uint64_t residentPages() const noexcept { return resident_.load(std::memory_order_relaxed); }
@@ -184,7 +191,7 @@ private:
 
     std::atomic<uint64_t> resident_{0};
     std::unique_ptr<Counters> c_;
-    std::mutex mu_;
+    TicketLock mu_;
 };
 
 } // namespace npf

@@ -67,9 +67,14 @@ void Region::autoEvictLocked() noexcept
 
 int Region::evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept
 {
+    // Bounded by what is over target now: faults served during grace periods
+    // add pages while we work, and chasing them could go on forever.
+    uint64_t res = residentPages();
+    uint64_t quota = res > targetResident ? res - targetResident : 0;
     int total = 0;
-    while (residentPages() > targetResident) {
-        uint64_t want = std::min<uint64_t>(cfg_.maxBatchPages, residentPages() - targetResident);
+    while (static_cast<uint64_t>(total) < quota && residentPages() > targetResident) {
+        uint64_t want = std::min<uint64_t>({cfg_.maxBatchPages, residentPages() - targetResident,
+                                            quota - static_cast<uint64_t>(total)});
         int n = evictBatch(static_cast<uint32_t>(want), ignoreReferenced);
         if (n < 0)
             return total ? total : n;
