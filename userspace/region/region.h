@@ -39,7 +39,8 @@ struct RegionConfig {
     uint64_t size = 1ull << 30;        // bytes, a multiple of NPF_PAGE_SIZE
     uint64_t residentBudget = 0;       // bytes; 0 = unlimited
     // One bit per page (ceil(pages / 64) words), shared with XDP (the mmapped
-    // npf_resident array). nullptr: the region allocates its own.
+    // npf_resident array). Cleared when the region is created and destroyed,
+    // so it must outlive the region. nullptr: the region allocates its own.
     uint64_t* residentBitmap = nullptr;
     EpochDomain* epochs = nullptr;     // fast-path writers to wait for; may be null
     std::string spillDir;              // "" = spill into a second memfd
