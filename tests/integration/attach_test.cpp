@@ -2,6 +2,7 @@
 // kernel reports (ip link, bpftool) and what bpffs holds.
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "fixture.h"
 #include "npf/abi.h"
@@ -109,6 +110,40 @@ TEST_P(AttachTest, DetachLeavesNoProgramAndNoPins)
     EXPECT_EQ(ping.status, 0) << describe(ping);
 }
 
+// The program removed behind npfctl's back (ip link ... off): the pins are
+// stale; status says so, attach replaces them, detach removes them.
+TEST_P(AttachTest, StalePinsAreReportedAndReplaced)
+{
+    ASSERT_EQ(rig().npfctl("attach " + ifname() + " --mode " + mode()).status, kOk);
+    uint32_t first = rig().status()["prog_id"].get<uint32_t>();
+    RunResult off = rig().inRx("ip link set dev " + ifname() + " " + ipXdpFlag() + " off");
+    ASSERT_EQ(off.status, 0) << describe(off);
+    ASSERT_TRUE(fs::exists(rig().pinDir()));
+
+    nlohmann::json st = rig().status();
+    EXPECT_EQ(st["state"], "stale") << st.dump();
+    RunResult stats = rig().npfctl("stats " + ifname());
+    EXPECT_EQ(stats.status, kConflict) << describe(stats);
+
+    RunResult again = rig().npfctl("attach " + ifname() + " --mode " + mode());
+    ASSERT_EQ(again.status, kOk) << describe(again);
+    EXPECT_TRUE(contains(again.err, "removed stale pins")) << again.err;
+    st = rig().status();
+    EXPECT_EQ(st["state"], "attached");
+    EXPECT_NE(st["prog_id"], first);
+    nlohmann::json progInfo = bpftoolJson(rig(), "prog show id " + std::to_string(st["prog_id"].get<uint32_t>()));
+    nlohmann::json stats2 = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_stats");
+    std::vector<uint32_t> mapIds = progInfo["map_ids"].get<std::vector<uint32_t>>();
+    EXPECT_NE(std::find(mapIds.begin(), mapIds.end(), stats2["id"].get<uint32_t>()), mapIds.end())
+        << "npf_stats pin is not the new program's map";
+
+    ASSERT_EQ(rig().inRx("ip link set dev " + ifname() + " " + ipXdpFlag() + " off").status, 0);
+    RunResult d = rig().npfctl("detach " + ifname());
+    EXPECT_EQ(d.status, kOk) << describe(d);
+    EXPECT_TRUE(contains(d.out, "removed stale pins")) << d.out;
+    EXPECT_FALSE(fs::exists(rig().pinDir()));
+}
+
 NPF_INSTANTIATE_MODES(AttachTest);
 
 class AttachSizedTest : public RigTest {
@@ -128,6 +163,37 @@ TEST_F(AttachSizedTest, QueuesAndRegionPagesReachTheMaps)
     EXPECT_EQ(xsks["max_entries"], 4);
     nlohmann::json resident = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_resident");
     EXPECT_EQ(resident["max_entries"], 2);
+}
+
+// stats --watch: one JSON sample per line with rates, until SIGTERM (exit 0).
+TEST_F(AttachSizedTest, StatsWatchPrintsRatesUntilSigterm)
+{
+    ASSERT_EQ(rig().npfctl("attach " + ifname() + " --mode skb").status, kOk);
+    std::string ping = rig().veth().txNs().exec() + "ping -c 6 -i 0.2 -W 2 " + rig().rxAddr() + " >/dev/null";
+    std::string watch = rig().veth().rxNs().exec() + "timeout --preserve-status -s TERM 1.6 " NPFCTL_PATH " stats " +
+                        ifname() + " --json --watch 0.3";
+    RunResult r = run("{ " + ping + " & } ; " + watch + "; rc=$?; wait; exit $rc");
+    ASSERT_EQ(r.status, kOk) << describe(r);
+
+    std::istringstream lines(r.out);
+    std::string line;
+    int samples = 0;
+    uint64_t lastNotUdp = 0;
+    double maxRate = 0;
+    while (std::getline(lines, line)) {
+        nlohmann::json j = nlohmann::json::parse(line);
+        samples++;
+        EXPECT_EQ(j["interface"], ifname());
+        EXPECT_NEAR(j["interval"].get<double>(), 0.3, 0.2) << line;
+        ASSERT_EQ(j["rates"]["xdp"].size(), static_cast<size_t>(NPF_STAT_MAX)) << line;
+        uint64_t notUdp = j["counters"]["xdp"]["pass_not_udp"].get<uint64_t>();
+        EXPECT_GE(notUdp, lastNotUdp) << "counters went backwards: " << line;
+        lastNotUdp = notUdp;
+        maxRate = std::max(maxRate, j["rates"]["xdp"]["pass_not_udp"].get<double>());
+    }
+    EXPECT_GE(samples, 3) << r.out;
+    EXPECT_GE(lastNotUdp, 3u) << "pings sent during the watch were not counted: " << r.out;
+    EXPECT_GT(maxRate, 0.0) << r.out;
 }
 
 } // namespace
