@@ -73,6 +73,26 @@ TEST_P(AttachErrorTest, ForeignProgramNeedsForce)
     EXPECT_FALSE(fs::exists(rig().pinDir()));
 }
 
+// A foreign program in the other slot (native vs generic) blocks attach too,
+// and --force removes it: two XDP programs on one interface would both run.
+TEST_P(AttachErrorTest, ForeignProgramInTheOtherSlotNeedsForce)
+{
+    std::string otherFlag = mode() == "native" ? "xdpgeneric" : "xdpdrv";
+    RunResult ip = rig().inRx("ip link set dev " + ifname() + " " + otherFlag + " obj " FOREIGN_XDP_OBJ " sec xdp");
+    ASSERT_EQ(ip.status, 0) << describe(ip);
+
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode " + mode());
+    EXPECT_EQ(r.status, kConflict) << describe(r);
+    EXPECT_EQ(rig().link()["xdp"]["prog"]["name"], "itest_foreign");
+
+    RunResult forced = rig().npfctl("attach " + ifname() + " --mode " + mode() + " --force");
+    ASSERT_EQ(forced.status, kOk) << describe(forced);
+    nlohmann::json link = rig().link();
+    ASSERT_EQ(link["xdp"]["attached"].size(), 1u) << link.dump();
+    EXPECT_EQ(link["xdp"]["prog"]["name"], "npf_xdp");
+    EXPECT_EQ(link["xdp"]["mode"], ipLinkMode());
+}
+
 NPF_INSTANTIATE_MODES(AttachErrorTest);
 
 using ErrorTest = RigTest;
