@@ -120,6 +120,7 @@ public:
     // Frames waiting in the primary ring; safe from any thread (e.g. the
     // pager checking an idle worker before ending a grace period).
     uint32_t primaryBacklog() const noexcept { return primary_.rxBacklog(); }
+    uint32_t backupBacklog() const noexcept { return backup_.rxBacklog(); }
     int primaryFd() const noexcept { return primary_.fd(); }
     int backupFd() const noexcept { return backup_.fd(); }
 

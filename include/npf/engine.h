@@ -1,0 +1,137 @@
+// libnpf: receive UDP datagrams into pageable, unpinned memory.
+//
+//   npf::Engine eng({.ifname = "eth0", .regionSize = 64ull << 30, .residentBudget = 1ull << 30});
+//   npf::Flow& f = eng.openFlow(9000);
+//   f.post(0, 2048);                       // receive buffers: [offset, offset + len) of eng.region()
+//   npf_completion c[64];
+//   size_t n = f.wait(c, std::chrono::milliseconds(100));   // in seq order, bytes in place
+//
+// The engine attaches the XDP program itself unless `npfctl attach` already
+// did (and then never detaches it), binds a primary and a backup AF_XDP socket
+// per RX queue, runs one worker thread per queue and one pager thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "npf/abi.h"
+
+namespace npf {
+
+enum class XdpMode { Native, Skb };
+
+struct EngineConfig {
+    std::string ifname;
+    XdpMode mode = XdpMode::Native;       // used when the engine attaches the program
+    uint32_t queues = 0;                  // RX queues to serve: 0 = all the program serves
+    uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of 4 KiB)
+    uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
+    bool cold = false;                    // start with nothing resident (default too; kept for clarity)
+    uint32_t prefetchDepth = 16;          // posted buffers to populate after a fault; 0 = off
+    std::chrono::microseconds reorderTimeout{1000}; // a missing seq completes LOST after this
+    uint32_t frameSize = 4096;            // UMEM frame size
+    uint32_t frameCount = 4096;           // UMEM frames per queue (the only pinned memory)
+    uint32_t rxRingSize = 2048;           // RX ring entries per socket
+    uint32_t completionRingSize = 8192;   // per flow, >= NPF_POST_RING_SIZE
+    std::vector<int> workerCpus;          // CPU per queue worker (index = queue); empty = no pinning
+    int pagerCpu = -1;                    // CPU of the pager thread; -1 = no pinning
+    std::string spillDir;                 // where evicted content is saved; "" = a memfd
+    std::string statsPath;                // JSON snapshot for `npfctl stats`; "" = /run/npf/<ifname>/engine.json
+};
+
+// Counters of the whole engine (monotonic unless noted).
+struct EngineStats {
+    uint64_t fastPath = 0;       // datagrams placed by a worker (destination resident)
+    uint64_t faultPath = 0;      // datagrams placed by the pager (backup ring or deferred)
+    uint64_t deferred = 0;       // primary datagrams whose page was evicted meanwhile -> pager
+    uint64_t badMeta = 0;        // frames dropped by meta validation
+    uint64_t rejected = 0;       // seq rejected by the sequencer (duplicate, stale, out of window)
+    uint64_t mismatch = 0;       // meta disagrees with the posted buffer (completed LOST)
+    uint64_t placeErrors = 0;    // payloads the pager could not place (completed LOST)
+    uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0;
+    uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
+    uint64_t residentPages = 0;  // now
+    uint64_t pinnedBytes = 0;    // UMEM, all queues
+    uint64_t kernelRxDropped = 0; // AF_XDP rx_dropped + rx_ring_full, all sockets
+    // Fault-path latency, ns: steered by XDP -> picked up by the pager -> page
+    // image ready -> UFFDIO_COPY done -> completion published. p50/p99/p999.
+    struct Latency {
+        uint64_t count = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+    };
+    Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
+};
+
+class Engine;
+
+// One flow: a UDP destination whose datagrams land in posted buffers. Posting
+// and polling belong to one application thread.
+class Flow {
+public:
+    uint32_t id() const noexcept;
+    uint16_t port() const noexcept;
+    // Posts a receive buffer [offset, offset + len) of the region. False when
+    // NPF_POST_RING_SIZE buffers are outstanding (posted, not yet polled).
+    // Throws std::invalid_argument if the buffer is outside the region.
+    bool post(uint64_t offset, uint32_t len);
+    // Completions ready now, in seq order; never blocks.
+    size_t poll(std::span<npf_completion> out) noexcept;
+    // Blocks up to `timeout` for at least one completion.
+    size_t wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
+    // Readable when completions may be ready (eventfd; for epoll loops).
+    int eventFd() const noexcept;
+    // Buffers posted and not yet polled.
+    uint64_t outstanding() const noexcept;
+
+    struct Impl;
+    explicit Flow(std::unique_ptr<Impl> impl);
+    ~Flow();
+    Flow(const Flow&) = delete;
+    Flow& operator=(const Flow&) = delete;
+
+private:
+    friend class Engine;
+    std::unique_ptr<Impl> impl_;
+};
+
+class Engine {
+public:
+    // Throws std::system_error naming what failed (interface, attach, sockets, userfaultfd).
+    explicit Engine(const EngineConfig& cfg);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Opens (or takes over, after a restart) the flow for UDP destination port
+    // `port`, optionally only for destination address `addr`.
+    Flow& openFlow(uint16_t port, const std::string& addr = "");
+
+    uint8_t* region() const noexcept;
+    uint64_t regionSize() const noexcept;
+    // The content of [offset, offset + len) is no longer needed: evicted
+    // pages are not saved and come back zeroed.
+    void release(uint64_t offset, uint64_t len);
+    // Makes [offset, offset + len) resident now (zero-filled or restored),
+    // within the budget. Returns pages installed.
+    uint64_t populate(uint64_t offset, uint64_t len);
+    // Evicts every page that no posted buffer covers (simulates memory
+    // pressure, VM restore, swap-in). Returns pages evicted.
+    uint64_t evictAll();
+
+    EngineStats stats() const;
+    // Stats as one JSON object (what `npfctl stats` shows).
+    std::string statsJson() const;
+    // Queues served and whether they run zero-copy.
+    uint32_t queues() const noexcept;
+    bool attachedByUs() const noexcept;
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace npf

@@ -1,0 +1,220 @@
+#include <sys/eventfd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "ctl/attach.h"
+#include "ctl/errors.h"
+#include "ctl/pins.h"
+#include "ctl/xsk_slots.h"
+#include "engine/engine_impl.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
+namespace npf {
+namespace {
+
+ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
+{
+    ctl::ensureBpffs();
+    try {
+        return ctl::Dataplane::open(cfg.ifname);
+    } catch (const ctl::StateError& e) {
+        if (e.code().value() != ENOENT)
+            throw;
+    }
+    ctl::AttachOptions opt;
+    opt.ifname = cfg.ifname;
+    opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
+    opt.regionPages = cfg.regionSize / NPF_PAGE_SIZE;
+    ctl::AttachResult r = ctl::attach(opt);
+    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
+             r.progId, r.queues);
+    *attached = true;
+    return ctl::Dataplane::open(cfg.ifname);
+}
+
+void checkConfig(const EngineConfig& cfg)
+{
+    auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
+    if (cfg.ifname.empty())
+        bad("no interface given");
+    if (cfg.regionSize == 0 || cfg.regionSize % NPF_PAGE_SIZE)
+        bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of 4096");
+    if (cfg.regionSize / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
+        bad("region size " + std::to_string(cfg.regionSize) + " exceeds the 1 TiB limit");
+    if (cfg.completionRingSize < NPF_POST_RING_SIZE || (cfg.completionRingSize & (cfg.completionRingSize - 1)))
+        bad("completion ring size must be a power of two >= " + std::to_string(NPF_POST_RING_SIZE));
+    if (cfg.reorderTimeout.count() <= 0)
+        bad("reorder timeout must be positive");
+}
+
+} // namespace
+
+Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
+{
+    checkConfig(cfg);
+    dp.emplace(openOrAttach(cfg, &attachedByUs));
+    if (dp->regionPages() * NPF_PAGE_SIZE < cfg.regionSize)
+        throw ctl::StateError(EINVAL, "npf on " + cfg.ifname + " is attached for a region of " +
+                                          std::to_string(dp->regionPages()) + " pages, the engine needs " +
+                                          std::to_string(cfg.regionSize / NPF_PAGE_SIZE) +
+                                          ": detach it, or attach with --region-pages >= that");
+    if (!ctl::xskSlots(*dp).empty())
+        throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg.ifname +
+                                         " (npfctl status " + cfg.ifname + ")");
+    maps.emplace(*dp);
+
+    // Posts left by a previous engine point into a region that is gone:
+    // discard them before any socket is bound (XDP claims nothing until then).
+    for (const ctl::FlowInfo& f : ctl::listFlows(*dp)) {
+        npf_cursor* cur = maps->cursor(f.id);
+        __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+    }
+
+    RegionConfig rc;
+    rc.size = cfg.regionSize;
+    rc.residentBudget = cfg.residentBudget;
+    rc.residentBitmap = maps->resident(); // the region clears it
+    rc.epochs = &epochs;
+    rc.spillDir = cfg.spillDir;
+    rc.name = "npf-region-" + cfg.ifname;
+    region = std::make_unique<Region>(rc);
+
+    wakeFd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!wakeFd)
+        throwErrno("eventfd for the npf pager");
+
+    uint32_t nq = cfg.queues ? cfg.queues : dp->queues();
+    if (nq > dp->queues())
+        throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + std::to_string(nq) +
+                                 " queues requested, the program serves " + std::to_string(dp->queues()));
+    for (uint32_t q = 0; q < nq; q++) {
+        xsk::QueueConfig qc;
+        qc.ifindex = static_cast<uint32_t>(dp->ifindex());
+        qc.queue = q;
+        qc.umem.frameSize = cfg.frameSize;
+        qc.umem.frameCount = cfg.frameCount;
+        qc.primaryRxSize = cfg.rxRingSize;
+        qc.backupRxSize = cfg.rxRingSize;
+        qc.regionBytes = cfg.regionSize;
+        queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flowSet, dp->xsks()));
+    }
+    statsPath = cfg.statsPath.empty() ? "/run/npf/" + cfg.ifname + "/engine.json" : cfg.statsPath;
+}
+
+Engine::Impl::~Impl()
+{
+    stopThreads();
+    queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
+    for (auto& f : flows) {
+        if (!f->impl_->ownsEntry)
+            continue;
+        try {
+            ctl::delFlow(*dp, f->impl_->spec);
+        } catch (const std::exception& e) {
+            NPF_WARN("removing flow %u: %s", f->impl_->id, e.what());
+        }
+    }
+    ::unlink(statsPath.c_str());
+    if (attachedByUs) {
+        try {
+            ctl::detach(cfg.ifname);
+        } catch (const std::exception& e) {
+            NPF_WARN("detaching npf from %s: %s", cfg.ifname.c_str(), e.what());
+        }
+    }
+}
+
+void Engine::Impl::startThreads()
+{
+    pager = std::thread([this] { pagerLoop(); });
+    for (size_t q = 0; q < queues.size(); q++) {
+        int cpu = q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1;
+        workers.emplace_back([this, q, cpu] { workerLoop(*queues[q], cpu); });
+    }
+}
+
+void Engine::Impl::stopThreads() noexcept
+{
+    stop.store(true, std::memory_order_release);
+    wakePager();
+    for (auto& t : workers)
+        if (t.joinable())
+            t.join();
+    if (pager.joinable())
+        pager.join();
+    workers.clear();
+}
+
+void Engine::Impl::wakePager() noexcept
+{
+    uint64_t one = 1;
+    if (wakeFd)
+        (void)!::write(wakeFd.get(), &one, sizeof(one));
+}
+
+Engine::Engine(const EngineConfig& cfg) : impl_(std::make_unique<Impl>(cfg))
+{
+    impl_->startThreads();
+}
+
+Engine::~Engine() = default;
+
+Flow& Engine::openFlow(uint16_t port, const std::string& addr)
+{
+    Impl& e = *impl_;
+    ctl::FlowSpec spec = ctl::parseFlowSpec(std::to_string(port), addr);
+    std::lock_guard<std::mutex> lock(e.flowsMu);
+    for (auto& f : e.flows)
+        if (f->impl_->spec == spec)
+            throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + e.cfg.ifname);
+    std::optional<uint32_t> id;
+    for (const ctl::FlowInfo& fi : ctl::listFlows(*e.dp))
+        if (fi.spec == spec)
+            id = fi.id;
+    bool owns = !id;
+    if (!id)
+        id = ctl::addFlow(*e.dp, spec);
+    npf_cursor* cur = e.maps->cursor(*id);
+    uint64_t start = __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&cur->prod, start, __ATOMIC_RELEASE);
+    auto impl = std::make_unique<Flow::Impl>(e, *id, spec, owns, start);
+    Flow::Impl* raw = impl.get();
+    e.flows.push_back(std::make_unique<Flow>(std::move(impl)));
+    e.flowById[*id].store(raw, std::memory_order_release);
+    e.flowSet.open(*id);
+    NPF_INFO("flow %u: %s on %s%s", *id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
+             owns ? "" : " (taken over)");
+    return *e.flows.back();
+}
+
+uint8_t* Engine::region() const noexcept { return impl_->region->base(); }
+uint64_t Engine::regionSize() const noexcept { return impl_->region->size(); }
+uint32_t Engine::queues() const noexcept { return static_cast<uint32_t>(impl_->queues.size()); }
+bool Engine::attachedByUs() const noexcept { return impl_->attachedByUs; }
+
+void Engine::release(uint64_t offset, uint64_t len)
+{
+    int rc = impl_->region->release(offset, len);
+    if (rc < 0)
+        throwErrno(-rc, "release [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
+}
+
+uint64_t Engine::populate(uint64_t offset, uint64_t len)
+{
+    int rc = impl_->region->prefetch(offset, len);
+    if (rc < 0)
+        throwErrno(-rc, "populate [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
+    return static_cast<uint64_t>(rc);
+}
+
+uint64_t Engine::evictAll()
+{
+    int rc = impl_->region->evictAll();
+    if (rc < 0)
+        throwErrno(-rc, "evict the region of " + impl_->cfg.ifname);
+    return static_cast<uint64_t>(rc);
+}
+
+} // namespace npf

@@ -1,0 +1,194 @@
+// The pager thread: the fault path (backup rings, deferred payloads), CPU
+// faults from the userfaultfd, prefetch ahead of faulting flows, LOST
+// timeouts, and the stats snapshot.
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engine/engine_impl.h"
+#include "sys/log.h"
+
+namespace npf {
+
+void Engine::Impl::pagerLoop() noexcept
+{
+    setThreadCpu(cfg.pagerCpu, "npf pager");
+    std::vector<pollfd> fds;
+    fds.push_back({region->uffdFd(), POLLIN, 0});
+    fds.push_back({wakeFd.get(), POLLIN, 0});
+    for (auto& q : queues)
+        fds.push_back({q->backupFd(), POLLIN, 0});
+
+    uint64_t nextStats = 0;
+    while (!stop.load(std::memory_order_acquire)) {
+        int rc = ::poll(fds.data(), fds.size(), pagerTimeoutMs(monotonicNs()));
+        if (rc < 0 && errno != EINTR)
+            NPF_WARN_RL("npf pager: poll: %s", strerror(errno));
+        if (fds[1].revents & POLLIN) {
+            uint64_t v;
+            (void)!::read(wakeFd.get(), &v, sizeof(v));
+        }
+        sampleClaims();
+        // CPU faults first: a thread is blocked on each of them.
+        if (int n = region->serviceFaults(); n < 0)
+            NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
+        for (auto& q : queues)
+            drainBackup(*q);
+        drainDeferred();
+        prefetchAhead();
+        settleClaims();
+        const uint64_t now = monotonicNs();
+        publishAll(now);
+        if (now >= nextStats) {
+            writeStatsFile();
+            nextStats = now + 500'000'000ull;
+        }
+    }
+    writeStatsFile();
+}
+
+int Engine::Impl::pagerTimeoutMs(uint64_t nowNs) const noexcept
+{
+    int timeout = 100; // the stats snapshot
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
+        Flow::Impl* f = flow(id);
+        if (!f)
+            continue;
+        // Seqs claimed by XDP but not yet published: keep a 1 ms tick so a
+        // missing one is seen and timed out promptly.
+        if (__atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE) > f->seq.head())
+            timeout = std::min(timeout, 1);
+        uint64_t d = f->seq.nextDeadline();
+        if (d != UINT64_MAX)
+            timeout = std::min<int64_t>(timeout, d > nowNs ? int64_t((d - nowNs + 999'999) / 1'000'000) : 0);
+    }
+    return timeout;
+}
+
+void Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
+{
+    for (;;) {
+        patches.clear();
+        placements.clear();
+        frames.clear();
+        const uint64_t pickup = monotonicNs();
+        uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
+            frames.push_back(p.frame);
+            uint64_t seq;
+            Flow::Impl* f = claimPacket(*this, p.meta, &seq);
+            if (!f)
+                return;
+            steerToPickup.record(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
+            patches.push_back({p.meta.offset, p.payload, p.meta.len});
+            placements.push_back({f, seq, statusOf(p.meta), p.meta.tstamp});
+        });
+        if (n == 0)
+            return;
+        place(pickup);
+        // The payloads are in the region now: the frames go back at once, so
+        // the shared fill ring never starves while faults are being served.
+        q.releaseBackup(frames.data(), static_cast<uint32_t>(frames.size()));
+        if (n < xsk::kMaxBatch)
+            return;
+    }
+}
+
+void Engine::Impl::drainDeferred() noexcept
+{
+    std::vector<Deferred> batch;
+    {
+        std::lock_guard<std::mutex> lock(deferMu);
+        batch.swap(deferred);
+    }
+    if (batch.empty())
+        return;
+    const uint64_t pickup = monotonicNs();
+    patches.clear();
+    placements.clear();
+    for (const Deferred& d : batch) {
+        patches.push_back({d.offset, d.bytes.data(), static_cast<uint32_t>(d.bytes.size())});
+        placements.push_back({d.flow, d.seq, d.status, d.tstamp});
+    }
+    place(pickup);
+}
+
+void Engine::Impl::place(uint64_t pickupNs) noexcept
+{
+    results.assign(patches.size(), 0);
+    BatchTiming t;
+    int rc = region->applyPatches(patches, results, &t);
+    if (rc < 0)
+        std::fill(results.begin(), results.end(), rc);
+    if (t.imageReady)
+        pickupToImage.record(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
+    if (t.copyDone && t.imageReady)
+        imageToCopy.record(t.copyDone - t.imageReady);
+    const uint64_t now = monotonicNs();
+    for (size_t i = 0; i < patches.size(); i++) {
+        const Placement& p = placements[i];
+        if (results[i] == 0) {
+            p.flow->seq.complete(p.seq, patches[i].len, p.status, NPF_CF_FAULT, now);
+            faultTotal.record(now > p.tstamp ? now - p.tstamp : 0);
+            faultPath.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", patches[i].len,
+                        static_cast<unsigned long long>(patches[i].offset), strerror(-results[i]));
+            p.flow->seq.complete(p.seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
+            placeErrors.fetch_add(1, std::memory_order_relaxed);
+        }
+        p.flow->faulted.store(true, std::memory_order_relaxed);
+    }
+}
+
+void Engine::Impl::prefetchAhead() noexcept
+{
+    if (cfg.prefetchDepth == 0)
+        return;
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
+        Flow::Impl* f = flow(id);
+        if (!f || !f->faulted.exchange(false, std::memory_order_relaxed))
+            continue;
+        // The post ring says exactly where the next datagrams of this flow go.
+        const uint64_t cons = __atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE);
+        const uint64_t prod = __atomic_load_n(&f->cursor->prod, __ATOMIC_ACQUIRE);
+        const uint64_t end = std::min(prod, cons + cfg.prefetchDepth);
+        for (uint64_t s = cons; s < end; s++) {
+            const npf_post& p = f->posts[s & kPostMask];
+            const uint64_t off = __atomic_load_n(&p.offset, __ATOMIC_RELAXED);
+            const uint32_t len = __atomic_load_n(&p.len, __ATOMIC_RELAXED);
+            if (!region->isResident(off, len))
+                (void)region->prefetch(off, len);
+        }
+    }
+}
+
+void Engine::Impl::sampleClaims() noexcept
+{
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        if (Flow::Impl* f = flow(id))
+            f->sampled = __atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE);
+}
+
+void Engine::Impl::settleClaims() noexcept
+{
+    // A ring's consumer index moves only after its batch was claimed, so
+    // empty rings mean every datagram queued before the sample is claimed.
+    for (auto& q : queues)
+        if (q->primaryBacklog() || q->backupBacklog())
+            return;
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        if (Flow::Impl* f = flow(id))
+            f->settled.store(f->sampled, std::memory_order_release);
+}
+
+void Engine::Impl::publishAll(uint64_t nowNs) noexcept
+{
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        if (Flow::Impl* f = flow(id))
+            f->publish(nowNs);
+}
+
+} // namespace npf

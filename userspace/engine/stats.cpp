@@ -1,0 +1,151 @@
+// Engine counters: a snapshot struct, its JSON form, and the JSON file that
+// `npfctl stats` reads (written by the pager every 500 ms, atomically).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "engine/engine_impl.h"
+#include "sys/log.h"
+
+namespace npf {
+namespace {
+
+EngineStats::Latency latency(const LatencyHistogram& h)
+{
+    return {h.count(), h.p50(), h.p99(), h.p999(), h.max()};
+}
+
+// Sequencer histogram: bucket i counts [2^(i-1), 2^i) ns.
+EngineStats::Latency latency(const std::array<uint64_t, 40>& log2)
+{
+    EngineStats::Latency l;
+    for (uint64_t c : log2)
+        l.count += c;
+    auto quantile = [&](double q) -> uint64_t {
+        uint64_t want = static_cast<uint64_t>(q * static_cast<double>(l.count)), seen = 0;
+        for (size_t i = 0; i < log2.size(); i++) {
+            seen += log2[i];
+            if (seen > want)
+                return i ? (1ull << i) - 1 : 0;
+        }
+        return 0;
+    };
+    if (l.count) {
+        l.p50 = quantile(0.5);
+        l.p99 = quantile(0.99);
+        l.p999 = quantile(0.999);
+        for (size_t i = log2.size(); i-- > 0;)
+            if (log2[i]) {
+                l.max = i ? (1ull << i) - 1 : 0;
+                break;
+            }
+    }
+    return l;
+}
+
+nlohmann::ordered_json toJson(const EngineStats::Latency& l)
+{
+    return {{"count", l.count}, {"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max}};
+}
+
+} // namespace
+
+EngineStats Engine::Impl::snapshot() const
+{
+    EngineStats s;
+    s.fastPath = fastPath.load(std::memory_order_relaxed);
+    s.faultPath = faultPath.load(std::memory_order_relaxed);
+    s.deferred = deferredCount.load(std::memory_order_relaxed);
+    s.rejected = rejected.load(std::memory_order_relaxed);
+    s.mismatch = mismatch.load(std::memory_order_relaxed);
+    s.placeErrors = placeErrors.load(std::memory_order_relaxed);
+    std::array<uint64_t, 40> publishLat{};
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
+        Flow::Impl* f = flow(id);
+        if (!f)
+            continue;
+        SequencerStats q = f->seq.stats();
+        s.completedOk += q.ok;
+        s.completedTruncated += q.truncated;
+        s.completedLost += q.lost;
+        for (size_t i = 0; i < publishLat.size(); i++)
+            publishLat[i] += q.latencyLog2[i];
+    }
+    for (const auto& q : queues) {
+        xsk::QueueStats qs = q->stats();
+        s.badMeta += qs.badMeta();
+        s.pinnedBytes += qs.umemBytes;
+        s.kernelRxDropped += qs.kernelPrimary.rx_dropped + qs.kernelPrimary.rx_ring_full +
+                             qs.kernelBackup.rx_dropped + qs.kernelBackup.rx_ring_full;
+    }
+    RegionStats r = region->stats();
+    s.cpuFaults = r.cpuFaults;
+    s.packetFaults = r.packetFaults;
+    s.prefetched = r.prefetched;
+    s.evicted = r.evicted;
+    s.restored = r.restored;
+    s.residentPages = r.residentPages;
+    s.steerToPickup = latency(steerToPickup);
+    s.pickupToImage = latency(pickupToImage);
+    s.imageToCopy = latency(imageToCopy);
+    s.copyToPublish = latency(publishLat);
+    s.faultTotal = latency(faultTotal);
+    s.fastTotal = latency(fastTotal);
+    return s;
+}
+
+std::string Engine::Impl::json() const
+{
+    EngineStats s = snapshot();
+    nlohmann::ordered_json j;
+    j["interface"] = cfg.ifname;
+    j["pid"] = ::getpid();
+    j["time_ns"] = monotonicNs();
+    j["counters"] = {
+        {"fast_path", s.fastPath},         {"fault_path", s.faultPath},
+        {"deferred", s.deferred},          {"bad_meta", s.badMeta},
+        {"rejected", s.rejected},          {"mismatch", s.mismatch},
+        {"place_errors", s.placeErrors},   {"completed_ok", s.completedOk},
+        {"completed_truncated", s.completedTruncated}, {"completed_lost", s.completedLost},
+        {"cpu_faults", s.cpuFaults},       {"packet_faults", s.packetFaults},
+        {"prefetched", s.prefetched},      {"evicted", s.evicted},
+        {"restored", s.restored},          {"resident_pages", s.residentPages},
+        {"pinned_bytes", s.pinnedBytes},   {"kernel_rx_dropped", s.kernelRxDropped},
+    };
+    j["latency"] = {
+        {"steer_to_pickup", toJson(s.steerToPickup)}, {"pickup_to_image", toJson(s.pickupToImage)},
+        {"image_to_copy", toJson(s.imageToCopy)},     {"complete_to_publish", toJson(s.copyToPublish)},
+        {"fault_total", toJson(s.faultTotal)},         {"fast_total", toJson(s.fastTotal)},
+    };
+    return j.dump();
+}
+
+void Engine::Impl::writeStatsFile() noexcept
+{
+    try {
+        std::string dir = statsPath.substr(0, statsPath.rfind('/'));
+        for (size_t p = dir.find('/', 1); p != std::string::npos; p = dir.find('/', p + 1))
+            ::mkdir(dir.substr(0, p).c_str(), 0755);
+        ::mkdir(dir.c_str(), 0755);
+        std::string tmp = statsPath + ".tmp";
+        FILE* f = std::fopen(tmp.c_str(), "w");
+        if (!f) {
+            NPF_WARN_RL("writing %s: %s", tmp.c_str(), strerror(errno));
+            return;
+        }
+        std::string body = json();
+        bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
+        ok = (std::fclose(f) == 0) && ok;
+        if (!ok || std::rename(tmp.c_str(), statsPath.c_str()) != 0)
+            NPF_WARN_RL("writing %s: %s", statsPath.c_str(), strerror(errno));
+    } catch (const std::exception& e) {
+        NPF_WARN_RL("stats snapshot: %s", e.what());
+    }
+}
+
+EngineStats Engine::stats() const { return impl_->snapshot(); }
+std::string Engine::statsJson() const { return impl_->json(); }
+
+} // namespace npf
