@@ -57,7 +57,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 struct Options {
     std::string ifname, addr, output = "-", mode = "native", budget = "0", region = "64M";
     uint16_t port = 0;
-    uint32_t bufSize = 2048, queues = 0, prefetch = 16;
+    uint32_t bufSize = 2048, queues = 0, prefetch = 256;
     uint64_t count = 0;
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false;

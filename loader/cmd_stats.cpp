@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "ctl/dataplane.h"
+#include "ctl/engine_stats.h"
 #include "ctl/json.h"
 #include "ctl/stats.h"
 #include "exit_codes.h"
@@ -47,9 +48,14 @@ void sleepUntil(double t)
     }
 }
 
-// All counter groups of an instance. The service's userspace counters will
-// be appended here as their own groups.
-ctl::Counters readCounters(const ctl::Dataplane& dp) { return ctl::xdpCounters(ctl::readXdpStats(dp)); }
+// All counter groups of an instance: XDP, then the engine's (if one runs).
+ctl::Counters readCounters(const ctl::Dataplane& dp)
+{
+    ctl::Counters c = ctl::xdpCounters(ctl::readXdpStats(dp));
+    ctl::Counters e = ctl::engineCounters(dp.ifname());
+    c.insert(c.end(), e.begin(), e.end());
+    return c;
+}
 
 } // namespace
 

@@ -92,15 +92,15 @@ std::vector<double> rates(const ctl::Counters& prev, const ctl::Counters& cur, d
 
 std::string counterTable(const ctl::Counters& c, const std::vector<double>* perSecond)
 {
-    std::string out = perSecond ? fmt("%-24s %20s %14s\n", "COUNTER", "VALUE", "RATE/S")
-                                : fmt("%-24s %20s\n", "COUNTER", "VALUE");
+    std::string out = perSecond ? fmt("%-36s %20s %14s\n", "COUNTER", "VALUE", "RATE/S")
+                                : fmt("%-36s %20s\n", "COUNTER", "VALUE");
     for (size_t i = 0; i < c.size(); ++i) {
         std::string name = c[i].group + "." + c[i].name;
         if (perSecond)
-            out += fmt("%-24s %20" PRIu64 " %14.1f\n", name.c_str(), c[i].value,
+            out += fmt("%-36s %20" PRIu64 " %14.1f\n", name.c_str(), c[i].value,
                        i < perSecond->size() ? (*perSecond)[i] : 0.0);
         else
-            out += fmt("%-24s %20" PRIu64 "\n", name.c_str(), c[i].value);
+            out += fmt("%-36s %20" PRIu64 "\n", name.c_str(), c[i].value);
     }
     return out;
 }

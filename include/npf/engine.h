@@ -31,7 +31,7 @@ struct EngineConfig {
     uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of 4 KiB)
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
     bool cold = false;                    // start with nothing resident (default too; kept for clarity)
-    uint32_t prefetchDepth = 16;          // posted buffers to populate after a fault; 0 = off
+    uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     std::chrono::microseconds reorderTimeout{1000}; // a missing seq completes LOST after this
     uint32_t frameSize = 4096;            // UMEM frame size
     uint32_t frameCount = 4096;           // UMEM frames per queue (the only pinned memory)

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "ctl/attach.h"
+#include "ctl/engine_stats.h"
 #include "ctl/errors.h"
 #include "ctl/pins.h"
 #include "ctl/xsk_slots.h"
@@ -100,7 +101,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
         qc.regionBytes = cfg.regionSize;
         queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flowSet, dp->xsks()));
     }
-    statsPath = cfg.statsPath.empty() ? "/run/npf/" + cfg.ifname + "/engine.json" : cfg.statsPath;
+    statsPath = cfg.statsPath.empty() ? ctl::engineStatsPath(cfg.ifname) : cfg.statsPath;
 }
 
 Engine::Impl::~Impl()
