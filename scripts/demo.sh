@@ -47,6 +47,8 @@ PIN_ROOT=/sys/fs/bpf/npf
 WORK=
 CREATED_PIN_ROOT=0
 ATTACHED=0
+BG_PIDS=()      # background processes in the namespaces; cleanup() stops them
+BG_PID=
 LISTENER_PID=
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -68,7 +70,7 @@ cleanup() {
   set +e
   trap - EXIT INT TERM
   step "cleaning up"
-  stop_listener
+  stop_all_bg
   if [ "$ATTACHED" = 1 ] && [ -e "/run/netns/$NS_RX" ]; then
     in_rx "$NPFCTL" detach "$IF_RX" 2>&1 | sed 's/^/    /'
   fi
@@ -129,12 +131,38 @@ expect_delta() {
   note "xdp.$name: $before -> $now (+$want, as expected)"
 }
 
-# A UDP listener (socat) in the rx namespace, writing each datagram to a file.
+# Starts CMD in the rx namespace in the background; its pid is BG_PID, and
+# cleanup() stops it if stop_bg has not.
+bg_rx() {
+  nsenter --net="/run/netns/$NS_RX" "$@" &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+}
+
+stop_bg() {
+  local pid=$1 i
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  for i in "${!BG_PIDS[@]}"; do
+    [ "${BG_PIDS[$i]}" = "$pid" ] && unset 'BG_PIDS[i]'
+  done
+  return 0
+}
+
+stop_all_bg() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do
+    stop_bg "$pid"
+  done
+}
+
+# A UDP listener (socat) in the rx namespace, writing each datagram to a
+# file; its pid is LISTENER_PID.
 start_listener() {
   local port=$1
   : >"$WORK/rx-$port"
-  nsenter --net="/run/netns/$NS_RX" socat -u "UDP4-RECV:$port,bind=$ADDR_RX,reuseaddr" "OPEN:$WORK/rx-$port,append" &
-  LISTENER_PID=$!
+  bg_rx socat -u "UDP4-RECV:$port,bind=$ADDR_RX,reuseaddr" "OPEN:$WORK/rx-$port,append"
+  LISTENER_PID=$BG_PID
   for _ in $(seq 50); do
     in_rx ss -Hunl "sport = :$port" | grep -q . && return 0
     sleep 0.1
@@ -143,12 +171,7 @@ start_listener() {
 }
 
 stop_listener() {
-  if [ -n "$LISTENER_PID" ]; then
-    kill "$LISTENER_PID" 2>/dev/null || true
-    wait "$LISTENER_PID" 2>/dev/null || true
-    LISTENER_PID=
-  fi
-  return 0
+  stop_bg "$LISTENER_PID"
 }
 
 # Sends COUNT one-line datagrams from the tx namespace with socat.
@@ -278,10 +301,10 @@ note "no posted buffer consumed (CONSUMED stays $consumed)"
 
 # ---- receiver step: the npf userspace receiver goes here ------------------
 # A later step runs the receiver on the flow (AF_XDP sockets bound, buffers
-# posted), sends to PORT_FLOW again and checks xdp.redir_primary /
-# xdp.redir_backup and the receiver's completions. It runs in $NS_RX
-# (in_rx ...) against $IF_RX, which npfctl attached above, and must be stopped
-# by cleanup() like LISTENER_PID.
+# posted) with `bg_rx RECEIVER ...` (cleanup() stops it on any exit), sends
+# to PORT_FLOW again with send_udp, stops it with `stop_bg "$BG_PID"`, and
+# checks what it received plus xdp.redir_primary / xdp.redir_backup with
+# expect_delta. npfctl has attached npf to $IF_RX in $NS_RX above.
 # ---------------------------------------------------------------------------
 
 step "npfctl stats $IF_RX"
