@@ -24,13 +24,22 @@ namespace npf {
 
 enum class XdpMode { Native, Skb };
 
+// What happens to a datagram whose destination page is not resident. Backup
+// is npf; the other two are the alternatives npf is measured against.
+enum class FaultPolicy {
+    Backup, // steered to the backup ring, placed by the pager with UFFDIO_COPY (npf)
+    Drop,   // dropped (completed LOST) while the page is brought in: a NIC without NPF
+    Block,  // everything goes to the primary ring; the worker takes the page fault
+            // itself and the queue stalls behind it (head-of-line blocking)
+};
+
 struct EngineConfig {
     std::string ifname;
     XdpMode mode = XdpMode::Native;       // used when the engine attaches the program
     uint32_t queues = 0;                  // RX queues to serve: 0 = all the program serves
     uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of 4 KiB)
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
-    bool cold = false;                    // start with nothing resident (default too; kept for clarity)
+    FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     std::chrono::microseconds reorderTimeout{1000}; // a missing seq completes LOST after this
     uint32_t frameSize = 4096;            // UMEM frame size
@@ -52,6 +61,7 @@ struct EngineStats {
     uint64_t rejected = 0;       // seq rejected by the sequencer (duplicate, stale, out of window)
     uint64_t mismatch = 0;       // meta disagrees with the posted buffer (completed LOST)
     uint64_t placeErrors = 0;    // payloads the pager could not place (completed LOST)
+    uint64_t faultDrops = 0;     // FaultPolicy::Drop: datagrams dropped on a non-resident page (LOST)
     uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0;
     uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
     uint64_t residentPages = 0;  // now

@@ -76,11 +76,15 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.residentBudget = cfg.residentBudget;
-    rc.residentBitmap = maps->resident(); // the region clears it
+    // Block: XDP must see every page as resident (all to the primary ring),
+    // so the region keeps its real bits to itself.
+    rc.residentBitmap = cfg.faultPolicy == FaultPolicy::Block ? nullptr : maps->resident(); // cleared by the region
     rc.epochs = &epochs;
     rc.spillDir = cfg.spillDir;
     rc.name = "npf-region-" + cfg.ifname;
     region = std::make_unique<Region>(rc);
+    if (cfg.faultPolicy == FaultPolicy::Block)
+        std::memset(maps->resident(), 0xff, dp->regionPages() / 64 * sizeof(uint64_t));
 
     wakeFd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!wakeFd)

@@ -145,7 +145,7 @@ struct Engine::Impl {
 
     // Counters (relaxed; single writer each unless noted).
     std::atomic<uint64_t> fastPath{0}, faultPath{0}, deferredCount{0}, rejected{0}, mismatch{0},
-        placeErrors{0};
+        placeErrors{0}, faultDrops{0};
     LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fastTotal;
 };
 

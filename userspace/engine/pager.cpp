@@ -117,6 +117,17 @@ void Engine::Impl::drainDeferred() noexcept
 
 void Engine::Impl::place(uint64_t pickupNs) noexcept
 {
+    if (cfg.faultPolicy == FaultPolicy::Drop) {
+        // A NIC without network page faults: the datagram is gone, the OS
+        // brings the page in for the next one.
+        const uint64_t now = monotonicNs();
+        for (size_t i = 0; i < patches.size(); i++) {
+            (void)region->prefetch(patches[i].offset, patches[i].len);
+            placements[i].flow->seq.complete(placements[i].seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
+            faultDrops.fetch_add(1, std::memory_order_relaxed);
+        }
+        return;
+    }
     results.assign(patches.size(), 0);
     BatchTiming t;
     int rc = region->applyPatches(patches, results, &t);

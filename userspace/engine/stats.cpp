@@ -61,6 +61,7 @@ EngineStats Engine::Impl::snapshot() const
     s.rejected = rejected.load(std::memory_order_relaxed);
     s.mismatch = mismatch.load(std::memory_order_relaxed);
     s.placeErrors = placeErrors.load(std::memory_order_relaxed);
+    s.faultDrops = faultDrops.load(std::memory_order_relaxed);
     std::array<uint64_t, 40> publishLat{};
     for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
         Flow::Impl* f = flow(id);
@@ -107,7 +108,8 @@ std::string Engine::Impl::json() const
         {"fast_path", s.fastPath},         {"fault_path", s.faultPath},
         {"deferred", s.deferred},          {"bad_meta", s.badMeta},
         {"rejected", s.rejected},          {"mismatch", s.mismatch},
-        {"place_errors", s.placeErrors},   {"completed_ok", s.completedOk},
+        {"place_errors", s.placeErrors},   {"fault_drops", s.faultDrops},
+        {"completed_ok", s.completedOk},
         {"completed_truncated", s.completedTruncated}, {"completed_lost", s.completedLost},
         {"cpu_faults", s.cpuFaults},       {"packet_faults", s.packetFaults},
         {"prefetched", s.prefetched},      {"evicted", s.evicted},

@@ -57,6 +57,7 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, int cpu) noexcept
     };
     hook.end = [](void* r, uint64_t, bool) noexcept { static_cast<EpochDomain::Reader*>(r)->exit(); };
 
+    const bool blocking = cfg.faultPolicy == FaultPolicy::Block;
     uint64_t touched = 0; // flows completed in this batch (bit per flow id)
     bool deferredAny = false;
     auto sink = [&](const xsk::RxPacket& p) noexcept {
@@ -69,7 +70,9 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, int cpu) noexcept
         // Inside the epoch section: a set bit cannot be cleared and the page
         // punched until this batch ends (region.h). A clear bit means the page
         // was evicted after XDP steered the packet: the pager places it.
-        if (region->isResident(m.offset, m.len)) {
+        // Block: write anyway; a missing page faults this thread and the
+        // pager serves it through the userfaultfd.
+        if (blocking || region->isResident(m.offset, m.len)) {
             std::memcpy(region->base() + m.offset, p.payload, m.len);
             region->markReferenced(m.offset, m.len);
             const uint64_t now = monotonicNs();
