@@ -1,0 +1,298 @@
+#include "e2e_rig.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "npf/abi.h"
+
+namespace npf::e2e {
+
+Counters delta(const Counters& after, const Counters& before)
+{
+    Counters d;
+    for (const auto& [name, v] : after) {
+        auto it = before.find(name);
+        d[name] = v - (it == before.end() ? 0 : it->second);
+    }
+    return d;
+}
+
+std::string describe(const Counters& c)
+{
+    std::string s;
+    for (const auto& [name, v] : c)
+        if (v)
+            s += name + "=" + std::to_string(v) + " ";
+    return s.empty() ? "(all zero)" : s;
+}
+
+Rig::Rig(test::VethOptions opt) : veth_(opt)
+{
+    // IPv6 would add ND/MLD packets of the kernel's own to the counters.
+    for (auto [ns, ifname] : {std::pair{&veth_.rxNs(), veth_.rxIf()}, std::pair{&veth_.txNs(), veth_.txIf()}})
+        if (test::sh(ns->exec() + "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
+                                  "net.ipv6.conf." + ifname + ".disable_ipv6=1") != 0)
+            throw std::runtime_error("disabling IPv6 on " + ifname + " failed");
+}
+
+Rig::~Rig()
+{
+    // Whatever a test (or a killed npf-recv) left: program and pins; the
+    // namespaces take the veths with them.
+    test::sh(veth_.rxNs().exec() + NPFCTL_PATH + " detach --force " + rxIf() + " >/dev/null 2>&1");
+    std::error_code ec;
+    std::filesystem::remove_all(std::string(NPF_PIN_ROOT) + "/" + rxIf(), ec);
+    std::filesystem::remove_all("/run/npf/" + rxIf(), ec);
+}
+
+std::string Rig::npfctl(const std::string& args, int* status)
+{
+    return test::shOut(veth_.rxNs().exec() + NPFCTL_PATH + " " + args + " 2>/dev/null", status);
+}
+
+namespace {
+Counters group(const std::string& out, const char* name)
+{
+    Counters c;
+    try {
+        nlohmann::json j = nlohmann::json::parse(out);
+        if (j.contains("counters") && j["counters"].contains(name))
+            for (auto& [k, v] : j["counters"][name].items())
+                if (v.is_number())
+                    c[k] = v.get<uint64_t>();
+    } catch (const nlohmann::json::exception&) {
+    }
+    return c;
+}
+} // namespace
+
+Counters Rig::xdp() { return group(npfctl("stats " + rxIf() + " --json"), "xdp"); }
+Counters Rig::engineSnapshot() { return group(npfctl("stats " + rxIf() + " --json"), "engine"); }
+
+Counters Rig::rxEthtool()
+{
+    Counters c;
+    std::istringstream in(test::shOut(veth_.rxNs().exec() + "ethtool -S " + rxIf()));
+    std::string line;
+    while (std::getline(in, line)) {
+        auto colon = line.find(':');
+        if (colon == std::string::npos)
+            continue;
+        std::string key = line.substr(0, colon);
+        key.erase(0, key.find_first_not_of(' '));
+        try {
+            c[key] = std::stoull(line.substr(colon + 1));
+        } catch (const std::exception&) {
+        }
+    }
+    return c;
+}
+
+uint64_t Rig::vethDrops()
+{
+    auto stat = [](test::Netns& ns, const std::string& ifname, const char* dir) -> uint64_t {
+        std::string out = test::shOut(ns.exec() + "ip -s -j link show dev " + ifname);
+        try {
+            return nlohmann::json::parse(out).at(0).at("stats64").at(dir).at("dropped").get<uint64_t>();
+        } catch (const nlohmann::json::exception&) {
+            return 0;
+        }
+    };
+    return stat(veth_.rxNs(), veth_.rxIf(), "rx") + stat(veth_.txNs(), veth_.txIf(), "tx");
+}
+
+std::string Rig::statusJson()
+{
+    int st = 0;
+    std::string out = npfctl("status " + rxIf() + " --json", &st);
+    try {
+        return st == 0 ? nlohmann::json::parse(out).at(0).dump() : "";
+    } catch (const nlohmann::json::exception&) {
+        return "";
+    }
+}
+
+uint8_t payloadByte(uint32_t id, uint32_t size, uint32_t i) noexcept
+{
+    if (i < 4)
+        return static_cast<uint8_t>(id >> (8 * i));
+    if (i < kHeader)
+        return static_cast<uint8_t>(size >> (8 * (i - 4)));
+    uint32_t x = id * 0x9E3779B1u ^ (i * 0x85EBCA77u);
+    x ^= x >> 15;
+    x *= 0x2C1B3C6Du;
+    return static_cast<uint8_t>(x >> 24);
+}
+
+std::vector<uint8_t> payloadFor(uint32_t id, uint32_t size)
+{
+    std::vector<uint8_t> p(size);
+    for (uint32_t i = 0; i < size; i++)
+        p[i] = payloadByte(id, size, i);
+    return p;
+}
+
+Sender::Sender(test::VethPair& veth, SendPlan plan) : veth_(veth), plan_(plan)
+{
+    test::NetnsGuard in(veth_.txNs());
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "sender socket");
+    int buf = 4 << 20;
+    (void)setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(plan_.srcPort);
+    inet_pton(AF_INET, veth_.txAddr().c_str(), &a.sin_addr);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+        throw std::system_error(errno, std::generic_category(), "bind sender " + veth_.txAddr());
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(plan_.dstPort);
+    inet_pton(AF_INET, veth_.rxAddr().c_str(), &d.sin_addr);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&d), sizeof(d)) != 0)
+        throw std::system_error(errno, std::generic_category(), "connect sender to " + veth_.rxAddr());
+}
+
+Sender::~Sender()
+{
+    join();
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+void Sender::start() { thread_ = std::thread([this] { run(); }); }
+
+void Sender::join()
+{
+    if (thread_.joinable())
+        thread_.join();
+}
+
+void Sender::sendOne(uint32_t id, uint32_t size)
+{
+    std::vector<uint8_t> p = payloadFor(id, size);
+    for (;;) {
+        if (::send(fd_, p.data(), p.size(), 0) == static_cast<ssize_t>(p.size()))
+            return;
+        // ECONNREFUSED: an ICMP port unreachable for an earlier datagram (kernel path, nobody bound).
+        if (errno != ENOBUFS && errno != EAGAIN && errno != ECONNREFUSED)
+            throw std::system_error(errno, std::generic_category(), "send datagram " + std::to_string(id));
+        if (errno != ECONNREFUSED) {
+            retries_++;
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+}
+
+void Sender::run()
+{
+    try {
+        test::NetnsGuard in(veth_.txNs());
+        const auto t0 = std::chrono::steady_clock::now();
+        for (uint32_t k = 0; k < plan_.count; k++) {
+            if (plan_.rate > 0 && (k & 7) == 0) {
+                auto due = t0 + std::chrono::nanoseconds(static_cast<int64_t>(k * 1e9 / plan_.rate));
+                if (due > std::chrono::steady_clock::now())
+                    std::this_thread::sleep_until(due);
+            }
+            sendOne(senderId(plan_.sender, k), plan_.size(k));
+            sent_++;
+        }
+        seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    } catch (const std::exception& e) {
+        error_ = e.what();
+    }
+}
+
+Child::Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath)
+{
+    std::vector<std::string> args = {"nsenter", "--net=" + netnsPath};
+    args.insert(args.end(), argv.begin(), argv.end());
+    std::vector<char*> cargs;
+    for (auto& a : args)
+        cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ < 0)
+        throw std::system_error(errno, std::generic_category(), "fork for " + argv.at(0));
+    if (pid_ == 0) {
+        int err = ::open(stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int null = ::open("/dev/null", O_RDWR);
+        if (err >= 0)
+            dup2(err, STDERR_FILENO);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+        }
+        execvp("nsenter", cargs.data());
+        _exit(127);
+    }
+}
+
+Child::~Child()
+{
+    if (!reaped_ && pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        int st;
+        (void)waitpid(pid_, &st, 0);
+    }
+}
+
+void Child::kill(int sig)
+{
+    if (!reaped_)
+        ::kill(pid_, sig);
+}
+
+bool Child::wait(int ms, int* status)
+{
+    for (int waited = 0;; waited += 10) {
+        int st = 0;
+        pid_t r = waitpid(pid_, &st, WNOHANG);
+        if (r == pid_) {
+            reaped_ = true;
+            if (status)
+                *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            return true;
+        }
+        if (waited >= ms)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+bool Child::running() { return !reaped_ && !wait(0, nullptr); }
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+bool waitForText(const std::string& path, const std::string& needle, int ms)
+{
+    for (int waited = 0; waited <= ms; waited += 20) {
+        if (readFile(path).find(needle) != std::string::npos)
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+}
+
+} // namespace npf::e2e

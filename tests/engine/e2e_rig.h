@@ -1,0 +1,121 @@
+// End-to-end test rig for npf::Engine and npf-recv: a veth pair between two
+// fresh namespaces (IPv6 off, static neighbours: the only packets are the
+// ones a test sends), counters read through the real `npfctl stats`, per-queue
+// veth counters from `ethtool -S`, and cleanup of whatever npf left behind.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "netns.h"
+
+namespace npf::e2e {
+
+using Counters = std::map<std::string, uint64_t>;
+
+Counters delta(const Counters& after, const Counters& before);
+std::string describe(const Counters& c); // non-zero entries, "a=1 b=2"
+
+class Rig {
+public:
+    explicit Rig(test::VethOptions opt = {});
+    ~Rig();
+    Rig(const Rig&) = delete;
+    Rig& operator=(const Rig&) = delete;
+
+    test::VethPair& veth() { return veth_; }
+    const std::string& rxIf() const { return veth_.rxIf(); }
+    const std::string& rxAddr() const { return veth_.rxAddr(); }
+    const std::string& txAddr() const { return veth_.txAddr(); }
+
+    // `npfctl stats IF --json`: counters.xdp (empty if npf is not attached).
+    Counters xdp();
+    // counters.engine of the same output (the engine's 500 ms snapshot).
+    Counters engineSnapshot();
+    // `ethtool -S rxIf` (rx_queue_N_xdp_redirect, rx_queue_N_drops, ...).
+    Counters rxEthtool();
+    // Drop counters of both veth ends (`ip -s link`): rx side rx_dropped, tx side tx_dropped.
+    uint64_t vethDrops();
+    // `npfctl status IF --json`, first object as text ("" if it failed).
+    std::string statusJson();
+    std::string npfctl(const std::string& args, int* status = nullptr);
+
+private:
+    test::VethPair veth_;
+};
+
+// Byte i of datagram `id` of `size` bytes: a 6-byte header {id u32 LE,
+// size u16 LE} (cut short for tiny datagrams), then a pattern of (id, i).
+uint8_t payloadByte(uint32_t id, uint32_t size, uint32_t i) noexcept;
+std::vector<uint8_t> payloadFor(uint32_t id, uint32_t size);
+constexpr uint32_t kHeader = 6;
+// Datagram ids carry the sender in the top byte.
+constexpr uint32_t senderId(uint32_t sender, uint32_t k) noexcept { return (sender << 24) | k; }
+
+// A UDP sender in its own thread, which enters the tx namespace first.
+struct SendPlan {
+    uint32_t sender = 0;   // top byte of every id
+    uint32_t count = 0;    // datagrams k = 0 .. count-1
+    uint16_t srcPort = 0;  // 0 = any
+    uint16_t dstPort = 0;
+    double rate = 0;       // datagrams/s; 0 = flat out
+    uint32_t (*size)(uint32_t k) = nullptr;
+};
+
+class Sender {
+public:
+    Sender(test::VethPair& veth, SendPlan plan);
+    // Binds the socket (in the tx namespace) without sending.
+    ~Sender(); // joins
+    Sender(const Sender&) = delete;
+    Sender& operator=(const Sender&) = delete;
+
+    void start();
+    void join();
+    uint64_t sent() const { return sent_.load(); }
+    uint64_t retries() const { return retries_.load(); } // sendto refused (ENOBUFS/EAGAIN), resent
+    double seconds() const { return seconds_; }
+    const std::string& error() const { return error_; }
+    int fd() const { return fd_; }
+    // Sends one datagram of `size` bytes with id `id` now (the calling thread).
+    void sendOne(uint32_t id, uint32_t size);
+
+private:
+    void run();
+    test::VethPair& veth_;
+    SendPlan plan_;
+    int fd_ = -1;
+    std::thread thread_;
+    std::atomic<uint64_t> sent_{0}, retries_{0};
+    double seconds_ = 0;
+    std::string error_;
+};
+
+// A child process in a namespace (nsenter execs, so the pid is the program's).
+class Child {
+public:
+    Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath);
+    ~Child(); // SIGKILL + reap if still running
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    pid_t pid() const { return pid_; }
+    void kill(int sig);
+    // Waits up to `ms` for exit; returns true with *status (exit code, or 128+signal).
+    bool wait(int ms, int* status);
+    bool running();
+
+private:
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+};
+
+std::string readFile(const std::string& path);
+// Waits up to `ms` for `needle` to appear in the file.
+bool waitForText(const std::string& path, const std::string& needle, int ms);
+
+} // namespace npf::e2e

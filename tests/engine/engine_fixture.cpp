@@ -1,0 +1,76 @@
+#include "engine_fixture.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace npf::e2e {
+
+double rate()
+{
+    const char* env = std::getenv("NPF_E2E_RATE");
+    return env ? std::atof(env) : 40000;
+}
+
+EngineInNs::EngineInNs(Rig& rig, EngineConfig cfg) : rig_(rig)
+{
+    test::NetnsGuard in(rig_.veth().rxNs());
+    cfg.ifname = rig_.rxIf();
+    eng_ = std::make_unique<Engine>(cfg);
+}
+
+EngineInNs::~EngineInNs()
+{
+    test::NetnsGuard in(rig_.veth().rxNs());
+    eng_.reset();
+}
+
+::testing::AssertionResult accounted(Rig& rig, const Counters& xdpBefore, uint64_t vethDropsBefore, uint64_t sent,
+                                     const CheckTotals& t, const EngineStats& s)
+{
+    Counters d = delta(rig.xdp(), xdpBefore);
+    const uint64_t veth = rig.vethDrops() - vethDropsBefore;
+    uint64_t passed = 0, dropped = d["drop_rnr"] + d["drop_contended"] + d["drop_bad_desc"];
+    for (const auto& [name, v] : d)
+        if (name.rfind("pass_", 0) == 0)
+            passed += v;
+    const uint64_t claimed = d["redir_primary"] + d["redir_backup"] + d["redir_fail"];
+    const uint64_t lossCounted = d["redir_fail"] + s.kernelRxDropped + s.mismatch + s.placeErrors + s.badMeta;
+    auto failure = [&]() {
+        return ::testing::AssertionFailure()
+               << "\n  sent " << sent << ", completions " << t.completions << " (ok " << t.ok << ", truncated "
+               << t.truncated << ", lost " << t.lost << "), veth drops " << veth << "\n  xdp: " << describe(d)
+               << "\n  engine: kernel_rx_dropped " << s.kernelRxDropped << " mismatch " << s.mismatch
+               << " place_errors " << s.placeErrors << " bad_meta " << s.badMeta << " rejected " << s.rejected
+               << " completed ok/trunc/lost " << s.completedOk << "/" << s.completedTruncated << "/"
+               << s.completedLost << "\n  ";
+    };
+    if (d["rx_total"] + veth != sent)
+        return failure() << "XDP saw " << d["rx_total"] << " packets + " << veth << " veth drops != " << sent << " sent";
+    if (claimed != t.completions)
+        return failure() << "XDP claimed " << claimed << " posted buffers, the application saw " << t.completions
+                         << " completions";
+    if (t.ok + t.truncated + t.lost + dropped + passed + veth != sent)
+        return failure() << "completions + XDP drops " << dropped << " + passes " << passed
+                         << " + veth drops do not add up to the datagrams sent";
+    if (t.lost != lossCounted)
+        return failure() << t.lost << " LOST completions, but the loss counters explain " << lossCounted;
+    if (s.completedOk != t.ok || s.completedTruncated != t.truncated || s.completedLost != t.lost)
+        return failure() << "EngineStats completion counters disagree with the completions polled";
+    return ::testing::AssertionSuccess();
+}
+
+std::string numbers(const EngineStats& s)
+{
+    char buf[512];
+    std::snprintf(buf, sizeof(buf),
+                  "fast %llu, fault %llu (deferred %llu), packet faults %llu, cpu faults %llu, prefetched %llu, "
+                  "evicted %llu, restored %llu; fault latency p50 %.1f us p99 %.1f us; fast latency p50 %.1f us "
+                  "p99 %.1f us",
+                  (unsigned long long)s.fastPath, (unsigned long long)s.faultPath, (unsigned long long)s.deferred,
+                  (unsigned long long)s.packetFaults, (unsigned long long)s.cpuFaults,
+                  (unsigned long long)s.prefetched, (unsigned long long)s.evicted, (unsigned long long)s.restored,
+                  s.faultTotal.p50 / 1e3, s.faultTotal.p99 / 1e3, s.fastTotal.p50 / 1e3, s.fastTotal.p99 / 1e3);
+    return buf;
+}
+
+} // namespace npf::e2e

@@ -1,0 +1,315 @@
+// npf::Engine end to end: real datagrams from the peer namespace, every byte
+// and the order checked, counters that add up. Cold region, eviction churn,
+// a budget far below the data, two RX queues, payload sizes and truncation.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "engine_fixture.h"
+
+namespace npf::e2e {
+namespace {
+
+constexpr uint16_t kPort = 7100;
+using namespace std::chrono_literals;
+
+uint32_t sizeVaried(uint32_t k) { return 1472 - (k * 37) % 600; }
+uint32_t size1472(uint32_t) { return 1472; }
+
+void printNumbers(const char* test, const Sender& tx, const EngineStats& s)
+{
+    std::printf("[ numbers  ] %s: %llu datagrams in %.2f s = %.0f/s (%llu send retries); %s\n", test,
+                (unsigned long long)tx.sent(), tx.seconds(), tx.sent() / std::max(tx.seconds(), 1e-9),
+                (unsigned long long)tx.retries(), numbers(s).c_str());
+}
+
+// 1. Cold region: nothing resident at the start. Buffers at a 1500-byte
+// stride so payloads straddle page borders. Nothing lost, bit-exact, in
+// order; the first datagrams take the fault path, then prefetch keeps the
+// posted buffers ahead resident and the fast path takes over.
+TEST_F(EngineE2E, ColdRegionNothingLostBitExactInOrder)
+{
+    Rig rig;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20});
+    ASSERT_EQ(eng->stats().residentPages, 0u) << "region must start cold";
+    Flow& flow = eng->openFlow(kPort);
+    const uint32_t count = 20000;
+    Checker chk(*eng, flow, {.stride = 1500, .depth = 4096, .len = [](uint64_t) { return 1472u; }},
+                [](uint32_t id) { return sizeVaried(id); });
+    chk.postInitial();
+    ASSERT_EQ(eng->stats().residentPages, 0u) << "posting must not populate";
+    Counters xdp0 = rig.xdp();
+    uint64_t veth0 = rig.vethDrops();
+    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .rate = rate(), .size = sizeVaried});
+    tx.start();
+    chk.pumpUntil(count, 3s);
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_EQ(t.ok, count);
+    EXPECT_EQ(t.verified, count);
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_GT(s.faultPath, 0u) << "a cold region must use the fault path";
+    EXPECT_GT(s.packetFaults, 0u);
+    EXPECT_EQ(t.faultFlag, s.faultPath) << "NPF_CF_FAULT flags must match the fault-path counter";
+    EXPECT_GT(s.prefetched, 0u);
+    EXPECT_GT(s.fastPath, s.faultPath) << "prefetch should let the fast path take over";
+    printNumbers("cold", tx, s);
+}
+
+// 2. Eviction churn: a thread evicts everything it may (not posted buffers)
+// every 2 ms while traffic flows. Completed buffers are read only 3000
+// completions later, after they were most likely evicted: their content must
+// come back from the spill bit-exact. Then release() + evict: zeros.
+TEST_F(EngineE2E, EvictionChurnKeepsCompletedBuffersBitExact)
+{
+    Rig rig;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20});
+    Flow& flow = eng->openFlow(kPort);
+    const uint32_t count = 20000;
+    Checker chk(*eng, flow, {.stride = 2048, .depth = 4096}, [](uint32_t id) { return sizeVaried(id); });
+    chk.postInitial();
+    Counters xdp0 = rig.xdp();
+    uint64_t veth0 = rig.vethDrops();
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> evictedByCalls{0}, calls{0};
+    std::thread churn([&] {
+        while (!done.load()) {
+            evictedByCalls += eng->evictAll();
+            calls++;
+            std::this_thread::sleep_for(2ms);
+        }
+    });
+    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .rate = rate() / 2, .size = sizeVaried});
+    tx.start();
+    chk.pumpUntil(count, 3s, 3000);
+    tx.join();
+    done = true;
+    churn.join();
+    const uint64_t restoredBefore = eng->stats().restored;
+    eng->evictAll();
+    chk.verifyPending(); // every one of the last 3000 was just evicted
+    ASSERT_EQ(tx.error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_EQ(t.verified, count);
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_GT(evictedByCalls.load(), 0u);
+    EXPECT_GT(s.restored, restoredBefore) << "reading evicted buffers must restore them from the spill";
+    EXPECT_GT(s.cpuFaults, 0u);
+    printNumbers("churn", tx, s);
+    std::printf("[ numbers  ] churn: %llu evictAll calls evicted %llu pages during traffic\n",
+                (unsigned long long)calls.load(), (unsigned long long)evictedByCalls.load());
+
+    // Buffers 0..1023 (2 MiB) were completed and verified: release the first
+    // MiB, evict, read: zeros; the second MiB comes back with its content.
+    eng->release(0, 1 << 20);
+    eng->evictAll();
+    const uint8_t* r = eng->region();
+    uint64_t nonzero = 0;
+    for (uint64_t i = 0; i < (1 << 20); i++)
+        nonzero += r[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << "released pages must come back zeroed";
+    for (uint64_t p = 512; p < 1024; p++) {
+        const uint32_t size = sizeVaried(static_cast<uint32_t>(p));
+        ASSERT_TRUE(std::equal(r + p * 2048, r + p * 2048 + size, payloadFor(uint32_t(p), size).begin()))
+            << "buffer " << p << " (not released) changed after release + evict";
+    }
+}
+
+// 3. Budget 1 MiB for 64 MiB of region and 17+ MiB of data: everything is
+// verified after the traffic (almost all of it restored from the spill),
+// and residency never exceeds the budget by more than one batch.
+TEST_F(EngineE2E, BudgetFarBelowDataStaysWithinBudget)
+{
+    Rig rig;
+    const uint64_t budget = 1 << 20;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20, .residentBudget = budget});
+    Flow& flow = eng->openFlow(kPort);
+    const uint32_t count = 12500; // x 1472 B = 17.5 MiB
+    // 256 posted buffers = 128 pages (posted pages cannot be evicted): half
+    // the budget, and 12 ms of slack at 20000/s.
+    Checker chk(*eng, flow, {.stride = 2048, .depth = 256}, size1472);
+    chk.postInitial();
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> maxResident{0}, samples{0};
+    std::thread sampler([&] {
+        while (!done.load()) {
+            uint64_t r = eng->stats().residentPages;
+            if (r > maxResident.load())
+                maxResident = r;
+            samples++;
+            std::this_thread::sleep_for(1ms);
+        }
+    });
+    Counters xdp0 = rig.xdp();
+    uint64_t veth0 = rig.vethDrops();
+    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .rate = rate() / 2, .size = size1472});
+    tx.start();
+    chk.pumpUntil(count, 3s, count);
+    tx.join();
+    const uint64_t maxDuringTraffic = maxResident.load();
+    chk.verifyPending();
+    done = true;
+    sampler.join();
+    ASSERT_EQ(tx.error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_EQ(t.verified, count);
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    const uint64_t budgetPages = budget / 4096, batch = 64;
+    EXPECT_LE(maxResident.load(), budgetPages + batch)
+        << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
+    EXPECT_GT(s.evicted, count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
+    EXPECT_GT(s.restored, 0u);
+    printNumbers("budget", tx, s);
+    std::printf("[ numbers  ] budget: %llu pages budget, peak %llu during traffic, %llu with verification reads\n",
+                (unsigned long long)budgetPages, (unsigned long long)maxDuringTraffic,
+                (unsigned long long)maxResident.load());
+}
+
+// Which RX queue a sender socket's packets land on: one probe datagram to a
+// port that is not a flow (XDP passes it), seen in the veth's per-queue XDP
+// counters. -1 if it could not be told.
+int probeQueue(Rig& rig, Sender& s, uint16_t port)
+{
+    Counters before = rig.rxEthtool();
+    sockaddr_in d{};
+    d.sin_family = AF_INET;
+    d.sin_port = htons(port);
+    inet_pton(AF_INET, rig.rxAddr().c_str(), &d.sin_addr);
+    const char probe[] = "probe";
+    if (sendto(s.fd(), probe, sizeof(probe), 0, reinterpret_cast<sockaddr*>(&d), sizeof(d)) < 0)
+        return -1;
+    std::this_thread::sleep_for(20ms);
+    Counters d2 = delta(rig.rxEthtool(), before);
+    bool q0 = d2["rx_queue_0_xdp_packets"] == 1, q1 = d2["rx_queue_1_xdp_packets"] == 1;
+    return q0 == q1 ? -1 : (q0 ? 0 : 1);
+}
+
+// 4. Two RX queues (native XDP), one sender on each: the veth RX queue is
+// the sender socket's TX queue, picked per socket by the kernel, so sockets
+// are probed until one lands on each queue. EngineStats has no per-queue
+// counters: the queues are told apart by the veth's ethtool counters.
+TEST_F(EngineE2E, TwoQueuesSendersOnBoth)
+{
+    Rig rig({.queues = 2});
+    EngineInNs eng(rig, {.mode = XdpMode::Native, .regionSize = 64ull << 20});
+    ASSERT_EQ(eng->queues(), 2u);
+    Flow& flow = eng->openFlow(kPort);
+    const uint32_t perSender = 10000;
+    std::unique_ptr<Sender> onQueue[2];
+    uint32_t sid[2] = {0, 0}; // sender id (top byte of its datagram ids) per queue
+    std::vector<std::unique_ptr<Sender>> probed;
+    for (uint16_t i = 0; i < 24 && !(onQueue[0] && onQueue[1]); i++) {
+        auto s = std::make_unique<Sender>(
+            rig.veth(), SendPlan{.sender = i, .count = perSender, .srcPort = uint16_t(42000 + i), .dstPort = kPort,
+                                 .rate = rate() / 2, .size = sizeVaried});
+        int q = probeQueue(rig, *s, kPort + 1);
+        if (q >= 0 && !onQueue[q]) {
+            sid[q] = i;
+            onQueue[q] = std::move(s);
+        } else {
+            probed.push_back(std::move(s));
+        }
+    }
+    ASSERT_TRUE(onQueue[0] && onQueue[1]) << "24 sender sockets did not cover both TX queues";
+    Checker chk(*eng, flow, {.stride = 2048, .depth = 2048},
+                [](uint32_t id) { return sizeVaried(id & 0xffffff); });
+    chk.postInitial();
+    Counters xdp0 = rig.xdp(), eth0 = rig.rxEthtool();
+    uint64_t veth0 = rig.vethDrops();
+    onQueue[0]->start();
+    onQueue[1]->start();
+    chk.pumpUntil(2 * perSender, 3s);
+    onQueue[0]->join();
+    onQueue[1]->join();
+    ASSERT_EQ(onQueue[0]->error(), "");
+    ASSERT_EQ(onQueue[1]->error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_EQ(t.verified, 2 * perSender);
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, onQueue[0]->sent() + onQueue[1]->sent(), t, s));
+    Counters eth = delta(rig.rxEthtool(), eth0);
+    // Per queue: every datagram of its sender exactly once, in send order
+    // (one queue is processed in order, so its seqs follow the send order).
+    uint64_t perQ[2] = {0, 0}, last[2] = {0, 0};
+    bool ordered = true;
+    for (uint32_t id : chk.order()) {
+        const uint32_t k = id & 0xffffff;
+        const int q = (id >> 24) == sid[0] ? 0 : 1;
+        ASSERT_EQ(id >> 24, sid[q]) << "datagram from an unknown sender";
+        if (perQ[q]++ && k <= last[q])
+            ordered = false;
+        last[q] = k;
+    }
+    EXPECT_EQ(perQ[0], perSender);
+    EXPECT_EQ(perQ[1], perSender);
+    EXPECT_TRUE(ordered) << "one sender's datagrams arrive on one queue and must complete in its order";
+    EXPECT_EQ(eth["rx_queue_0_xdp_redirect"], perSender) << describe(eth);
+    EXPECT_EQ(eth["rx_queue_1_xdp_redirect"], perSender) << describe(eth);
+    std::printf("[ numbers  ] two queues: %s; veth queue0 redirect %llu, queue1 redirect %llu\n",
+                numbers(s).c_str(), (unsigned long long)eth["rx_queue_0_xdp_redirect"],
+                (unsigned long long)eth["rx_queue_1_xdp_redirect"]);
+}
+
+// 5. Every payload size 1 .. 1472 into 1472-byte buffers (all OK), the same
+// sweep into buffers of 1, 5, 511, 512, 1000, 1471 bytes (TRUNCATED with the
+// first len bytes right whenever the datagram is longer), then a zero-length
+// datagram. Buffers at a 3001-byte stride: every alignment, page straddles.
+uint32_t sweepSize(uint32_t k) { return k < 2 * 1472 ? k % 1472 + 1 : 0; }
+constexpr uint32_t kSweepLens[] = {1, 5, 511, 512, 1000, 1471};
+uint32_t sweepLen(uint64_t p) { return p < 1472 ? 1472 : kSweepLens[p % 6]; }
+
+TEST_F(EngineE2E, PayloadSizesAndTruncation)
+{
+    Rig rig;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20});
+    Flow& flow = eng->openFlow(kPort);
+    const uint32_t count = 2 * 1472 + 1;
+    Checker chk(*eng, flow, {.stride = 3001, .depth = 1024, .len = sweepLen},
+                [](uint32_t id) { return sweepSize(id); }, true);
+    chk.postInitial();
+    Counters xdp0 = rig.xdp();
+    uint64_t veth0 = rig.vethDrops();
+    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .rate = rate() / 2, .size = sweepSize});
+    tx.start();
+    chk.pumpUntil(count, 3s);
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_EQ(t.verified, count);
+    uint64_t wantTrunc = 0;
+    for (uint32_t k = 1472; k < 2 * 1472; k++)
+        wantTrunc += sweepSize(k) > sweepLen(k);
+    EXPECT_EQ(t.truncated, wantTrunc);
+    EXPECT_EQ(t.ok, count - wantTrunc);
+    Counters d = delta(rig.xdp(), xdp0);
+    EXPECT_EQ(d["truncated"], wantTrunc);
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+}
+
+} // namespace
+} // namespace npf::e2e
