@@ -95,7 +95,10 @@ std::string attachError(const AttachOptions& o, int err, const LibLogCapture& ca
     if (!kernel.empty())
         what += ": " + kernel;
     what += std::string(": ") + std::strerror(err);
-    if (err == EOPNOTSUPP)
+    if (kernel.find("MTU") != std::string::npos)
+        what += std::string(" — npf_xdp takes single-buffer frames only: lower the MTU or try --mode ") +
+                toString(otherMode(o.mode));
+    else if (err == EOPNOTSUPP)
         what += std::string(" — mode not supported, try --mode ") + toString(otherMode(o.mode));
     else if (err == EPERM || err == EACCES)
         what += " — run as root";
