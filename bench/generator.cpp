@@ -1,0 +1,269 @@
+#include "generator.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "bench_abi.h"
+#include "bench_gen.skel.h"
+#include "packet_builder.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+
+namespace npf::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void pinTo(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+// Enters the network namespace at `path` (this thread only).
+void enterNetns(const std::string& path)
+{
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd || ::setns(fd.get(), CLONE_NEWNET) < 0)
+        throwErrno("enter network namespace " + path);
+}
+
+double threadCpu()
+{
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Paces one thread: after `done` packets at `rate` pps, sleeps until it is time.
+struct Pacer {
+    double rate;
+    Clock::time_point start = Clock::now();
+    void wait(uint64_t done) const
+    {
+        if (rate <= 0)
+            return;
+        auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(double(done) / rate));
+        if (due > Clock::now())
+            std::this_thread::sleep_until(due);
+    }
+};
+
+class Threads {
+public:
+    template <typename Fn>
+    void run(const TrafficConfig& c, double seconds, Fn fn)
+    {
+        for (size_t i = 0; i < c.cpus.size(); i++)
+            threads_.emplace_back([this, &c, seconds, fn, i] {
+                try {
+                    pinTo(c.cpus[i]);
+                    enterNetns(c.txNsPath);
+                    const double t0 = threadCpu();
+                    fn(i, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+                    std::lock_guard<std::mutex> l(mu_);
+                    cpu_ += threadCpu() - t0;
+                } catch (const std::exception& e) {
+                    std::lock_guard<std::mutex> l(mu_);
+                    error_ = e.what();
+                }
+            });
+    }
+    void join()
+    {
+        for (auto& t : threads_)
+            t.join();
+        threads_.clear();
+    }
+    double cpu() const { return cpu_; }
+    std::string error() const
+    {
+        std::lock_guard<std::mutex> l(mu_);
+        return error_;
+    }
+    ~Threads() { join(); }
+
+private:
+    std::vector<std::thread> threads_;
+    mutable std::mutex mu_;
+    double cpu_ = 0;
+    std::string error_;
+};
+
+class LiveGenerator final : public Sender {
+public:
+    explicit LiveGenerator(const TrafficConfig& c) : c_(c), frame_(templateFrame(c))
+    {
+        skel_ = bench_gen__open();
+        if (!skel_)
+            throwErrno("open the npfb_gen BPF object");
+        skel_->rodata->sport_base = c.sportBase;
+        skel_->rodata->nflows = c.flows ? c.flows : 1;
+        if (int rc = bench_gen__load(skel_))
+            throwErrno(-rc, "load the npfb_gen XDP program");
+    }
+    ~LiveGenerator() override
+    {
+        threads_.join();
+        bench_gen__destroy(skel_);
+    }
+
+    void start(double seconds) override
+    {
+        threads_.run(c_, seconds, [this](size_t i, Clock::time_point end) { loop(i, end); });
+    }
+    void join() override { threads_.join(); }
+    uint64_t sent() const override { return __atomic_load_n(&skel_->bss->npfb_seq, __ATOMIC_RELAXED); }
+    double cpuSeconds() const override { return threads_.cpu(); }
+    std::string error() const override { return threads_.error(); }
+    const char* kind() const override { return "xdp-live-frames"; }
+
+private:
+    void loop(size_t, Clock::time_point end)
+    {
+        const unsigned ifindex = if_nametoindex(c_.txIf.c_str());
+        if (!ifindex)
+            throwErrno("find " + c_.txIf + " in " + c_.txNsPath);
+        const double rate = c_.pps / double(c_.cpus.size());
+        // 1 ms worth of packets per call when paced, big batches otherwise.
+        const int chunk = rate > 0 ? std::max(1, int(rate / 1000)) : 8192;
+        xdp_md ctx{};
+        ctx.data_end = uint32_t(frame_.size());
+        ctx.ingress_ifindex = ifindex;
+        Pacer pacer{rate};
+        uint64_t done = 0;
+        while (Clock::now() < end) {
+            LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame_.data(), .data_size_in = uint32_t(frame_.size()),
+                        .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = chunk,
+                        .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = 64);
+            if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.npfb_gen), &opts) < 0)
+                throwErrno("run npfb_gen in live-frames mode on " + c_.txIf);
+            done += uint64_t(chunk);
+            pacer.wait(done);
+        }
+    }
+
+    TrafficConfig c_;
+    std::vector<uint8_t> frame_;
+    ::bench_gen* skel_ = nullptr;
+    Threads threads_;
+};
+
+class SocketSender final : public Sender {
+public:
+    explicit SocketSender(const TrafficConfig& c) : c_(c) {}
+    ~SocketSender() override { threads_.join(); }
+    void start(double seconds) override
+    {
+        threads_.run(c_, seconds, [this](size_t i, Clock::time_point end) { loop(i, end); });
+    }
+    void join() override { threads_.join(); }
+    uint64_t sent() const override { return seq_.load(); }
+    double cpuSeconds() const override { return threads_.cpu(); }
+    std::string error() const override { return threads_.error(); }
+    const char* kind() const override { return "sendmmsg"; }
+
+private:
+    void loop(size_t t, Clock::time_point end)
+    {
+        Fd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        if (!fd)
+            throwErrno("UDP socket for the sender");
+        int sndbuf = 8 << 20;
+        ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+        sockaddr_in src{}, dst{};
+        src.sin_family = dst.sin_family = AF_INET;
+        src.sin_port = htons(uint16_t(c_.sportBase + t % std::max(1u, c_.flows)));
+        inet_pton(AF_INET, c_.srcAddr.c_str(), &src.sin_addr);
+        dst.sin_port = htons(c_.dport);
+        inet_pton(AF_INET, c_.dstAddr.c_str(), &dst.sin_addr);
+        if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&src), sizeof(src)) < 0 ||
+            ::connect(fd.get(), reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) < 0)
+            throwErrno("bind/connect the sender to " + c_.dstAddr);
+        constexpr unsigned kBatch = 32;
+        std::vector<uint8_t> bufs(size_t(kBatch) * c_.payload);
+        for (unsigned b = 0; b < kBatch; b++)
+            for (uint32_t i = sizeof(npfb_hdr); i < c_.payload; i++)
+                bufs[b * c_.payload + i] = npfb_pattern(i);
+        iovec iov[kBatch];
+        mmsghdr msgs[kBatch]{};
+        const double rate = c_.pps / double(c_.cpus.size());
+        Pacer pacer{rate};
+        uint64_t done = 0;
+        while (Clock::now() < end) {
+            unsigned n = rate > 0 ? unsigned(std::clamp(rate / 10000, 1.0, double(kBatch))) : kBatch;
+            const uint64_t first = seq_.fetch_add(n);
+            for (unsigned b = 0; b < n; b++) {
+                npfb_hdr h{NPFB_MAGIC, uint32_t(t), first + b, 0};
+                timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                h.tstamp = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+                std::memcpy(&bufs[b * c_.payload], &h, sizeof(h));
+                iov[b] = {&bufs[b * c_.payload], c_.payload};
+                msgs[b].msg_hdr.msg_iov = &iov[b];
+                msgs[b].msg_hdr.msg_iovlen = 1;
+            }
+            unsigned off = 0;
+            while (off < n) {
+                int r = ::sendmmsg(fd.get(), msgs + off, n - off, 0);
+                if (r < 0 && (errno == ENOBUFS || errno == EAGAIN || errno == EINTR)) {
+                    sched_yield();
+                    continue;
+                }
+                if (r < 0)
+                    throwErrno("sendmmsg to " + c_.dstAddr);
+                off += unsigned(r);
+            }
+            done += n;
+            pacer.wait(done);
+        }
+    }
+
+    TrafficConfig c_;
+    std::atomic<uint64_t> seq_{0};
+    Threads threads_;
+};
+
+} // namespace
+
+std::vector<uint8_t> templateFrame(const TrafficConfig& c)
+{
+    using namespace npf::test;
+    if (c.payload < sizeof(npfb_hdr))
+        throw std::invalid_argument("payload of " + std::to_string(c.payload) + " bytes is smaller than the " +
+                                    std::to_string(sizeof(npfb_hdr)) + "-byte bench header");
+    std::vector<uint8_t> payload(c.payload);
+    for (uint32_t i = 0; i < c.payload; i++)
+        payload[i] = npfb_pattern(i);
+    npfb_hdr h{NPFB_MAGIC, 0, 0, 0};
+    std::memcpy(payload.data(), &h, sizeof(h));
+    return PacketBuilder()
+        .eth({.dst = macAddr(c.dstMac), .src = macAddr(c.srcMac)})
+        .ipv4({.src = ipv4Addr(c.srcAddr), .dst = ipv4Addr(c.dstAddr)})
+        .udp({.sport = c.sportBase, .dport = c.dport, .checksum = false})
+        .payload(payload)
+        .build();
+}
+
+std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c) { return std::make_unique<LiveGenerator>(c); }
+std::unique_ptr<Sender> makeSocketSender(const TrafficConfig& c) { return std::make_unique<SocketSender>(c); }
+
+} // namespace npf::bench

@@ -1,0 +1,49 @@
+// Traffic for the benchmark: IPv4/UDP datagrams from the tx namespace to the
+// rx namespace (198.18.0.0/15 only), payloads stamped with npfb_hdr.
+//  - LiveGenerator: XDP live frames (bpf_prog_test_run_opts with
+//    BPF_F_TEST_XDP_LIVE_FRAMES) on the tx veth, one thread per CPU given.
+//    On veth the peer's RX queue is the sending CPU modulo its queue count.
+//  - SocketSender: sendmmsg from a UDP socket, for low rates.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace npf::bench {
+
+struct TrafficConfig {
+    std::string txNsPath; // /run/netns/<tx>
+    std::string txIf;
+    std::string srcMac, dstMac, srcAddr, dstAddr;
+    uint16_t dport = 9000;
+    uint16_t sportBase = 40000;
+    uint32_t flows = 1;    // source ports sportBase .. sportBase + flows - 1
+    uint32_t payload = 1472;
+    double pps = 0;        // offered rate, all threads together; 0 = as fast as it goes
+    std::vector<int> cpus{0}; // one sending thread per entry, pinned there
+};
+
+class Sender {
+public:
+    virtual ~Sender() = default;
+    // Sends for `seconds` in the background.
+    virtual void start(double seconds) = 0;
+    virtual void join() = 0;
+    virtual uint64_t sent() const = 0;
+    // CPU seconds the sending threads used (valid after join()).
+    virtual double cpuSeconds() const = 0;
+    virtual std::string error() const = 0;
+    virtual const char* kind() const = 0;
+};
+
+// The frame every generator run starts from (checksummed, UDP checksum 0).
+std::vector<uint8_t> templateFrame(const TrafficConfig& c);
+
+std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c);
+std::unique_ptr<Sender> makeSocketSender(const TrafficConfig& c);
+
+} // namespace npf::bench

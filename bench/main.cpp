@@ -1,0 +1,162 @@
+// npf-bench: npf side by side with the alternatives (static pinning, AF_XDP,
+// recvmmsg, io_uring, drop-on-fault, blocking) on a veth pair between two
+// fresh namespaces, with an XDP live-frames generator. Human tables on
+// stdout, JSON and plots in --out.
+#include <sys/utsname.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "plots.h"
+#include "run.h"
+#include "scenarios.h"
+#include "sys/log.h"
+
+namespace {
+
+using npf::bench::Json;
+
+void onSignal(int) { npf::bench::g_interrupted.store(true); }
+
+std::string firstLine(const std::string& path, const std::string& key)
+{
+    std::ifstream f(path);
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(key, 0) == 0)
+            return line.substr(line.find(':') + 2);
+    return "";
+}
+
+Json machine()
+{
+    utsname u;
+    uname(&u);
+    return {{"kernel", std::string(u.release)},
+            {"cpus", std::thread::hardware_concurrency()},
+            {"cpuModel", firstLine("/proc/cpuinfo", "model name")},
+            {"memTotal", firstLine("/proc/meminfo", "MemTotal")},
+            {"link", "veth pair between two network namespaces, AF_XDP copy mode, native XDP"}};
+}
+
+uint64_t parseSize(const std::string& s)
+{
+    size_t pos = 0;
+    uint64_t v = std::stoull(s, &pos);
+    std::string u = s.substr(pos);
+    if (u == "K" || u == "k")
+        return v << 10;
+    if (u == "M" || u == "m")
+        return v << 20;
+    if (u == "G" || u == "g")
+        return v << 30;
+    if (!u.empty())
+        throw std::invalid_argument("unknown size unit in '" + s + "' (use K, M or G)");
+    return v;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    npf::bench::Options o;
+    std::string region = "64M", scenarios, json;
+    bool printJson = false, noPlots = false;
+    int verbose = 0;
+    CLI::App app{"npf-bench: npf vs static pinning, AF_XDP, recvmmsg, io_uring, drop-on-fault and blocking receivers"};
+    app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
+    app.add_option("-s,--scenario", scenarios,
+                   "comma-separated: steady,cold,pressure,faultpath,stages,scaling (default all)");
+    app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
+    app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")
+        ->check(CLI::Range(1000.0, 2.0e7));
+    app.add_option("--payload", o.payload, "UDP payload bytes (24 .. 1472)")->check(CLI::Range(24, 1472));
+    app.add_option("--region", region, "receive region size, e.g. 64M");
+    app.add_option("--gen-cpus", o.genCpus, "CPUs of the generator threads (one per entry)");
+    app.add_option("--rx-cpus", o.rxCpus, "CPUs of the receiving threads");
+    app.add_option("--flows", o.flows, "source ports the generator cycles through")->check(CLI::Range(1, 1024));
+    app.add_option("--sender", o.sender, "traffic source")->check(CLI::IsMember({"live", "socket"}));
+    app.add_option("-o,--out", o.outDir, "directory for JSON, data files and plots");
+    app.add_option("--json", json, "JSON file (default <out>/npf-bench.json; '-' = stdout only)");
+    app.add_flag("--print-json", printJson, "also print the JSON on stdout after the tables");
+    app.add_flag("--no-plots", noPlots, "do not run gnuplot");
+    app.add_flag("-v,--verbose", verbose, "progress on stderr (-vv: library logs)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        int rc = app.exit(e);
+        return rc == 0 ? 0 : 2;
+    }
+    npf::log::setVerbosity(verbose > 1 ? verbose - 1 : 0, npf::log::Level::Warn);
+    npf::log::routeLibbpf();
+    o.verbose = verbose > 0;
+    try {
+        o.region = parseSize(region);
+        if (o.region < (8u << 20) || o.region % 4096)
+            throw std::invalid_argument("--region must be a multiple of 4 KiB and at least 8M");
+        if (o.quick) {
+            if (!app.count("--duration"))
+                o.seconds = 0.3;
+        }
+        std::vector<std::string> list;
+        if (scenarios.empty()) {
+            list = npf::bench::scenarioNames();
+        } else {
+            std::stringstream ss(scenarios);
+            for (std::string s; std::getline(ss, s, ',');)
+                list.push_back(s);
+        }
+        for (auto& s : list)
+            if (std::find(npf::bench::scenarioNames().begin(), npf::bench::scenarioNames().end(), s) ==
+                npf::bench::scenarioNames().end())
+                throw std::invalid_argument("unknown scenario '" + s + "'");
+        if (geteuid() != 0) {
+            fprintf(stderr, "npf-bench: needs root (network namespaces, XDP, AF_XDP, userfaultfd)\n");
+            return 1;
+        }
+        std::filesystem::create_directories(o.outDir);
+        std::signal(SIGINT, onSignal);
+        std::signal(SIGTERM, onSignal);
+
+        Json out;
+        out["tool"] = "npf-bench";
+        out["machine"] = machine();
+        out["config"] = {{"quick", o.quick},        {"secondsPerContender", o.seconds}, {"coldRatePps", o.coldRate},
+                         {"payload", o.payload},    {"regionMiB", o.region >> 20},      {"genCpus", o.genCpus},
+                         {"rxCpus", o.rxCpus},      {"flows", o.flows},                 {"sender", o.sender}};
+        printf("npf-bench: kernel %s, %u CPUs, generator on CPU(s) %s, receivers on CPU(s) %s, %.2f s per contender\n",
+               out["machine"]["kernel"].get<std::string>().c_str(), std::thread::hardware_concurrency(),
+               out["config"]["genCpus"].dump().c_str(), out["config"]["rxCpus"].dump().c_str(), o.seconds);
+        Json sc = Json::object();
+        for (auto& s : list) {
+            if (npf::bench::g_interrupted)
+                break;
+            sc[s] = npf::bench::runScenario(s, o);
+            fflush(stdout);
+        }
+        out["scenarios"] = sc;
+        if (!noPlots)
+            out["plots"] = npf::bench::makePlots(o.outDir, !o.verbose);
+        if (npf::bench::g_interrupted)
+            out["interrupted"] = true;
+        const std::string text = out.dump(2);
+        if (json != "-") {
+            const std::string path = json.empty() ? o.outDir + "/npf-bench.json" : json;
+            std::ofstream(path) << text << "\n";
+            printf("\nJSON: %s\n", path.c_str());
+        }
+        if (printJson || json == "-")
+            printf("%s\n", text.c_str());
+        return npf::bench::g_interrupted ? 130 : 0;
+    } catch (const std::invalid_argument& e) {
+        fprintf(stderr, "npf-bench: error: %s\n", e.what());
+        return 2;
+    } catch (const std::exception& e) {
+        fprintf(stderr, "npf-bench: error: %s\n", e.what());
+        return 1;
+    }
+}

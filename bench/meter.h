@@ -1,0 +1,80 @@
+// What every receiver reports while it runs: packets and bytes, payloads
+// that failed verification, received packets per 1 ms bin since t0, and a
+// histogram of one-way latency (generator timestamp -> application sees the
+// bytes). One writer (the receiving thread); anyone may read the atomics.
+#pragma once
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace npf::bench {
+
+inline uint64_t monoNs() noexcept
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+// Log-linear latency histogram: 16 sub-buckets per power of two of ns.
+class LatHist {
+public:
+    static constexpr int kSub = 16;
+    static constexpr int kBuckets = 64 * kSub;
+    void record(uint64_t ns) noexcept { counts_[index(ns)]++; n_++; }
+    uint64_t count() const noexcept { return n_; }
+    // Value (ns, bucket upper bound) at quantile q in [0, 1].
+    uint64_t quantile(double q) const noexcept;
+    // (ns, cumulative fraction) at every non-empty bucket.
+    std::vector<std::pair<uint64_t, double>> cdf() const;
+    void merge(const LatHist& o) noexcept
+    {
+        for (int i = 0; i < kBuckets; i++)
+            counts_[size_t(i)] += o.counts_[size_t(i)];
+        n_ += o.n_;
+    }
+    static int index(uint64_t ns) noexcept;
+    static uint64_t upper(int idx) noexcept;
+
+private:
+    std::vector<uint64_t> counts_ = std::vector<uint64_t>(kBuckets);
+    uint64_t n_ = 0;
+};
+
+class Meter {
+public:
+    // bins of 1 ms covering `seconds` from t0.
+    Meter(uint64_t t0Ns, double seconds, uint64_t payloadLen);
+
+    // Verifies one payload (header every time, the whole pattern on one in
+    // 64) and records its latency. Returns false if it is not what the
+    // generator sent.
+    bool onPayload(const uint8_t* p, uint32_t len, uint64_t nowNs) noexcept;
+    // Adds n received packets to the bin of nowNs and the totals.
+    void count(uint32_t n, uint64_t bytes, uint64_t nowNs) noexcept;
+    void lost(uint64_t n) noexcept { lost_.fetch_add(n, std::memory_order_relaxed); }
+
+    uint64_t packets() const noexcept { return packets_.load(std::memory_order_relaxed); }
+    uint64_t bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
+    uint64_t bad() const noexcept { return bad_.load(std::memory_order_relaxed); }
+    uint64_t lostReported() const noexcept { return lost_.load(std::memory_order_relaxed); }
+    uint64_t maxSeq() const noexcept { return maxSeq_; }
+    uint64_t t0() const noexcept { return t0_; }
+    // Snapshot of the 1 ms bins.
+    std::vector<uint32_t> bins() const;
+    const LatHist& latency() const noexcept { return lat_; }
+
+private:
+    uint64_t t0_, len_;
+    std::unique_ptr<std::atomic<uint32_t>[]> bins_;
+    size_t nbins_;
+    std::atomic<uint64_t> packets_{0}, bytes_{0}, bad_{0}, lost_{0};
+    uint64_t maxSeq_ = 0, checked_ = 0;
+    LatHist lat_;
+};
+
+} // namespace npf::bench

@@ -1,0 +1,67 @@
+// The contenders: receivers that run against the same traffic, each
+// reporting through Meters (one per receiving thread, "lane").
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "meter.h"
+
+namespace npf::bench {
+
+// Where received payloads go: slot i of the receive memory is
+// [i * stride + skew, + bufLen). Slots are used round robin over the region.
+struct RxConfig {
+    std::string ifname, addr;
+    uint16_t port = 9000;
+    uint32_t queues = 1;
+    std::vector<int> cpus{1}; // CPU of the receiving thread(s) (npf: workers, pager and app)
+    uint32_t payload = 1472;
+    uint64_t regionSize = 64ull << 20;
+    uint32_t stride = 2048;
+    uint32_t skew = 0;
+    uint32_t bufLen = 2048;
+    bool cold = false;          // receive memory starts non-resident
+    uint64_t budget = 0;        // npf: resident budget (0 = unlimited)
+    uint32_t prefetch = 256;    // npf: prefetch depth
+    uint32_t frameCount = 4096; // UMEM frames per queue
+    bool verbose = false;
+
+    uint64_t slots() const noexcept { return (regionSize - skew - bufLen) / stride + 1; }
+    uint64_t slotOffset(uint64_t i) const noexcept { return (i % slots()) * stride + skew; }
+};
+
+class Receiver {
+public:
+    virtual ~Receiver() = default;
+    // Receiving threads; start() takes that many meters.
+    virtual size_t lanes() const { return 1; }
+    virtual void start(std::vector<Meter*> meters) = 0;
+    virtual void stop() = 0;
+    // Pinned bytes (UMEM, mlock'd memory) and bytes resident now.
+    virtual uint64_t pinnedBytes() const = 0;
+    virtual uint64_t residentBytes() const = 0;
+    // Counters of the contender's machinery (engine stats, kernel drops, ...).
+    virtual nlohmann::json details() const = 0;
+};
+
+// kinds: npf, npf-noprefetch, drop-on-fault, blocking, xdp-drop,
+// static-pinned, recvmmsg, io_uring. Must be called inside the rx netns.
+std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg);
+const std::vector<std::string>& receiverKinds();
+
+// Implementations.
+std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg);
+std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
+std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
+std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);
+
+// Resident bytes of [p, p + len) (mincore).
+uint64_t residentOf(const void* p, uint64_t len);
+void pinThread(int cpu) noexcept;
+
+} // namespace npf::bench

@@ -1,0 +1,161 @@
+#include "run.h"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <thread>
+
+namespace npf::bench {
+
+std::atomic<bool> g_interrupted{false};
+
+Env::Env(test::VethOptions opt) : veth_(opt), guard_(veth_.rxNs()) {}
+
+TrafficConfig Env::traffic() const
+{
+    TrafficConfig t;
+    auto& v = const_cast<test::VethPair&>(veth_);
+    t.txNsPath = v.txNs().path();
+    t.txIf = v.txIf();
+    t.srcMac = v.txMac();
+    t.dstMac = v.rxMac();
+    t.srcAddr = v.txAddr();
+    t.dstAddr = v.rxAddr();
+    return t;
+}
+
+RxConfig Env::rx() const
+{
+    RxConfig r;
+    r.ifname = veth_.rxIf();
+    r.addr = veth_.rxAddr();
+    return r;
+}
+
+namespace {
+double processCpu()
+{
+    rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+} // namespace
+
+double meanBins(const std::vector<uint32_t>& bins, size_t from, size_t to)
+{
+    to = std::min(to, bins.size());
+    if (from >= to)
+        return 0;
+    double s = 0;
+    for (size_t i = from; i < to; i++)
+        s += bins[i];
+    return s / double(to - from);
+}
+
+int timeToFraction(const std::vector<uint32_t>& bins, double target, double frac)
+{
+    for (size_t i = 0; i + 2 < bins.size(); i++)
+        if (bins[i] >= frac * target && bins[i + 1] >= frac * target && bins[i + 2] >= frac * target)
+            return int(i);
+    return -1;
+}
+
+RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConfig& rxc, bool verbose)
+{
+    RunResult r;
+    r.kind = spec.kind;
+    if (verbose)
+        fprintf(stderr, "npf-bench: %s, %u-byte payloads, %s sender at %s\n", spec.kind.c_str(), traffic.payload,
+                spec.sender.c_str(), traffic.pps > 0 ? (std::to_string(uint64_t(traffic.pps)) + " pps").c_str() : "max rate");
+    try {
+        std::unique_ptr<Receiver> rx = makeReceiver(spec.kind, rxc);
+        std::unique_ptr<Sender> gen =
+            spec.sender == "socket" ? makeSocketSender(traffic) : makeLiveGenerator(traffic);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const uint64_t t0 = monoNs();
+        std::vector<std::unique_ptr<Meter>> meters;
+        std::vector<Meter*> raw;
+        for (size_t i = 0; i < rx->lanes(); i++) {
+            meters.push_back(std::make_unique<Meter>(t0, spec.seconds + spec.drainSeconds + 0.1, traffic.payload));
+            raw.push_back(meters.back().get());
+        }
+        const double cpu0 = processCpu();
+        rx->start(raw);
+        gen->start(spec.seconds);
+        gen->join();
+        const uint64_t tEnd = monoNs();
+        // Drain: until nothing arrives for 20 ms, at most drainSeconds.
+        uint64_t last = 0;
+        for (int i = 0; i < int(spec.drainSeconds * 50) + 1; i++) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            uint64_t now = 0;
+            for (auto& m : meters)
+                now += m->packets() + m->lostReported();
+            if (now == last && i > 0)
+                break;
+            last = now;
+        }
+        rx->stop();
+        r.genCpuSeconds = gen->cpuSeconds();
+        r.rxCpuSeconds = processCpu() - cpu0 - r.genCpuSeconds;
+        r.error = gen->error();
+        r.sent = gen->sent();
+        r.seconds = double(tEnd - t0) * 1e-9;
+        for (auto& m : meters) {
+            r.received += m->packets();
+            r.bytes += m->bytes();
+            r.bad += m->bad();
+            r.lostCompletions += m->lostReported();
+            r.latency.merge(m->latency());
+            auto b = m->bins();
+            if (r.bins.size() < b.size())
+                r.bins.resize(b.size());
+            for (size_t i = 0; i < b.size(); i++)
+                r.bins[i] += b[i];
+        }
+        r.bins.resize(std::min(r.bins.size(), size_t(r.seconds * 1000)));
+        r.offeredPps = double(r.sent) / r.seconds;
+        r.pps = double(r.received) / r.seconds;
+        // Steady state: the second half of the sending time.
+        r.steadyPps = meanBins(r.bins, r.bins.size() / 2, r.bins.size()) * 1000;
+        r.pinnedBytes = rx->pinnedBytes();
+        r.residentBytes = rx->residentBytes();
+        r.details = rx->details();
+    } catch (const std::exception& e) {
+        r.error = e.what();
+        fprintf(stderr, "npf-bench: %s: %s\n", spec.kind.c_str(), e.what());
+    }
+    return r;
+}
+
+nlohmann::ordered_json RunResult::toJson() const
+{
+    nlohmann::ordered_json j;
+    j["contender"] = kind;
+    j["seconds"] = seconds;
+    j["sent"] = sent;
+    j["received"] = received;
+    j["lost"] = lost();
+    j["lostCompletions"] = lostCompletions;
+    j["badPayloads"] = bad;
+    j["offeredPps"] = offeredPps;
+    j["pps"] = pps;
+    j["steadyPps"] = steadyPps;
+    j["gbps"] = double(bytes) * 8 / seconds / 1e9;
+    j["rxCpuSeconds"] = rxCpuSeconds;
+    j["genCpuSeconds"] = genCpuSeconds;
+    j["rxCpuNsPerPacket"] = received ? rxCpuSeconds * 1e9 / double(received) : 0.0;
+    j["pinnedMiB"] = double(pinnedBytes) / (1 << 20);
+    j["residentMiB"] = double(residentBytes) / (1 << 20);
+    j["latencyNs"] = {{"count", latency.count()},
+                      {"p50", latency.quantile(0.5)},
+                      {"p99", latency.quantile(0.99)},
+                      {"p999", latency.quantile(0.999)},
+                      {"max", latency.quantile(1.0)}};
+    j["details"] = details;
+    if (!error.empty())
+        j["error"] = error;
+    return j;
+}
+
+} // namespace npf::bench

@@ -1,0 +1,61 @@
+// One contender against one traffic pattern: set up the receiver, send for
+// a while, drain, collect everything the report needs.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "generator.h"
+#include "meter.h"
+#include "netns.h"
+#include "receiver.h"
+
+namespace npf::bench {
+
+extern std::atomic<bool> g_interrupted;
+
+// A veth pair between two fresh namespaces; this thread stays in the rx one.
+class Env {
+public:
+    explicit Env(test::VethOptions opt);
+    test::VethPair& veth() { return veth_; }
+    TrafficConfig traffic() const; // addresses, MACs, namespace of the pair
+    RxConfig rx() const;
+
+private:
+    test::VethPair veth_;
+    test::NetnsGuard guard_;
+};
+
+struct RunSpec {
+    std::string kind;         // contender
+    std::string sender = "live";
+    double seconds = 1.0;     // sending time
+    double drainSeconds = 0.1;
+};
+
+struct RunResult {
+    std::string kind;
+    uint64_t sent = 0, received = 0, bytes = 0, bad = 0, lostCompletions = 0;
+    double seconds = 0, offeredPps = 0, pps = 0, steadyPps = 0;
+    double rxCpuSeconds = 0, genCpuSeconds = 0;
+    uint64_t pinnedBytes = 0, residentBytes = 0;
+    std::vector<uint32_t> bins; // received per 1 ms from the start of sending
+    LatHist latency;
+    nlohmann::ordered_json details;
+    std::string error;
+
+    uint64_t lost() const { return sent > received ? sent - received : 0; }
+    nlohmann::ordered_json toJson() const;
+};
+
+RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConfig& rx, bool verbose);
+
+// Mean of the 1 ms bins in [from, to) (fractions of the sending time).
+double meanBins(const std::vector<uint32_t>& bins, size_t from, size_t to);
+// First bin from which `bins` stay at >= frac * target for 3 bins; -1 if never.
+int timeToFraction(const std::vector<uint32_t>& bins, double target, double frac);
+
+} // namespace npf::bench

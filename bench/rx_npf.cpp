@@ -1,0 +1,189 @@
+// npf contenders: npf::Engine with FaultPolicy Backup (prefetch on / off),
+// Drop ("drop on fault": a NIC without NPF) and Block (the worker takes the
+// fault). The app thread keeps the flow's post ring full, verifies every
+// completed payload in the region and reposts the slot.
+#include <sys/mman.h>
+
+#include <atomic>
+#include <thread>
+
+#include "npf/engine.h"
+#include "receiver.h"
+#include "sys/log.h"
+
+namespace npf::bench {
+namespace {
+
+class NpfReceiver final : public Receiver {
+public:
+    NpfReceiver(const std::string& kind, const RxConfig& cfg) : cfg_(cfg)
+    {
+        EngineConfig ec;
+        ec.ifname = cfg.ifname;
+        ec.mode = XdpMode::Native;
+        ec.queues = cfg.queues;
+        ec.regionSize = cfg.regionSize;
+        ec.residentBudget = cfg.budget;
+        ec.prefetchDepth = cfg.prefetch;
+        ec.frameCount = cfg.frameCount;
+        if (kind == "npf-noprefetch") {
+            ec.prefetchDepth = 0;
+        } else if (kind == "drop-on-fault") {
+            ec.faultPolicy = FaultPolicy::Drop;
+            ec.prefetchDepth = 0; // a NIC without NPF does not know what comes next either
+        } else if (kind == "blocking") {
+            ec.faultPolicy = FaultPolicy::Block;
+            ec.prefetchDepth = 0;
+        }
+        for (uint32_t q = 0; q < cfg.queues; q++)
+            ec.workerCpus.push_back(cfg.cpus[q % cfg.cpus.size()]);
+        ec.pagerCpu = cfg.cpus.back();
+        ec.statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json";
+        eng_ = std::make_unique<Engine>(ec);
+        flow_ = &eng_->openFlow(cfg.port, cfg.addr);
+        if (!cfg.cold)
+            eng_->populate(0, cfg.regionSize);
+        depth_ = std::min<uint64_t>(cfg.slots(), NPF_POST_RING_SIZE);
+        for (uint64_t i = 0; i < depth_; i++)
+            flow_->post(cfg.slotOffset(next_++), cfg.bufLen);
+    }
+    ~NpfReceiver() override { stop(); }
+
+    void start(std::vector<Meter*> meters) override
+    {
+        thread_ = std::thread([this, m = meters[0]] {
+            pinThread(cfg_.cpus.back());
+            loop(*m);
+        });
+    }
+    void stop() override
+    {
+        stop_.store(true);
+        if (thread_.joinable())
+            thread_.join();
+    }
+    uint64_t pinnedBytes() const override { return eng_->stats().pinnedBytes; }
+    uint64_t residentBytes() const override { return eng_->stats().residentPages * NPF_PAGE_SIZE; }
+    nlohmann::json details() const override
+    {
+        const EngineStats s = eng_->stats();
+        auto lat = [](const EngineStats::Latency& l) {
+            return nlohmann::json{{"count", l.count}, {"p50", l.p50}, {"p99", l.p99}, {"p999", l.p999}, {"max", l.max}};
+        };
+        return {{"fastPath", s.fastPath},
+                {"faultPath", s.faultPath},
+                {"deferred", s.deferred},
+                {"badMeta", s.badMeta},
+                {"rejected", s.rejected},
+                {"mismatch", s.mismatch},
+                {"placeErrors", s.placeErrors},
+                {"faultDrops", s.faultDrops},
+                {"completedOk", s.completedOk},
+                {"completedTruncated", s.completedTruncated},
+                {"completedLost", s.completedLost},
+                {"cpuFaults", s.cpuFaults},
+                {"packetFaults", s.packetFaults},
+                {"prefetched", s.prefetched},
+                {"evicted", s.evicted},
+                {"restored", s.restored},
+                {"residentPages", s.residentPages},
+                {"pinnedBytes", s.pinnedBytes},
+                {"kernelRxDropped", s.kernelRxDropped},
+                {"latency",
+                 {{"steerToPickup", lat(s.steerToPickup)},
+                  {"pickupToImage", lat(s.pickupToImage)},
+                  {"imageToCopy", lat(s.imageToCopy)},
+                  {"copyToPublish", lat(s.copyToPublish)},
+                  {"faultTotal", lat(s.faultTotal)},
+                  {"fastTotal", lat(s.fastTotal)}}}};
+    }
+
+private:
+    void loop(Meter& m) noexcept
+    {
+        npf_completion batch[256];
+        uint8_t* region = eng_->region();
+        while (!stop_.load(std::memory_order_relaxed)) {
+            size_t n = flow_->wait(batch, std::chrono::milliseconds(10));
+            if (!n)
+                continue;
+            const uint64_t now = monoNs();
+            uint64_t bytes = 0, ok = 0, lost = 0;
+            for (size_t i = 0; i < n; i++) {
+                const npf_completion& c = batch[i];
+                if (c.status == NPF_CS_LOST) {
+                    lost++;
+                } else {
+                    m.onPayload(region + c.offset, c.len, now);
+                    bytes += c.len;
+                    ok++;
+                }
+                flow_->post(cfg_.slotOffset(next_++), cfg_.bufLen);
+            }
+            if (lost)
+                m.lost(lost);
+            if (ok)
+                m.count(uint32_t(ok), bytes, now);
+        }
+    }
+
+    RxConfig cfg_;
+    std::unique_ptr<Engine> eng_;
+    Flow* flow_ = nullptr;
+    uint64_t depth_ = 0, next_ = 0;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+};
+
+} // namespace
+
+std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg)
+{
+    return std::make_unique<NpfReceiver>(kind, cfg);
+}
+
+const std::vector<std::string>& receiverKinds()
+{
+    static const std::vector<std::string> k{"npf",           "npf-noprefetch", "drop-on-fault", "blocking",
+                                            "xdp-drop",      "static-pinned",  "recvmmsg",      "io_uring"};
+    return k;
+}
+
+std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
+{
+    if (kind == "npf" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
+        return makeNpfReceiver(kind, cfg);
+    if (kind == "xdp-drop")
+        return makeXskReceiver(false, cfg);
+    if (kind == "static-pinned")
+        return makeXskReceiver(true, cfg);
+    if (kind == "recvmmsg")
+        return makeRecvmmsgReceiver(cfg);
+    if (kind == "io_uring")
+        return makeIoUringReceiver(cfg);
+    throw std::invalid_argument("unknown contender '" + kind + "'");
+}
+
+uint64_t residentOf(const void* p, uint64_t len)
+{
+    const uint64_t pages = (len + 4095) / 4096;
+    std::vector<unsigned char> v(pages);
+    if (::mincore(const_cast<void*>(p), len, v.data()) < 0)
+        return 0;
+    uint64_t n = 0;
+    for (unsigned char c : v)
+        n += c & 1;
+    return n * 4096;
+}
+
+void pinThread(int cpu) noexcept
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+} // namespace npf::bench

@@ -1,0 +1,355 @@
+#include "scenarios.h"
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include "run.h"
+
+namespace npf::bench {
+namespace {
+
+double mib(uint64_t b) { return double(b) / (1 << 20); }
+
+Json engineLatency(const Json& details, const char* stage)
+{
+    if (details.contains("latency") && details["latency"].contains(stage))
+        return details["latency"][stage];
+    return Json();
+}
+
+uint64_t detail(const Json& d, const char* key)
+{
+    if (d.contains(key) && d[key].is_number())
+        return d[key].get<uint64_t>();
+    if (d.contains("counters") && d["counters"].contains(key))
+        return d["counters"][key].get<uint64_t>();
+    return 0;
+}
+
+void writeBins(const Options& o, const std::string& file, const RunResult& r)
+{
+    std::ofstream f(o.outDir + "/" + file);
+    f << "# ms received_kpps\n";
+    for (size_t i = 0; i < r.bins.size(); i++)
+        f << i << " " << r.bins[i] << "\n"; // packets per 1 ms bin = kpps
+}
+
+void writeCdf(const Options& o, const std::string& file, const RunResult& r)
+{
+    std::ofstream f(o.outDir + "/" + file);
+    f << "# latency_us cumulative_fraction\n";
+    for (auto& [ns, frac] : r.latency.cdf())
+        f << double(ns) / 1e3 << " " << frac << "\n";
+}
+
+void header(const char* title)
+{
+    printf("\n== %s ==\n", title);
+}
+
+// One line per contender: rates, loss, app-level latency, CPU, memory.
+void throughputTable(const std::vector<RunResult>& rs)
+{
+    printf("%-15s %9s %9s %9s %9s %6s %9s %9s %9s %8s %9s %9s\n", "contender", "offered", "recv", "steady",
+           "lost", "bad", "lat p50", "lat p99", "lat p999", "cpu ns/p", "pinnedMiB", "residMiB");
+    for (auto& r : rs) {
+        if (!r.error.empty() && r.received == 0) {
+            printf("%-15s ERROR %s\n", r.kind.c_str(), r.error.c_str());
+            continue;
+        }
+        printf("%-15s %8.3fM %8.3fM %8.3fM %9llu %6llu %7.1fus %7.1fus %7.1fus %8.0f %9.1f %9.1f\n", r.kind.c_str(),
+               r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.lost(),
+               (unsigned long long)r.bad, r.latency.quantile(0.5) / 1e3, r.latency.quantile(0.99) / 1e3,
+               r.latency.quantile(0.999) / 1e3, r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0,
+               mib(r.pinnedBytes), mib(r.residentBytes));
+    }
+}
+
+Json runsJson(const std::vector<RunResult>& rs)
+{
+    Json a = Json::array();
+    for (auto& r : rs)
+        a.push_back(r.toJson());
+    return a;
+}
+
+const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
+{
+    for (auto& r : rs)
+        if (r.kind == k)
+            return &r;
+    return nullptr;
+}
+
+std::vector<RunResult> runAll(const std::vector<std::string>& kinds, RunSpec spec, const TrafficConfig& t,
+                              const RxConfig& rx, const Options& o)
+{
+    std::vector<RunResult> rs;
+    for (auto& k : kinds) {
+        if (g_interrupted)
+            break;
+        spec.kind = k;
+        rs.push_back(runOne(spec, t, rx, o.verbose));
+    }
+    return rs;
+}
+
+TrafficConfig trafficFor(Env& env, const Options& o, double pps, uint32_t payload)
+{
+    TrafficConfig t = env.traffic();
+    t.payload = payload;
+    t.pps = pps;
+    t.flows = o.flows;
+    t.cpus = o.genCpus;
+    return t;
+}
+
+RxConfig rxFor(Env& env, const Options& o, uint32_t payload)
+{
+    RxConfig r = env.rx();
+    r.payload = payload;
+    r.cpus = o.rxCpus;
+    r.regionSize = o.region;
+    r.verbose = o.verbose;
+    return r;
+}
+
+// 1. Everything resident, as fast as the generator goes.
+Json steady(const Options& o)
+{
+    header("steady state: everything resident, max rate");
+    Env env({});
+    auto t = trafficFor(env, o, 0, o.payload);
+    auto rx = rxFor(env, o, o.payload);
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    auto rs = runAll({"npf", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, spec, t, rx, o);
+    throughputTable(rs);
+    Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
+    const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
+    if (n && p && k && p->pps > 0 && k->pps > 0) {
+        j["npfVsStaticPinned"] = n->pps / p->pps;
+        j["npfVsRecvmmsg"] = n->pps / k->pps;
+        printf("npf / static-pinned = %.2f (target >= 0.85), npf / recvmmsg = %.2f (target >= 1.5)\n",
+               n->pps / p->pps, n->pps / k->pps);
+    }
+    for (auto& r : rs)
+        writeCdf(o, "cdf_steady_" + r.kind + ".dat", r);
+    return j;
+}
+
+// 2. Region entirely non-resident at t=0, full rate.
+Json cold(const Options& o)
+{
+    header("cold ring: region non-resident at t=0");
+    Env env({});
+    auto t = trafficFor(env, o, o.coldRate, o.payload);
+    auto rx = rxFor(env, o, o.payload);
+    rx.cold = true;
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    auto rs = runAll({"npf", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"}, spec, t, rx, o);
+    throughputTable(rs);
+    printf("%-15s %10s %10s %9s %9s %9s %9s %11s\n", "contender", "t90% (ms)", "lost", "faults", "prefetch",
+           "flt p50", "flt p99", "flt p99.9");
+    Json runs = Json::array();
+    for (auto& r : rs) {
+        Json jr = r.toJson();
+        const int t90 = timeToFraction(r.bins, r.steadyPps / 1000, 0.9);
+        Json ft = engineLatency(r.details, "faultTotal");
+        jr["timeTo90PctMs"] = t90;
+        runs.push_back(jr);
+        printf("%-15s %10d %10llu %9llu %9llu %7.1fus %7.1fus %9.1fus\n", r.kind.c_str(), t90,
+               (unsigned long long)r.lost(), (unsigned long long)detail(r.details, "packetFaults"),
+               (unsigned long long)detail(r.details, "prefetched"),
+               ft.is_null() ? 0.0 : ft.value("p50", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99", 0.0) / 1e3,
+               ft.is_null() ? 0.0 : ft.value("p999", 0.0) / 1e3);
+        writeBins(o, "cold_" + r.kind + ".dat", r);
+        writeCdf(o, "cdf_cold_" + r.kind + ".dat", r);
+    }
+    const RunResult* sp = find(rs, "static-pinned");
+    printf("(static-pinned is not cold: it pinned and prefaulted %.0f MiB before the run, in %.1f ms)\n",
+           mib(o.region), sp && sp->details.contains("pinSeconds") ? sp->details["pinSeconds"].get<double>() * 1e3 : 0.0);
+    return {{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"offeredPps", o.coldRate}, {"runs", runs}};
+}
+
+// 3. Working set larger than the budget: eviction keeps running.
+Json pressure(const Options& o)
+{
+    header("memory pressure: working set 4x the resident budget");
+    Env env({});
+    auto t = trafficFor(env, o, o.coldRate, o.payload);
+    auto rx = rxFor(env, o, o.payload);
+    rx.budget = o.region / 4;
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    auto rs = runAll({"npf", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
+    throughputTable(rs);
+    Json runs = Json::array();
+    printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
+           "pinnedMiB");
+    for (auto& r : rs) {
+        Json jr = r.toJson();
+        const double s = r.seconds;
+        const double f = double(detail(r.details, "packetFaults") + detail(r.details, "cpuFaults")) / s;
+        jr["faultsPerSecond"] = f;
+        jr["prefetchedPerSecond"] = double(detail(r.details, "prefetched")) / s;
+        jr["evictedPerSecond"] = double(detail(r.details, "evicted")) / s;
+        runs.push_back(jr);
+        printf("%-15s %12.0f %12.0f %12.0f %10.1f %10.1f\n", r.kind.c_str(), f,
+               double(detail(r.details, "prefetched")) / s, double(detail(r.details, "evicted")) / s,
+               mib(r.residentBytes), mib(r.pinnedBytes));
+    }
+    return {{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
+            {"offeredPps", o.coldRate}, {"runs", runs}};
+}
+
+// 4. Every packet faults: one datagram per page, budget far below the region.
+Json faultpath(const Options& o)
+{
+    header("fault path alone: every datagram lands on a non-resident page");
+    Env env({});
+    auto t = trafficFor(env, o, 0, o.payload);
+    auto rx = rxFor(env, o, o.payload);
+    rx.regionSize = std::max<uint64_t>(o.region * 4, 256ull << 20);
+    rx.stride = 4096;
+    rx.bufLen = 4096;
+    rx.budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    auto rs = runAll({"npf-noprefetch", "npf"}, spec, t, rx, o);
+    throughputTable(rs);
+    Json runs = Json::array();
+    printf("%-15s %14s %14s %12s %12s %10s\n", "contender", "pkt faults/s", "+prefetch/s", "flt p50", "flt p99",
+           "pager cpu");
+    for (auto& r : rs) {
+        Json jr = r.toJson();
+        const double pf = double(detail(r.details, "packetFaults")) / r.seconds;
+        const double pre = double(detail(r.details, "prefetched")) / r.seconds;
+        Json ft = engineLatency(r.details, "faultTotal");
+        jr["packetFaultsPerSecond"] = pf;
+        jr["pagesInstalledPerSecond"] = pf + pre;
+        runs.push_back(jr);
+        printf("%-15s %14.0f %14.0f %10.1fus %10.1fus %10s\n", r.kind.c_str(), pf, pf + pre,
+               ft.is_null() ? 0.0 : ft.value("p50", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99", 0.0) / 1e3,
+               "1 core");
+    }
+    return {{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
+}
+
+// Fault handling time by stage, one-page and two-page datagrams, at a low
+// rate so every fault is measured alone.
+Json stages(const Options& o)
+{
+    header("fault-handling time by stage (every datagram faults, low rate)");
+    struct Case {
+        const char* name;
+        uint32_t payload, skew, mtu;
+    };
+    const Case cases[] = {{"one page (1472 B)", 1472, 0, 1500}, {"two pages (3000 B across a page border)", 3000, 2048, 3100}};
+    Json out = Json::array();
+    const char* stageNames[] = {"steerToPickup", "pickupToImage", "imageToCopy", "copyToPublish", "faultTotal"};
+    printf("%-42s", "stage (us) p50 / p99 / p99.9");
+    for (auto* s : stageNames)
+        printf(" %21s", s);
+    printf("\n");
+    for (const Case& c : cases) {
+        if (g_interrupted)
+            break;
+        Env env({.queues = 1, .mtu = int(c.mtu)});
+        auto t = trafficFor(env, o, o.quick ? 20000 : 50000, c.payload);
+        auto rx = rxFor(env, o, c.payload);
+        rx.regionSize = 512ull << 20; // never wraps at this rate: every datagram a fresh page
+        rx.stride = 8192;
+        rx.skew = c.skew;
+        rx.bufLen = 4096;
+        rx.cold = true;
+        RunSpec spec{.kind = "npf-noprefetch", .sender = o.sender, .seconds = std::min(o.seconds, 1.0)};
+        RunResult r = runOne(spec, t, rx, o.verbose);
+        Json jc{{"case", c.name}, {"payload", c.payload}, {"run", r.toJson()}};
+        printf("%-42s", c.name);
+        for (auto* s : stageNames) {
+            Json l = engineLatency(r.details, s);
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.1f/%.1f/%.1f", l.is_null() ? 0.0 : l.value("p50", 0.0) / 1e3,
+                     l.is_null() ? 0.0 : l.value("p99", 0.0) / 1e3, l.is_null() ? 0.0 : l.value("p999", 0.0) / 1e3);
+            printf(" %21s", buf);
+        }
+        printf("   (n=%llu faults, app latency p50 %.1f us)\n", (unsigned long long)detail(r.details, "packetFaults"),
+               r.latency.quantile(0.5) / 1e3);
+        out.push_back(jc);
+    }
+    return {{"cases", out}};
+}
+
+// 5. 1 vs 2 queues, payload sweep.
+Json scaling(const Options& o)
+{
+    header("scaling: payload sizes (1 queue) and 1 vs 2 queues");
+    Json payloads = Json::array(), queues = Json::array();
+    std::vector<uint32_t> sizes = o.quick ? std::vector<uint32_t>{64, 1472} : std::vector<uint32_t>{64, 256, 512, 1024, 1472};
+    Options q = o;
+    q.seconds = o.quick ? o.seconds : std::min(o.seconds, 1.0);
+    {
+        Env env({});
+        printf("%-8s %-15s %10s %10s %10s\n", "payload", "contender", "recv Mpps", "Gbit/s", "lost");
+        for (uint32_t p : sizes) {
+            auto t = trafficFor(env, q, 0, p);
+            auto rx = rxFor(env, q, p);
+            RunSpec spec{.sender = o.sender, .seconds = q.seconds};
+            for (auto& r : runAll({"npf", "static-pinned", "recvmmsg"}, spec, t, rx, q)) {
+                printf("%-8u %-15s %10.3f %10.2f %10llu\n", p, r.kind.c_str(), r.pps / 1e6,
+                       double(r.bytes) * 8 / r.seconds / 1e9, (unsigned long long)r.lost());
+                Json jr = r.toJson();
+                jr["payload"] = p;
+                payloads.push_back(jr);
+            }
+        }
+    }
+    {
+        Env env({.queues = 2});
+        printf("%-8s %-15s %10s %10s %10s\n", "queues", "contender", "recv Mpps", "Gbit/s", "lost");
+        for (int nq : {1, 2}) {
+            Options qq = q;
+            // veth picks the peer's RX queue by the sending CPU: one generator thread per queue.
+            qq.genCpus = nq == 1 ? o.genCpus : std::vector<int>{0, 1};
+            qq.rxCpus = nq == 1 ? o.rxCpus : std::vector<int>{0, 1};
+            auto t = trafficFor(env, qq, 0, o.payload);
+            auto rx = rxFor(env, qq, o.payload);
+            rx.queues = uint32_t(nq);
+            RunSpec spec{.sender = o.sender, .seconds = q.seconds};
+            for (auto& r : runAll({"npf", "static-pinned"}, spec, t, rx, qq)) {
+                printf("%-8d %-15s %10.3f %10.2f %10llu\n", nq, r.kind.c_str(), r.pps / 1e6,
+                       double(r.bytes) * 8 / r.seconds / 1e9, (unsigned long long)r.lost());
+                Json jr = r.toJson();
+                jr["queues"] = nq;
+                queues.push_back(jr);
+            }
+        }
+    }
+    return {{"payloads", payloads}, {"queues", queues}};
+}
+
+const std::map<std::string, std::function<Json(const Options&)>>& table()
+{
+    static const std::map<std::string, std::function<Json(const Options&)>> t{
+        {"steady", steady}, {"cold", cold},       {"pressure", pressure},
+        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}};
+    return t;
+}
+
+} // namespace
+
+const std::vector<std::string>& scenarioNames()
+{
+    static const std::vector<std::string> n{"steady", "cold", "pressure", "faultpath", "stages", "scaling"};
+    return n;
+}
+
+Json runScenario(const std::string& name, const Options& o)
+{
+    auto it = table().find(name);
+    if (it == table().end())
+        throw std::invalid_argument("unknown scenario '" + name + "'");
+    return it->second(o);
+}
+
+} // namespace npf::bench

@@ -1,0 +1,30 @@
+// The scenarios of the benchmark (issue 4): each runs its contenders side by
+// side against the same traffic, prints a human table and returns JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace npf::bench {
+
+struct Options {
+    bool quick = false;
+    std::vector<std::string> scenarios; // empty = all
+    double seconds = 2.0;               // sending time per contender
+    double coldRate = 1.0e6;            // offered pps in cold/pressure scenarios
+    uint32_t payload = 1472;
+    uint64_t region = 64ull << 20;
+    std::vector<int> genCpus{0}, rxCpus{1};
+    uint32_t flows = 1;
+    std::string sender = "live";
+    std::string outDir = "bench-results";
+    bool verbose = false;
+};
+
+using Json = nlohmann::ordered_json;
+
+const std::vector<std::string>& scenarioNames();
+Json runScenario(const std::string& name, const Options& o);
+
+} // namespace npf::bench
