@@ -1,4 +1,7 @@
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -55,6 +58,9 @@ void checkConfig(const EngineConfig& cfg)
 Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
     checkConfig(cfg);
+    netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!netns)
+        throwErrno("open /proc/thread-self/ns/net");
     dp.emplace(openOrAttach(cfg, &attachedByUs));
     if (dp->regionPages() * NPF_PAGE_SIZE < cfg.regionSize)
         throw ctl::StateError(EINVAL, "npf on " + cfg.ifname + " is attached for a region of " +
@@ -111,6 +117,12 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 Engine::Impl::~Impl()
 {
     stopThreads();
+    // The interface name means something only in the engine's namespace.
+    Fd here(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    const bool moved = here && setns(netns.get(), CLONE_NEWNET) == 0;
+    if (!moved)
+        NPF_WARN("engine on %s: cannot enter its network namespace for teardown: %s", cfg.ifname.c_str(),
+                 strerror(errno));
     queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
     for (auto& f : flows) {
         if (!f->impl_->ownsEntry)
@@ -122,13 +134,16 @@ Engine::Impl::~Impl()
         }
     }
     ::unlink(statsPath.c_str());
-    if (attachedByUs) {
+    ::rmdir(statsPath.substr(0, statsPath.rfind('/')).c_str());
+    if (attachedByUs && moved) {
         try {
             ctl::detach(cfg.ifname);
         } catch (const std::exception& e) {
             NPF_WARN("detaching npf from %s: %s", cfg.ifname.c_str(), e.what());
         }
     }
+    if (moved)
+        (void)setns(here.get(), CLONE_NEWNET);
 }
 
 void Engine::Impl::startThreads()

@@ -117,6 +117,7 @@ struct Engine::Impl {
     Flow::Impl* flow(uint32_t id) const noexcept { return flowById[id].load(std::memory_order_acquire); }
 
     EngineConfig cfg;
+    Fd netns; // the network namespace the engine was created in (teardown runs there)
     bool attachedByUs = false;
     std::optional<ctl::Dataplane> dp;
     std::optional<MappedMaps> maps;
