@@ -43,6 +43,7 @@ PORT_FLOW=5000  # UDP port made a flow with `npfctl flow add`
 COUNT=5         # datagrams per UDP step
 
 NPFCTL=$ROOT/$BUILD/loader/npfctl
+NPF_RECV=$ROOT/$BUILD/apps/npf-recv
 PIN_ROOT=/sys/fs/bpf/npf
 WORK=
 CREATED_PIN_ROOT=0
@@ -222,7 +223,7 @@ sweep_stale
 
 step "building npfctl in $BUILD/ (log: $BUILD/demo-build.log)"
 mkdir -p "$BUILD"
-if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl -j"$(nproc)"; } \
+if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl npf-recv -j"$(nproc)"; } \
     >"$BUILD/demo-build.log" 2>&1; then
   tail -n 30 "$BUILD/demo-build.log" >&2
   die "build failed (full log: $BUILD/demo-build.log)"
@@ -299,13 +300,31 @@ consumed=$(in_rx "$NPFCTL" flow list "$IF_RX" | awk -v p="$PORT_FLOW" '$2 == p {
 [ "$consumed" = "$before_consumed" ] || die "flow $PORT_FLOW consumed posts without a socket ($before_consumed -> $consumed)"
 note "no posted buffer consumed (CONSUMED stays $consumed)"
 
-# ---- receiver step: the npf userspace receiver goes here ------------------
-# A later step runs the receiver on the flow (AF_XDP sockets bound, buffers
-# posted) with `bg_rx RECEIVER ...` (cleanup() stops it on any exit), sends
-# to PORT_FLOW again with send_udp, stops it with `stop_bg "$BG_PID"`, and
-# checks what it received plus xdp.redir_primary / xdp.redir_backup with
-# expect_delta. npfctl has attached npf to $IF_RX in $NS_RX above.
-# ---------------------------------------------------------------------------
+step "npf-recv: a file sent by socat lands in a cold, pageable region, byte for byte"
+head -c $((2048 * 1024)) /dev/urandom >"$WORK/send.bin"
+before_p=$(counter redir_primary)
+before_b=$(counter redir_backup)
+printf '    $ npf-recv %s %s --cold --region 64M --count 2048 -o out.bin   (in %s)\n' "$IF_RX" "$PORT_FLOW" "$NS_RX"
+bg_rx timeout 60 "$NPF_RECV" "$IF_RX" "$PORT_FLOW" --cold --region 64M --count 2048 -o "$WORK/recv.bin" \
+  2> >(sed 's/^/    /' >&2)
+RECV_PID=$BG_PID
+for _ in $(seq 100); do
+  [ -s "/run/npf/$IF_RX/engine.json" ] && break
+  kill -0 "$RECV_PID" 2>/dev/null || die "npf-recv exited before it was ready"
+  sleep 0.1
+done
+[ -s "/run/npf/$IF_RX/engine.json" ] || die "npf-recv did not come up"
+printf '    $ socat -u -b 1024 FILE:send.bin UDP4-SENDTO:%s:%s   (from %s; 2 MiB = 2048 datagrams)\n' \
+  "$ADDR_RX" "$PORT_FLOW" "$NS_TX"
+in_tx socat -u -b 1024 "FILE:$WORK/send.bin" "UDP4-SENDTO:$ADDR_RX:$PORT_FLOW"
+wait "$RECV_PID" || die "npf-recv failed (exit $?)"
+stop_bg "$RECV_PID"
+cmp "$WORK/send.bin" "$WORK/recv.bin" || die "npf-recv's output differs from what socat sent"
+note "npf-recv's output equals the 2 MiB socat sent, byte for byte"
+p=$(( $(counter redir_primary) - before_p ))
+b=$(( $(counter redir_backup) - before_b ))
+[ $((p + b)) -eq 2048 ] || die "XDP steered $p + $b datagrams, expected 2048"
+note "XDP steered $b datagrams to the backup ring (page not resident) and $p to the primary ring"
 
 step "npfctl stats $IF_RX"
 show_rx "$NPFCTL" stats "$IF_RX"

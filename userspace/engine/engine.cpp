@@ -125,6 +125,9 @@ Engine::Impl::~Impl()
                  strerror(errno));
     queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
     for (auto& f : flows) {
+        // Withdraw the posts: they point into a region that is about to go.
+        npf_cursor* cur = f->impl_->cursor;
+        __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
         if (!f->impl_->ownsEntry)
             continue;
         try {
