@@ -1,0 +1,44 @@
+// Runs `npf-bench --quick` for real (namespaces, XDP, AF_XDP, userfaultfd)
+// and checks that it exits 0 and that its JSON parses and holds every
+// scenario with results from the contenders.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "netns.h"
+
+namespace {
+
+TEST(BenchSmoke, QuickRunWritesJson)
+{
+    if (!npf::test::isRoot())
+        GTEST_SKIP() << "npf-bench needs root (network namespaces, XDP, AF_XDP)";
+    const std::string dir = "/tmp/npf-bench-smoke-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir);
+    const std::string cmd = std::string(NPF_BENCH_BIN) + " --quick --no-plots -o " + dir + " > " + dir + ".log 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream log(dir + ".log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    ASSERT_EQ(rc, 0) << text;
+
+    std::ifstream f(dir + "/npf-bench.json");
+    ASSERT_TRUE(f) << "no JSON written\n" << text;
+    nlohmann::json j = nlohmann::json::parse(f); // throws (fails the test) if it does not parse
+    ASSERT_TRUE(j.contains("scenarios"));
+    for (const char* s : {"steady", "cold", "pressure", "faultpath", "stages", "scaling"})
+        EXPECT_TRUE(j["scenarios"].contains(s)) << s;
+    // Every contender of the steady state received traffic and saw no corrupt payload.
+    for (const auto& r : j["scenarios"]["steady"]["runs"]) {
+        EXPECT_FALSE(r.contains("error")) << r.dump();
+        EXPECT_GT(r["received"].get<uint64_t>(), 0u) << r["contender"];
+        EXPECT_EQ(r["badPayloads"].get<uint64_t>(), 0u) << r["contender"];
+    }
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove(dir + ".log");
+}
+
+} // namespace
