@@ -71,6 +71,9 @@ int main(int argc, char** argv)
     app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
     app.add_option("-s,--scenario", scenarios,
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling (default all)");
+    app.add_option("-c,--contenders", o.only, "run only these contenders (npf, npf-noprefetch, drop-on-fault, "
+                                              "blocking, static-pinned, xdp-drop, recvmmsg, io_uring)")
+        ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
     app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")
         ->check(CLI::Range(1000.0, 2.0e7));

@@ -1,5 +1,6 @@
 #include "scenarios.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -90,6 +91,8 @@ std::vector<RunResult> runAll(const std::vector<std::string>& kinds, RunSpec spe
     for (auto& k : kinds) {
         if (g_interrupted)
             break;
+        if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), k) == o.only.end())
+            continue;
         spec.kind = k;
         rs.push_back(runOne(spec, t, rx, o.verbose));
     }

@@ -11,6 +11,7 @@ namespace npf::bench {
 struct Options {
     bool quick = false;
     std::vector<std::string> scenarios; // empty = all
+    std::vector<std::string> only;      // contenders to run (empty = each scenario's own list)
     double seconds = 2.0;               // sending time per contender
     double coldRate = 1.0e6;            // offered pps in cold/pressure scenarios
     uint32_t payload = 1472;

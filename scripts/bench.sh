@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command: dependencies, build, npf-bench (all scenarios), plots.
-#   scripts/bench.sh                 full run into bench-results/<date>
+#   scripts/bench.sh                 full run into build-bench/results/<date>
 #   scripts/bench.sh --quick         < 60 s smoke run
 #   scripts/bench.sh -s cold -d 3    any npf-bench options
 # Needs root (namespaces, XDP, AF_XDP, userfaultfd). Cleans up after itself:
@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${NPF_BENCH_BUILD:-$root/build-bench}
-out=${NPF_BENCH_OUT:-$root/bench-results/$(date +%Y%m%d-%H%M%S)}
+out=${NPF_BENCH_OUT:-$build/results/$(date +%Y%m%d-%H%M%S)}
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "bench.sh: needs root" >&2
