@@ -7,6 +7,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "npf/abi.h"
 #include <vector>
 
 #include "meter.h"
@@ -28,7 +30,7 @@ struct RxConfig {
     bool cold = false;          // receive memory starts non-resident
     uint64_t budget = 0;        // npf: resident budget (0 = unlimited)
     uint32_t prefetch = 256;    // npf: prefetch depth
-    uint32_t frameCount = 4096; // UMEM frames per queue
+    uint32_t frameCount = 2 * NPF_POST_RING_SIZE; // UMEM frames (2 KiB) per queue, all contenders
     bool verbose = false;
 
     uint64_t slots() const noexcept { return (regionSize - skew - bufLen) / stride + 1; }

@@ -84,10 +84,10 @@ public:
             auto xq = std::make_unique<XskQueue>();
             Fd fd = xsk::openXskSocket("bench xsk q" + std::to_string(q));
             xsk::UmemConfig uc;
-            uc.frameSize = 4096;
+            uc.frameSize = 2048;
             uc.frameCount = cfg.frameCount;
             xq->umem = std::make_unique<xsk::Umem>(fd.get(), uc, "bench q" + std::to_string(q));
-            xq->sock = xsk::XskSocket::bindOwner(std::move(fd), uint32_t(prog_.ifindex()), q, 2048,
+            xq->sock = xsk::XskSocket::bindOwner(std::move(fd), uint32_t(prog_.ifindex()), q, NPF_POST_RING_SIZE,
                                                  xsk::BindMode::Copy, true, 1000, "bench xsk q" + std::to_string(q));
             xq->sock.insertInto(prog_.xsks(), q);
             queues_.push_back(std::move(xq));

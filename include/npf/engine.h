@@ -42,9 +42,13 @@ struct EngineConfig {
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     std::chrono::microseconds reorderTimeout{1000}; // a missing seq completes LOST after this
-    uint32_t frameSize = 4096;            // UMEM frame size
-    uint32_t frameCount = 4096;           // UMEM frames per queue (the only pinned memory)
-    uint32_t rxRingSize = 2048;           // RX ring entries per socket
+    // UMEM frames per queue (the only pinned memory: frameSize * frameCount).
+    // A flow's posted buffers bound the datagrams in flight, so RX rings of
+    // NPF_POST_RING_SIZE entries and twice as many frames never overflow
+    // with one flow: the post ring is the flow control.
+    uint32_t frameSize = 2048;            // holds a 1500-byte-MTU frame with headroom and meta
+    uint32_t frameCount = 2 * NPF_POST_RING_SIZE;
+    uint32_t rxRingSize = NPF_POST_RING_SIZE; // RX ring entries per socket
     uint32_t completionRingSize = 8192;   // per flow, >= NPF_POST_RING_SIZE
     std::vector<int> workerCpus;          // CPU per queue worker (index = queue); empty = no pinning
     int pagerCpu = -1;                    // CPU of the pager thread; -1 = no pinning

@@ -110,6 +110,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
         qc.backupRxSize = cfg.rxRingSize;
         qc.regionBytes = cfg.regionSize;
         queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flowSet, dp->xsks()));
+        fastTotal.push_back(std::make_unique<LatencyHistogram>());
     }
     statsPath = cfg.statsPath.empty() ? ctl::engineStatsPath(cfg.ifname) : cfg.statsPath;
 }
@@ -154,7 +155,7 @@ void Engine::Impl::startThreads()
     pager = std::thread([this] { pagerLoop(); });
     for (size_t q = 0; q < queues.size(); q++) {
         int cpu = q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1;
-        workers.emplace_back([this, q, cpu] { workerLoop(*queues[q], cpu); });
+        workers.emplace_back([this, q, cpu] { workerLoop(*queues[q], *fastTotal[q], cpu); });
     }
 }
 

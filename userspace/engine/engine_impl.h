@@ -91,7 +91,7 @@ struct Engine::Impl {
 
     void startThreads();
     void stopThreads() noexcept;
-    void workerLoop(xsk::QueueSockets& q, int cpu) noexcept;
+    void workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatency, int cpu) noexcept;
     void pagerLoop() noexcept;
     void wakePager() noexcept;
 
@@ -147,7 +147,10 @@ struct Engine::Impl {
     // Counters (relaxed; single writer each unless noted).
     std::atomic<uint64_t> fastPath{0}, faultPath{0}, deferredCount{0}, rejected{0}, mismatch{0},
         placeErrors{0}, faultDrops{0};
-    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fastTotal;
+    // Written by the pager only.
+    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
+    // One per worker (index = queue), merged by snapshot().
+    std::vector<std::unique_ptr<LatencyHistogram>> fastTotal;
 };
 
 } // namespace npf

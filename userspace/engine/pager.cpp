@@ -81,7 +81,7 @@ void Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
             Flow::Impl* f = claimPacket(*this, p.meta, &seq);
             if (!f)
                 return;
-            steerToPickup.record(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
+            steerToPickup.recordSingleWriter(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
             patches.push_back({p.meta.offset, p.payload, p.meta.len});
             placements.push_back({f, seq, statusOf(p.meta), p.meta.tstamp});
         });
@@ -134,15 +134,15 @@ void Engine::Impl::place(uint64_t pickupNs) noexcept
     if (rc < 0)
         std::fill(results.begin(), results.end(), rc);
     if (t.imageReady)
-        pickupToImage.record(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
+        pickupToImage.recordSingleWriter(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
     if (t.copyDone && t.imageReady)
-        imageToCopy.record(t.copyDone - t.imageReady);
+        imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
     const uint64_t now = monotonicNs();
     for (size_t i = 0; i < patches.size(); i++) {
         const Placement& p = placements[i];
         if (results[i] == 0) {
             p.flow->seq.complete(p.seq, patches[i].len, p.status, NPF_CF_FAULT, now);
-            faultTotal.record(now > p.tstamp ? now - p.tstamp : 0);
+            faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
             faultPath.fetch_add(1, std::memory_order_relaxed);
         } else {
             NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", patches[i].len,

@@ -93,7 +93,10 @@ EngineStats Engine::Impl::snapshot() const
     s.imageToCopy = latency(imageToCopy);
     s.copyToPublish = latency(publishLat);
     s.faultTotal = latency(faultTotal);
-    s.fastTotal = latency(fastTotal);
+    LatencyHistogram fast;
+    for (const auto& h : fastTotal)
+        fast.merge(*h);
+    s.fastTotal = latency(fast);
     return s;
 }
 

@@ -42,6 +42,20 @@ void LatencyHistogram::record(uint64_t v) noexcept
     }
 }
 
+void LatencyHistogram::recordSingleWriter(uint64_t v) noexcept
+{
+    auto bump = [](std::atomic<uint64_t>& a, uint64_t d) {
+        a.store(a.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+    };
+    bump(buckets_[bucketOf(v)], 1);
+    bump(count_, 1);
+    bump(sum_, v);
+    if (v < min_.load(std::memory_order_relaxed))
+        min_.store(v, std::memory_order_relaxed);
+    if (v > max_.load(std::memory_order_relaxed))
+        max_.store(v, std::memory_order_relaxed);
+}
+
 void LatencyHistogram::merge(const LatencyHistogram& o) noexcept
 {
     for (int b = 0; b < kBuckets; ++b)

@@ -29,6 +29,9 @@ public:
     }
 
     void record(uint64_t v) noexcept;
+    // Same as record() for a histogram that only one thread ever writes
+    // (readers may run concurrently): plain load/store, no atomic RMW.
+    void recordSingleWriter(uint64_t v) noexcept;
     void merge(const LatencyHistogram& o) noexcept;
     void reset() noexcept;
 
