@@ -432,7 +432,8 @@ void Region::protect(uint64_t offset, uint64_t len) noexcept
         return;
     for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p) {
         std::atomic_ref<uint32_t>(protect_[p]).fetch_add(1, std::memory_order_relaxed);
-        bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
+        if (bits::testAcquire(discard_.data(), p))
+            bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -94,9 +95,11 @@ public:
     QueueSockets& operator=(const QueueSockets&) = delete;
 
     // Worker, hot path: consumes up to `max` (<= kMaxBatch) primary frames,
-    // calls sink(const RxPacket&) for each valid one (the payload pointer is
-    // valid only during the call), counts and drops the others, recycles all
-    // of them to the fill ring, brackets the batch with the epoch hook.
+    // calls sink(const RxPacket&) for each valid one -- or, if the sink takes
+    // std::span<const RxPacket>, once with all of them (the payload pointers
+    // are valid only during the call) -- counts and drops the others,
+    // recycles all of them to the fill ring, brackets the batch with the
+    // epoch hook.
     // Returns the number of frames consumed.
     template <typename Sink>
     uint32_t pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch = {}) noexcept;
@@ -179,7 +182,9 @@ inline MetaStatus QueueSockets::inspect(const xdp_desc& d, RingKind ring, RxPack
 template <typename Sink>
 uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) noexcept
 {
-    static_assert(std::is_nothrow_invocable_v<Sink&, const RxPacket&>, "the sink must be noexcept");
+    static_assert(std::is_nothrow_invocable_v<Sink&, const RxPacket&> ||
+                      std::is_nothrow_invocable_v<Sink&, std::span<const RxPacket>>,
+                  "the sink must be noexcept");
     uint64_t frames[kMaxBatch];
     uint32_t first, nf = 0;
     RxRing& rx = primary_.rx();
@@ -187,12 +192,15 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) n
     max = std::min(max, kMaxBatch);
     const uint32_t n = rx.peek(max, &first);
     uint64_t ok = 0, bytes = 0;
+    constexpr bool kBatchSink = std::is_invocable_v<Sink&, std::span<const RxPacket>>;
+    RxPacket pkts[kBatchSink ? kMaxBatch : 1];
     for (uint32_t i = 0; i < n; i++) {
-        RxPacket pkt;
+        RxPacket& pkt = pkts[kBatchSink ? ok : 0];
         uint64_t f;
         MetaStatus st = inspect(rx.at(first + i), RingKind::Primary, &pkt, &f);
         if (st == MetaStatus::Ok) {
-            sink(pkt);
+            if constexpr (!kBatchSink)
+                sink(pkt);
             ok++;
             bytes += pkt.meta.len;
         } else {
@@ -200,6 +208,10 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) n
         }
         if (f != ~0ull)
             frames[nf++] = f;
+    }
+    if constexpr (kBatchSink) {
+        if (ok)
+            sink(std::span<const RxPacket>(pkts, ok));
     }
     if (n) {
         rx.release(n);
