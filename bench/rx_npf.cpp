@@ -111,6 +111,11 @@ private:
             uint64_t bytes = 0, ok = 0, lost = 0;
             for (size_t i = 0; i < n; i++) {
                 const npf_completion& c = batch[i];
+                if (c.offset != relTo_) { // the slots wrapped around the region
+                    releaseConsumed();
+                    relFrom_ = c.offset & ~uint64_t(NPF_PAGE_SIZE - 1);
+                }
+                relTo_ = c.offset + cfg_.bufLen;
                 if (c.status == NPF_CS_LOST) {
                     lost++;
                 } else {
@@ -120,6 +125,7 @@ private:
                 }
                 flow_->post(cfg_.slotOffset(next_++), cfg_.bufLen);
             }
+            releaseConsumed();
             if (lost)
                 m.lost(lost);
             if (ok)
@@ -127,8 +133,24 @@ private:
         }
     }
 
+    // A consumed buffer's content is dead, as in any receive pool: release
+    // it so eviction discards the page instead of saving it. Buffers are
+    // consumed in slot order, so [relFrom_, relTo_) is consumed; the page
+    // holding relTo_ is shared with the next (posted) buffer and waits.
+    void releaseConsumed() noexcept
+    {
+        try {
+            if (relTo_ > relFrom_)
+                eng_->release(relFrom_, relTo_ - relFrom_);
+        } catch (const std::exception& e) {
+            NPF_WARN_RL("npf-bench: release: %s", e.what());
+        }
+        relFrom_ = relTo_ & ~uint64_t(NPF_PAGE_SIZE - 1);
+    }
+
     RxConfig cfg_;
     std::unique_ptr<Engine> eng_;
+    uint64_t relFrom_ = 0, relTo_ = 0;
     Flow* flow_ = nullptr;
     uint64_t depth_ = 0, next_ = 0;
     std::thread thread_;

@@ -151,16 +151,24 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
         NPF_WARN_RL("region %s: evict %zu pages at page %llu: %s: %s", cfg_.name.c_str(), n,
                     static_cast<unsigned long long>(victims_[k]), what, std::strerror(-err));
     };
-    auto all = [](size_t) { return true; };
+    // The fence guards the save -> punch window of pages whose content is
+    // kept; released pages are discarded anyway, so they skip it (and its
+    // TLB shootdowns).
+    // Decided once: a release() racing with this eviction only means the
+    // page is saved (and fenced) after all.
+    uint8_t save[1024] = {};
+    for (size_t k = 0; k < victims_.size(); ++k)
+        save[k] = !bits::test(discard_.data(), victims_[k]);
+    auto isFenced = [&](size_t k) { return wp_ && save[k]; };
 
     if (wp_)
-        forRuns(victims_, all, [&](size_t k, size_t n) {
+        forRuns(victims_, isFenced, [&](size_t k, size_t n) {
             int rc = uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, true);
             if (rc)
                 fail(k, n, rc, "write-protect");
         });
 
-    auto keep = [&](size_t k) { return !failed[k] && !bits::test(discard_.data(), victims_[k]); };
+    auto keep = [&](size_t k) { return !failed[k] && save[k]; };
     forRuns(victims_, keep, [&](size_t k, size_t n) {
         int rc = spill_.save(victims_[k] * kPage, pageAddr(victims_[k]), n * kPage);
         if (rc) {
@@ -180,7 +188,7 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     });
 
     if (wp_)
-        forRuns(victims_, all, [&](size_t k, size_t n) {
+        forRuns(victims_, isFenced, [&](size_t k, size_t n) {
             // Lifts the fence (and its PTE markers) and wakes blocked writers.
             if (uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, false))
                 uffd_.wake(pageAddr(victims_[k]), n * kPage);
