@@ -30,7 +30,9 @@ struct RxConfig {
     bool cold = false;          // receive memory starts non-resident
     uint64_t budget = 0;        // npf: resident budget (0 = unlimited)
     uint32_t prefetch = 256;    // npf: prefetch depth
-    uint32_t frameCount = 2 * NPF_POST_RING_SIZE; // UMEM frames (2 KiB) per queue, all contenders
+    uint32_t frameCount = 2 * NPF_POST_RING_SIZE; // UMEM frames per queue, all contenders
+    uint32_t frameSize = 2048;  // 4096 for datagrams above ~1.7 KB
+    bool pagerBusyPoll = false; // npf: the pager spins instead of sleeping
     bool verbose = false;
 
     uint64_t slots() const noexcept { return (regionSize - skew - bufLen) / stride + 1; }

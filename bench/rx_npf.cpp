@@ -26,6 +26,8 @@ public:
         ec.residentBudget = cfg.budget;
         ec.prefetchDepth = cfg.prefetch;
         ec.frameCount = cfg.frameCount;
+        ec.frameSize = cfg.frameSize;
+        ec.pagerBusyPoll = cfg.pagerBusyPoll;
         if (kind == "npf-noprefetch") {
             ec.prefetchDepth = 0;
         } else if (kind == "drop-on-fault") {
@@ -52,7 +54,8 @@ public:
     void start(std::vector<Meter*> meters) override
     {
         thread_ = std::thread([this, m = meters[0]] {
-            pinThread(cfg_.cpus.back());
+            pthread_setname_np(pthread_self(), "npf-bench-app");
+            pinThread(cfg_.cpus.front()); // with the first worker; the pager gets cpus.back()
             loop(*m);
         });
     }

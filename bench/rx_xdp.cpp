@@ -84,7 +84,7 @@ public:
             auto xq = std::make_unique<XskQueue>();
             Fd fd = xsk::openXskSocket("bench xsk q" + std::to_string(q));
             xsk::UmemConfig uc;
-            uc.frameSize = 2048;
+            uc.frameSize = cfg.frameSize;
             uc.frameCount = cfg.frameCount;
             xq->umem = std::make_unique<xsk::Umem>(fd.get(), uc, "bench q" + std::to_string(q));
             xq->sock = xsk::XskSocket::bindOwner(std::move(fd), uint32_t(prog_.ifindex()), q, NPF_POST_RING_SIZE,

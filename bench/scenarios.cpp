@@ -246,8 +246,12 @@ Json stages(const Options& o)
     struct Case {
         const char* name;
         uint32_t payload, skew, mtu;
+        bool busyPoll;
     };
-    const Case cases[] = {{"one page (1472 B)", 1472, 0, 1500}, {"two pages (3000 B across a page border)", 3000, 2048, 3100}};
+    const Case cases[] = {{"one page (1472 B)", 1472, 0, 1500, false},
+                          {"two pages (3000 B across a page border)", 3000, 2048, 3100, false},
+                          {"one page, busy-polling pager", 1472, 0, 1500, true},
+                          {"two pages, busy-polling pager", 3000, 2048, 3100, true}};
     Json out = Json::array();
     const char* stageNames[] = {"steerToPickup", "pickupToImage", "imageToCopy", "copyToPublish", "faultTotal"};
     printf("%-42s", "stage (us) p50 / p99 / p99.9");
@@ -265,6 +269,8 @@ Json stages(const Options& o)
         rx.skew = c.skew;
         rx.bufLen = 4096;
         rx.cold = true;
+        rx.frameSize = c.payload > 1700 ? 4096 : 2048;
+        rx.pagerBusyPoll = c.busyPoll;
         RunSpec spec{.kind = "npf-noprefetch", .sender = o.sender, .seconds = std::min(o.seconds, 1.0)};
         RunResult r = runOne(spec, t, rx, o.verbose);
         Json jc{{"case", c.name}, {"payload", c.payload}, {"run", r.toJson()}};

@@ -14,14 +14,7 @@ if [[ $(id -u) -ne 0 ]]; then
   echo "bench.sh: needs root" >&2
   exit 1
 fi
-need=()
-for p in gnuplot-nox liburing-dev; do
-  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-done
-if ((${#need[@]})); then
-  echo "bench.sh: installing ${need[*]}"
-  apt-get install -y "${need[@]}" >/dev/null
-fi
+"$root/scripts/deps.sh"
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

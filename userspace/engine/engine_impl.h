@@ -102,7 +102,8 @@ struct Engine::Impl {
         uint16_t status;
         uint64_t tstamp;
     };
-    void drainBackup(xsk::QueueSockets& q) noexcept;
+    // One batch of the queue's backup ring; returns frames taken.
+    uint32_t drainBackup(xsk::QueueSockets& q) noexcept;
     void place(uint64_t pickupNs) noexcept;
     void drainDeferred() noexcept;
     void prefetchAhead() noexcept;

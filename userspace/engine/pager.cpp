@@ -2,6 +2,7 @@
 // faults from the userfaultfd, prefetch ahead of faulting flows, LOST
 // timeouts, and the stats snapshot.
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@ namespace npf {
 
 void Engine::Impl::pagerLoop() noexcept
 {
+    pthread_setname_np(pthread_self(), "npf-pager");
     setThreadCpu(cfg.pagerCpu, "npf pager");
     std::vector<pollfd> fds;
     fds.push_back({region->uffdFd(), POLLIN, 0});
@@ -23,8 +25,12 @@ void Engine::Impl::pagerLoop() noexcept
         fds.push_back({q->backupFd(), POLLIN, 0});
 
     uint64_t nextStats = 0;
+    bool busy = false;
     while (!stop.load(std::memory_order_acquire)) {
-        int rc = ::poll(fds.data(), fds.size(), pagerTimeoutMs(monotonicNs()));
+        // While backup traffic keeps coming, poll only to pick up the other
+        // fds: one batch per queue per round, then publish and prefetch, so
+        // completions flow and prefetch gets ahead during a long fault burst.
+        int rc = ::poll(fds.data(), fds.size(), busy || cfg.pagerBusyPoll ? 0 : pagerTimeoutMs(monotonicNs()));
         if (rc < 0 && errno != EINTR)
             NPF_WARN_RL("npf pager: poll: %s", strerror(errno));
         if (fds[1].revents & POLLIN) {
@@ -35,8 +41,9 @@ void Engine::Impl::pagerLoop() noexcept
         // CPU faults first: a thread is blocked on each of them.
         if (int n = region->serviceFaults(); n < 0)
             NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
+        busy = false;
         for (auto& q : queues)
-            drainBackup(*q);
+            busy |= drainBackup(*q) == xsk::kMaxBatch;
         drainDeferred();
         prefetchAhead();
         settleClaims();
@@ -68,32 +75,29 @@ int Engine::Impl::pagerTimeoutMs(uint64_t nowNs) const noexcept
     return timeout;
 }
 
-void Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
+uint32_t Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
 {
-    for (;;) {
-        patches.clear();
-        placements.clear();
-        frames.clear();
-        const uint64_t pickup = monotonicNs();
-        uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
-            frames.push_back(p.frame);
-            uint64_t seq;
-            Flow::Impl* f = claimPacket(*this, p.meta, &seq);
-            if (!f)
-                return;
-            steerToPickup.recordSingleWriter(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
-            patches.push_back({p.meta.offset, p.payload, p.meta.len});
-            placements.push_back({f, seq, statusOf(p.meta), p.meta.tstamp});
-        });
-        if (n == 0)
+    patches.clear();
+    placements.clear();
+    frames.clear();
+    const uint64_t pickup = monotonicNs();
+    uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
+        frames.push_back(p.frame);
+        uint64_t seq;
+        Flow::Impl* f = claimPacket(*this, p.meta, &seq);
+        if (!f)
             return;
-        place(pickup);
-        // The payloads are in the region now: the frames go back at once, so
-        // the shared fill ring never starves while faults are being served.
-        q.releaseBackup(frames.data(), static_cast<uint32_t>(frames.size()));
-        if (n < xsk::kMaxBatch)
-            return;
-    }
+        steerToPickup.recordSingleWriter(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
+        patches.push_back({p.meta.offset, p.payload, p.meta.len});
+        placements.push_back({f, seq, statusOf(p.meta), p.meta.tstamp});
+    });
+    if (n == 0)
+        return 0;
+    place(pickup);
+    // The payloads are in the region now: the frames go back at once, so
+    // the shared fill ring never starves while faults are being served.
+    q.releaseBackup(frames.data(), static_cast<uint32_t>(frames.size()));
+    return n;
 }
 
 void Engine::Impl::drainDeferred() noexcept

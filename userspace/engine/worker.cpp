@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <span>
+#include <string>
 
 #include "engine/engine_impl.h"
 #include "sys/log.h"
@@ -48,6 +49,7 @@ Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexc
 
 void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatency, int cpu) noexcept
 {
+    pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(q.queue())).c_str());
     setThreadCpu(cpu, "npf worker");
     EpochDomain::Reader reader(epochs);
     xsk::EpochHook hook;
