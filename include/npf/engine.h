@@ -94,7 +94,14 @@ public:
     // Posts a receive buffer [offset, offset + len) of the region. False when
     // NPF_POST_RING_SIZE buffers are outstanding (posted, not yet polled).
     // Throws std::invalid_argument if the buffer is outside the region.
+    // Posts reach XDP in groups: every kPostBurst posts, and at the latest on
+    // the next poll(), wait() or flush() (the post cursor's cache line is
+    // shared with XDP on every CPU; publishing it per post costs a line
+    // transfer per datagram).
     bool post(uint64_t offset, uint32_t len);
+    // Makes every post so far visible to XDP now.
+    void flush() noexcept;
+    static constexpr uint32_t kPostBurst = 16;
     // Completions ready now, in seq order; never blocks.
     size_t poll(std::span<npf_completion> out) noexcept;
     // Blocks up to `timeout` for at least one completion.

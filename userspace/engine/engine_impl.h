@@ -56,7 +56,8 @@ struct Flow::Impl {
     uint64_t sampled; // pager: cons read before the rings were checked
 
     // Application thread only.
-    uint64_t prod;
+    uint64_t prod;      // posts written
+    uint64_t published; // posts visible to XDP (cursor->prod)
     uint64_t polled;
     std::unique_ptr<uint32_t[]> postedLen; // per slot: the length protect() covered
 };

@@ -17,6 +17,7 @@ Flow::Impl::Impl(Engine::Impl& e, uint32_t i, const ctl::FlowSpec& s, bool owns,
       settled(startSeq),
       sampled(startSeq),
       prod(startSeq),
+      published(startSeq),
       polled(startSeq),
       postedLen(new uint32_t[NPF_POST_RING_SIZE]())
 {
@@ -52,12 +53,21 @@ bool Flow::post(uint64_t offset, uint32_t len)
     f.postedLen[slot] = len;
     __atomic_store_n(&f.posts[slot].offset, offset, __ATOMIC_RELAXED);
     __atomic_store_n(&f.posts[slot].len, len, __ATOMIC_RELAXED);
-    __atomic_store_n(&f.cursor->prod, ++f.prod, __ATOMIC_RELEASE);
+    if (++f.prod - f.published >= kPostBurst)
+        flush();
     return true;
+}
+
+void Flow::flush() noexcept
+{
+    Impl& f = *impl_;
+    if (f.published != f.prod)
+        __atomic_store_n(&f.cursor->prod, f.published = f.prod, __ATOMIC_RELEASE);
 }
 
 size_t Flow::poll(std::span<npf_completion> out) noexcept
 {
+    flush();
     Impl& f = *impl_;
     size_t n = f.ring.poll(out.size(), out.data());
     for (size_t i = 0; i < n; i++) {
