@@ -45,7 +45,10 @@ void Engine::Impl::pagerLoop() noexcept
         for (auto& q : queues)
             busy |= drainBackup(*q) == xsk::kMaxBatch;
         drainDeferred();
-        prefetchAhead();
+        // Prefetch when there is slack: with the backup ring full, the
+        // datagrams themselves bring the pages in at the same cost per page.
+        if (!busy)
+            prefetchAhead();
         settleClaims();
         const uint64_t now = monotonicNs();
         publishAll(now);
@@ -170,13 +173,26 @@ void Engine::Impl::prefetchAhead() noexcept
         const uint64_t cons = __atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE);
         const uint64_t prod = __atomic_load_n(&f->cursor->prod, __ATOMIC_ACQUIRE);
         const uint64_t end = std::min(prod, cons + cfg.prefetchDepth);
+        // Buffers are usually posted back to back: install each contiguous
+        // run with one call (one batch of UFFDIO_COPYs, one eviction pass).
+        uint64_t runOff = 0, runEnd = 0;
         for (uint64_t s = cons; s < end; s++) {
             const npf_post& p = f->posts[s & kPostMask];
             const uint64_t off = __atomic_load_n(&p.offset, __ATOMIC_RELAXED);
             const uint32_t len = __atomic_load_n(&p.len, __ATOMIC_RELAXED);
-            if (!region->isResident(off, len))
-                (void)region->prefetch(off, len);
+            if (region->isResident(off, len))
+                continue;
+            if (runEnd > runOff && off == runEnd) {
+                runEnd += len;
+                continue;
+            }
+            if (runEnd > runOff)
+                (void)region->prefetch(runOff, runEnd - runOff);
+            runOff = off;
+            runEnd = off + len;
         }
+        if (runEnd > runOff)
+            (void)region->prefetch(runOff, runEnd - runOff);
     }
 }
 
