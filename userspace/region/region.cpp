@@ -409,7 +409,9 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
     int installed = 0;
     for (uint64_t p = first; p <= last;) {
         scratchPages_.clear();
-        for (; p <= last && scratchPages_.size() < 4096; ++p)
+        // One batch at a time, evicting after each: residency stays within
+        // the budget plus one batch however long the range is.
+        for (; p <= last && scratchPages_.size() < cfg_.maxBatchPages; ++p)
             if (!present(p) && !pushBack(scratchPages_, p))
                 return installed ? installed : -ENOMEM;
         if (scratchPages_.empty())
@@ -420,9 +422,9 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
         installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), nullptr);
         for (int s : scratchStatus_)
             installed += s == 0;
+        autoEvictLocked();
     }
     bump(c_->prefetched, static_cast<uint64_t>(installed));
-    autoEvictLocked();
     return installed;
 }
 
