@@ -1,3 +1,4 @@
+#include "sys/thread.h"
 #include "generator.h"
 
 #include <arpa/inet.h>
@@ -29,16 +30,6 @@ namespace npf::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void pinTo(int cpu)
-{
-    if (cpu < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
 
 // Enters the network namespace at `path` (this thread only).
 void enterNetns(const std::string& path)
@@ -84,7 +75,7 @@ public:
         for (size_t i = 0; i < c.cpus.size(); i++)
             threads_.emplace_back([this, &c, seconds, fn, i] {
                 try {
-                    pinTo(c.cpus[i]);
+                    npf::pinThread(c.cpus[i], "npf-bench generator");
                     enterNetns(c.txNsPath);
                     const double t0 = threadCpu();
                     fn(i, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));

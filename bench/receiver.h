@@ -66,6 +66,5 @@ std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);
 
 // Resident bytes of [p, p + len) (mincore).
 uint64_t residentOf(const void* p, uint64_t len);
-void pinThread(int cpu) noexcept;
 
 } // namespace npf::bench

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "sys/thread.h"
 #include "receiver.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -94,7 +95,7 @@ public:
     void start(std::vector<Meter*> meters) override
     {
         thread_ = std::thread([this, m = meters[0]] {
-            pinThread(cfg_.cpus[0]);
+            npf::pinThread(cfg_.cpus[0], "npf-bench receiver");
             loop(*m);
         });
     }

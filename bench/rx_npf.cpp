@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "sys/thread.h"
 #include "npf/engine.h"
 #include "receiver.h"
 #include "sys/log.h"
@@ -55,7 +56,7 @@ public:
     {
         thread_ = std::thread([this, m = meters[0]] {
             pthread_setname_np(pthread_self(), "npf-bench-app");
-            pinThread(cfg_.cpus.front()); // with the first worker; the pager gets cpus.back()
+            npf::pinThread(cfg_.cpus.front(), "npf-bench application"); // with the first worker; the pager gets cpus.back()
             loop(*m);
         });
     }
@@ -199,16 +200,6 @@ uint64_t residentOf(const void* p, uint64_t len)
     for (unsigned char c : v)
         n += c & 1;
     return n * 4096;
-}
-
-void pinThread(int cpu) noexcept
-{
-    if (cpu < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 } // namespace npf::bench

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <thread>
 
+#include "sys/thread.h"
 #include "bench_abi.h"
 #include "bench_rx.skel.h"
 #include "receiver.h"
@@ -140,7 +141,7 @@ public:
 private:
     void loop(XskQueue& xq, Meter& m, size_t q) noexcept
     {
-        pinThread(cfg_.cpus[q % cfg_.cpus.size()]);
+        npf::pinThread(cfg_.cpus[q % cfg_.cpus.size()], "npf-bench receiver");
         xsk::RxRing& rx = xq.sock.rx();
         uint64_t frames[64];
         uint64_t slot = q; // queues interleave over the slots

@@ -22,16 +22,6 @@
 
 namespace npf::e2e {
 
-Counters delta(const Counters& after, const Counters& before)
-{
-    Counters d;
-    for (const auto& [name, v] : after) {
-        auto it = before.find(name);
-        d[name] = v - (it == before.end() ? 0 : it->second);
-    }
-    return d;
-}
-
 std::string describe(const Counters& c)
 {
     std::string s;

@@ -11,13 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "counters.h"
 #include "netns.h"
 
 namespace npf::e2e {
 
-using Counters = std::map<std::string, uint64_t>;
+using test::Counters;
+using test::delta;
 
-Counters delta(const Counters& after, const Counters& before);
 std::string describe(const Counters& c); // non-zero entries, "a=1 b=2"
 
 class Rig {

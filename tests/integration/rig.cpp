@@ -112,16 +112,6 @@ void Rig::ncSend(const std::string& payload, uint16_t port)
                   std::to_string(port)));
 }
 
-Counters delta(const Counters& after, const Counters& before)
-{
-    Counters d;
-    for (const auto& [name, v] : after) {
-        auto it = before.find(name);
-        d[name] = v - (it == before.end() ? 0 : it->second);
-    }
-    return d;
-}
-
 ::testing::AssertionResult outcomesMatch(const Counters& d, const Counters& expected, bool exact,
                                          const Counters& now)
 {

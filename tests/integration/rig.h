@@ -11,12 +11,14 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "counters.h"
 #include "netns.h"
 #include "run.h"
 
 namespace npf::itest {
 
-using Counters = std::map<std::string, uint64_t>; // xdp counter name -> value
+using test::Counters;
+using test::delta;
 
 // npfctl exit codes (docs/cli.md).
 enum Exit { kOk = 0, kRuntime = 1, kUsage = 2, kPermission = 3, kNoIface = 4, kConflict = 5 };
@@ -55,7 +57,6 @@ private:
     bool ipv6Off_ = false;
 };
 
-Counters delta(const Counters& after, const Counters& before);
 
 // Checks a counter delta against the packets a test sent: every named counter
 // equals its expected value (>= if !exact: the kernel may add packets of its

@@ -83,9 +83,6 @@ inline uint16_t statusOf(const npf_meta& m) noexcept
     return (m.flags & NPF_META_F_TRUNCATED) ? NPF_CS_TRUNCATED : NPF_CS_OK;
 }
 
-// Pins the calling thread to `cpu` (-1: leave it); warns on failure.
-void setThreadCpu(int cpu, const char* who) noexcept;
-
 struct Engine::Impl {
     explicit Impl(const EngineConfig& cfg);
     ~Impl();

@@ -11,13 +11,14 @@
 
 #include "engine/engine_impl.h"
 #include "sys/log.h"
+#include "sys/thread.h"
 
 namespace npf {
 
 void Engine::Impl::pagerLoop() noexcept
 {
     pthread_setname_np(pthread_self(), "npf-pager");
-    setThreadCpu(cfg.pagerCpu, "npf pager");
+    pinThread(cfg.pagerCpu, "npf pager");
     std::vector<pollfd> fds;
     fds.push_back({region->uffdFd(), POLLIN, 0});
     fds.push_back({wakeFd.get(), POLLIN, 0});

@@ -9,20 +9,9 @@
 
 #include "engine/engine_impl.h"
 #include "sys/log.h"
+#include "sys/thread.h"
 
 namespace npf {
-
-void setThreadCpu(int cpu, const char* who) noexcept
-{
-    if (cpu < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
-        NPF_WARN("pinning %s to CPU %d: %s", who, cpu, strerror(rc));
-}
-
 
 Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexcept
 {
@@ -50,7 +39,7 @@ Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexc
 void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatency, int cpu) noexcept
 {
     pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(q.queue())).c_str());
-    setThreadCpu(cpu, "npf worker");
+    pinThread(cpu, "npf worker");
     EpochDomain::Reader reader(epochs);
     xsk::EpochHook hook;
     hook.ctx = &reader;
