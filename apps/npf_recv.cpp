@@ -140,6 +140,7 @@ int run(const Options& o)
                 "npf-recv: %llu datagrams, %llu bytes, %llu lost, %llu truncated\n"
                 "  fast path %llu, fault path %llu (deferred %llu), cpu faults %llu, packet faults %llu, "
                 "prefetched %llu, evicted %llu\n"
+                "  dropped: rejected %llu, mismatch %llu, place errors %llu, bad meta %llu, kernel rx %llu\n"
                 "  resident %llu pages (%.1f MiB) of %llu MiB region, pinned UMEM %.1f MiB\n"
                 "  fault latency (steer -> placed): n=%llu p50=%.1f us p99=%.1f us p999=%.1f us\n"
                 "  fast latency (steer -> placed):  n=%llu p50=%.1f us p99=%.1f us\n",
@@ -147,7 +148,9 @@ int run(const Options& o)
                 (unsigned long long)truncated, (unsigned long long)s.fastPath, (unsigned long long)s.faultPath,
                 (unsigned long long)s.deferred, (unsigned long long)s.cpuFaults,
                 (unsigned long long)s.packetFaults, (unsigned long long)s.prefetched,
-                (unsigned long long)s.evicted, (unsigned long long)s.residentPages,
+                (unsigned long long)s.evicted, (unsigned long long)s.rejected, (unsigned long long)s.mismatch,
+                (unsigned long long)s.placeErrors, (unsigned long long)s.badMeta,
+                (unsigned long long)s.kernelRxDropped, (unsigned long long)s.residentPages,
                 s.residentPages * 4096.0 / (1 << 20), (unsigned long long)(cfg.regionSize >> 20),
                 s.pinnedBytes / double(1 << 20), (unsigned long long)s.faultTotal.count, s.faultTotal.p50 / 1e3,
                 s.faultTotal.p99 / 1e3, s.faultTotal.p999 / 1e3, (unsigned long long)s.fastTotal.count,
