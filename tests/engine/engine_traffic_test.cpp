@@ -311,5 +311,49 @@ TEST_F(EngineE2E, PayloadSizesAndTruncation)
     EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
 }
 
+// 6. Kernel drops: a UMEM of 64 frames, and a worker that takes every page
+// fault itself (FaultPolicy::Block on a cold region: tens of microseconds
+// each), cannot keep up with a flat-out burst that has 4096 posted buffers to
+// claim, so the kernel drops datagrams XDP already claimed a seq for. Each
+// must complete LOST (explained by kernel_rx_dropped) once the rings drained
+// and the reorder timeout passed, and the flow must go on: a paced stream
+// afterwards completes in full.
+TEST_F(EngineE2E, KernelDropsCompleteLostAndTheFlowGoesOn)
+{
+    Rig rig;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20,
+                         .faultPolicy = FaultPolicy::Block,
+                         .frameCount = 64,
+                         .rxRingSize = 64});
+    Flow& flow = eng->openFlow(kPort);
+    Checker chk(*eng, flow, {.stride = 4096, .depth = 4096}, [](uint32_t) { return 1472u; });
+    chk.postInitial();
+    Counters xdp0 = rig.xdp();
+    uint64_t veth0 = rig.vethDrops();
+    const uint32_t burst = 3000, paced = 1000;
+    {
+        Sender tx(rig.veth(), {.sender = 0, .count = burst, .dstPort = kPort, .rate = 0, .size = size1472});
+        tx.start();
+        tx.join();
+        ASSERT_EQ(tx.error(), "");
+    }
+    chk.pumpUntil(burst, 500ms);
+    const uint64_t okAfterBurst = chk.totals().ok;
+    Sender tx2(rig.veth(), {.sender = 1, .count = paced, .dstPort = kPort, .rate = 5000, .size = size1472});
+    tx2.start();
+    chk.pumpUntil(burst + paced, 1s);
+    tx2.join();
+    ASSERT_EQ(tx2.error(), "");
+    const CheckTotals& t = chk.totals();
+    EngineStats s = eng->stats();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_GT(s.kernelRxDropped, 0u) << "the burst should overflow 64 frames behind a faulting worker";
+    EXPECT_EQ(t.lost, s.kernelRxDropped) << "every kernel drop is one LOST completion, nothing else";
+    EXPECT_EQ(s.rejected, 0u) << "no datagram may arrive after its seq was declared LOST";
+    EXPECT_EQ(t.ok - okAfterBurst, paced) << "the flow must not stall after the losses";
+    EXPECT_TRUE(accounted(rig, xdp0, veth0, burst + paced, t, s));
+}
+
 } // namespace
 } // namespace npf::e2e
