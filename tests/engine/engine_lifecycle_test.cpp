@@ -49,5 +49,21 @@ TEST_F(EngineE2E, DetachesWhatItAttachedWhenDestroyedInAnotherNetns)
                                 << rig.statusJson();
 }
 
+// A start that fails after the engine attached the program (here: more
+// queues than the program serves) must not leave the program attached.
+TEST_F(EngineE2E, FailedStartDetachesWhatItAttached)
+{
+    Rig rig;
+    test::NetnsGuard in(rig.veth().rxNs());
+    try {
+        Engine eng(EngineConfig{.ifname = rig.rxIf(), .queues = 5, .regionSize = 16ull << 20});
+        FAIL() << "5 queues on a 1-queue veth must not start";
+    } catch (const std::system_error& e) {
+        EXPECT_NE(std::string(e.what()).find("queues"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(attached(rig)) << "a failed start left npf_xdp attached: " << rig.statusJson();
+    EXPECT_FALSE(std::filesystem::exists(std::string(NPF_PIN_ROOT) + "/" + rig.rxIf()));
+}
+
 } // namespace
 } // namespace npf::e2e

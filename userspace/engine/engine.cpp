@@ -62,6 +62,24 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     if (!netns)
         throwErrno("open /proc/thread-self/ns/net");
     dp.emplace(openOrAttach(cfg, &attachedByUs));
+    try {
+        setUp();
+    } catch (...) {
+        // The destructor does not run for a half-built engine: undo the attach here.
+        queues.clear();
+        if (attachedByUs) {
+            try {
+                ctl::detach(cfg.ifname);
+            } catch (const std::exception& e) {
+                NPF_WARN("detaching npf from %s after a failed start: %s", cfg.ifname.c_str(), e.what());
+            }
+        }
+        throw;
+    }
+}
+
+void Engine::Impl::setUp()
+{
     if (dp->regionPages() * NPF_PAGE_SIZE < cfg.regionSize)
         throw ctl::StateError(EINVAL, "npf on " + cfg.ifname + " is attached for a region of " +
                                           std::to_string(dp->regionPages()) + " pages, the engine needs " +

@@ -86,6 +86,7 @@ inline uint16_t statusOf(const npf_meta& m) noexcept
 struct Engine::Impl {
     explicit Impl(const EngineConfig& cfg);
     ~Impl();
+    void setUp(); // everything after the program is attached or opened
 
     void startThreads();
     void stopThreads() noexcept;
