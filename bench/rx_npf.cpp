@@ -68,39 +68,9 @@ public:
     }
     uint64_t pinnedBytes() const override { return eng_->stats().pinnedBytes; }
     uint64_t residentBytes() const override { return eng_->stats().residentPages * NPF_PAGE_SIZE; }
-    nlohmann::json details() const override
-    {
-        const EngineStats s = eng_->stats();
-        auto lat = [](const EngineStats::Latency& l) {
-            return nlohmann::json{{"count", l.count}, {"p50", l.p50}, {"p99", l.p99}, {"p999", l.p999}, {"max", l.max}};
-        };
-        return {{"fastPath", s.fastPath},
-                {"faultPath", s.faultPath},
-                {"deferred", s.deferred},
-                {"badMeta", s.badMeta},
-                {"rejected", s.rejected},
-                {"mismatch", s.mismatch},
-                {"placeErrors", s.placeErrors},
-                {"faultDrops", s.faultDrops},
-                {"completedOk", s.completedOk},
-                {"completedTruncated", s.completedTruncated},
-                {"completedLost", s.completedLost},
-                {"cpuFaults", s.cpuFaults},
-                {"packetFaults", s.packetFaults},
-                {"prefetched", s.prefetched},
-                {"evicted", s.evicted},
-                {"restored", s.restored},
-                {"residentPages", s.residentPages},
-                {"pinnedBytes", s.pinnedBytes},
-                {"kernelRxDropped", s.kernelRxDropped},
-                {"latency",
-                 {{"steerToPickup", lat(s.steerToPickup)},
-                  {"pickupToImage", lat(s.pickupToImage)},
-                  {"imageToCopy", lat(s.imageToCopy)},
-                  {"copyToPublish", lat(s.copyToPublish)},
-                  {"faultTotal", lat(s.faultTotal)},
-                  {"fastTotal", lat(s.fastTotal)}}}};
-    }
+    // The engine's own stats JSON (what `npfctl stats` shows): counters and
+    // per-stage latency quantiles, snake_case names.
+    nlohmann::json details() const override { return nlohmann::json::parse(eng_->statsJson()); }
 
 private:
     void loop(Meter& m) noexcept

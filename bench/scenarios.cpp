@@ -13,6 +13,7 @@ namespace {
 
 double mib(uint64_t b) { return double(b) / (1 << 20); }
 
+// Engine::statsJson(): {"counters": {...}, "latency": {"fault_total": {"p50_ns": ...}}}.
 Json engineLatency(const Json& details, const char* stage)
 {
     if (details.contains("latency") && details["latency"].contains(stage))
@@ -22,9 +23,7 @@ Json engineLatency(const Json& details, const char* stage)
 
 uint64_t detail(const Json& d, const char* key)
 {
-    if (d.contains(key) && d[key].is_number())
-        return d[key].get<uint64_t>();
-    if (d.contains("counters") && d["counters"].contains(key))
+    if (d.contains("counters") && d["counters"].contains(key) && d["counters"][key].is_number())
         return d["counters"][key].get<uint64_t>();
     return 0;
 }
@@ -159,14 +158,14 @@ Json cold(const Options& o)
     for (auto& r : rs) {
         Json jr = r.toJson();
         const int t90 = timeToFraction(r.bins, r.steadyPps / 1000, 0.9);
-        Json ft = engineLatency(r.details, "faultTotal");
+        Json ft = engineLatency(r.details, "fault_total");
         jr["timeTo90PctMs"] = t90;
         runs.push_back(jr);
         printf("%-15s %10d %10llu %9llu %9llu %7.1fus %7.1fus %9.1fus\n", r.kind.c_str(), t90,
-               (unsigned long long)r.lost(), (unsigned long long)detail(r.details, "packetFaults"),
+               (unsigned long long)r.lost(), (unsigned long long)detail(r.details, "packet_faults"),
                (unsigned long long)detail(r.details, "prefetched"),
-               ft.is_null() ? 0.0 : ft.value("p50", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99", 0.0) / 1e3,
-               ft.is_null() ? 0.0 : ft.value("p999", 0.0) / 1e3);
+               ft.is_null() ? 0.0 : ft.value("p50_ns", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99_ns", 0.0) / 1e3,
+               ft.is_null() ? 0.0 : ft.value("p999_ns", 0.0) / 1e3);
         writeBins(o, "cold_" + r.kind + ".dat", r);
         writeCdf(o, "cdf_cold_" + r.kind + ".dat", r);
     }
@@ -193,7 +192,7 @@ Json pressure(const Options& o)
     for (auto& r : rs) {
         Json jr = r.toJson();
         const double s = r.seconds;
-        const double f = double(detail(r.details, "packetFaults") + detail(r.details, "cpuFaults")) / s;
+        const double f = double(detail(r.details, "packet_faults") + detail(r.details, "cpu_faults")) / s;
         jr["faultsPerSecond"] = f;
         jr["prefetchedPerSecond"] = double(detail(r.details, "prefetched")) / s;
         jr["evictedPerSecond"] = double(detail(r.details, "evicted")) / s;
@@ -225,14 +224,14 @@ Json faultpath(const Options& o)
            "pager cpu");
     for (auto& r : rs) {
         Json jr = r.toJson();
-        const double pf = double(detail(r.details, "packetFaults")) / r.seconds;
+        const double pf = double(detail(r.details, "packet_faults")) / r.seconds;
         const double pre = double(detail(r.details, "prefetched")) / r.seconds;
-        Json ft = engineLatency(r.details, "faultTotal");
+        Json ft = engineLatency(r.details, "fault_total");
         jr["packetFaultsPerSecond"] = pf;
         jr["pagesInstalledPerSecond"] = pf + pre;
         runs.push_back(jr);
         printf("%-15s %14.0f %14.0f %10.1fus %10.1fus %10s\n", r.kind.c_str(), pf, pf + pre,
-               ft.is_null() ? 0.0 : ft.value("p50", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99", 0.0) / 1e3,
+               ft.is_null() ? 0.0 : ft.value("p50_ns", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99_ns", 0.0) / 1e3,
                "1 core");
     }
     return {{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
@@ -253,7 +252,8 @@ Json stages(const Options& o)
                           {"one page, busy-polling pager", 1472, 0, 1500, true},
                           {"two pages, busy-polling pager", 3000, 2048, 3100, true}};
     Json out = Json::array();
-    const char* stageNames[] = {"steerToPickup", "pickupToImage", "imageToCopy", "copyToPublish", "faultTotal"};
+    const char* stageNames[] = {"steer_to_pickup", "pickup_to_image", "image_to_copy", "complete_to_publish",
+                                "fault_total"};
     printf("%-42s", "stage (us) p50 / p99 / p99.9");
     for (auto* s : stageNames)
         printf(" %21s", s);
@@ -278,11 +278,11 @@ Json stages(const Options& o)
         for (auto* s : stageNames) {
             Json l = engineLatency(r.details, s);
             char buf[64];
-            snprintf(buf, sizeof buf, "%.1f/%.1f/%.1f", l.is_null() ? 0.0 : l.value("p50", 0.0) / 1e3,
-                     l.is_null() ? 0.0 : l.value("p99", 0.0) / 1e3, l.is_null() ? 0.0 : l.value("p999", 0.0) / 1e3);
+            snprintf(buf, sizeof buf, "%.1f/%.1f/%.1f", l.is_null() ? 0.0 : l.value("p50_ns", 0.0) / 1e3,
+                     l.is_null() ? 0.0 : l.value("p99_ns", 0.0) / 1e3, l.is_null() ? 0.0 : l.value("p999_ns", 0.0) / 1e3);
             printf(" %21s", buf);
         }
-        printf("   (n=%llu faults, app latency p50 %.1f us)\n", (unsigned long long)detail(r.details, "packetFaults"),
+        printf("   (n=%llu faults, app latency p50 %.1f us)\n", (unsigned long long)detail(r.details, "packet_faults"),
                r.latency.quantile(0.5) / 1e3);
         out.push_back(jc);
     }
