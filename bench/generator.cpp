@@ -1,4 +1,3 @@
-#include "sys/thread.h"
 #include "generator.h"
 
 #include <arpa/inet.h>
@@ -7,7 +6,11 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,6 +28,8 @@
 #include "packet_builder.h"
 #include "sys/error.h"
 #include "sys/fd.h"
+#include "sys/mmap_area.h"
+#include "sys/thread.h"
 
 namespace npf::bench {
 namespace {
@@ -67,31 +72,62 @@ struct Pacer {
     }
 };
 
+// Runs fn(i, end) once per configured CPU: in threads, or in child
+// processes. A real sender is another host, not threads of the receiving
+// process: sharing its address space would make every TLB shootdown of the
+// receiver (pages punched out of the region) interrupt the generator's CPU as
+// well, which is a cost of this benchmark, not of npf.
 class Threads {
 public:
+    explicit Threads(bool processes = false) : processes_(processes) {}
+
     template <typename Fn>
     void run(const TrafficConfig& c, double seconds, Fn fn)
     {
-        for (size_t i = 0; i < c.cpus.size(); i++)
-            threads_.emplace_back([this, &c, seconds, fn, i] {
-                try {
-                    npf::pinThread(c.cpus[i], "npf-bench generator");
-                    enterNetns(c.txNsPath);
+        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+        if (!processes_) {
+            for (size_t i = 0; i < c.cpus.size(); i++)
+                threads_.emplace_back([this, &c, end, fn, i] {
                     const double t0 = threadCpu();
-                    fn(i, Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+                    std::string err = runOne(c, i, end, fn);
                     std::lock_guard<std::mutex> l(mu_);
                     cpu_ += threadCpu() - t0;
-                } catch (const std::exception& e) {
-                    std::lock_guard<std::mutex> l(mu_);
-                    error_ = e.what();
-                }
-            });
+                    if (!err.empty())
+                        error_ = err;
+                });
+            return;
+        }
+        shared_ = MmapArea::map(sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0,
+                                "generator status page");
+        for (size_t i = 0; i < c.cpus.size(); i++) {
+            pid_t pid = ::fork();
+            if (pid < 0)
+                throwErrno("fork a generator process");
+            if (pid == 0) {
+                std::string err = runOne(c, i, end, fn);
+                if (!err.empty())
+                    std::snprintf(shared_.as<Shared>()->error, sizeof(Shared::error), "%s", err.c_str());
+                ::_exit(err.empty() ? 0 : 1);
+            }
+            pids_.push_back(pid);
+        }
     }
     void join()
     {
         for (auto& t : threads_)
             t.join();
         threads_.clear();
+        for (pid_t pid : pids_) {
+            int status = 0;
+            rusage ru{};
+            while (::wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+            }
+            std::lock_guard<std::mutex> l(mu_);
+            cpu_ += double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+            if (shared_ && shared_.as<Shared>()->error[0])
+                error_ = shared_.as<Shared>()->error;
+        }
+        pids_.clear();
     }
     double cpu() const { return cpu_; }
     std::string error() const
@@ -102,7 +138,27 @@ public:
     ~Threads() { join(); }
 
 private:
+    struct Shared {
+        char error[512];
+    };
+
+    template <typename Fn>
+    static std::string runOne(const TrafficConfig& c, size_t i, Clock::time_point end, Fn& fn) noexcept
+    {
+        try {
+            npf::pinThread(c.cpus[i], "npf-bench generator");
+            enterNetns(c.txNsPath);
+            fn(i, end);
+            return {};
+        } catch (const std::exception& e) {
+            return e.what();
+        }
+    }
+
+    bool processes_;
     std::vector<std::thread> threads_;
+    std::vector<pid_t> pids_;
+    MmapArea shared_;
     mutable std::mutex mu_;
     double cpu_ = 0;
     std::string error_;
@@ -143,6 +199,7 @@ public:
     double cpuSeconds() const override { return threads_.cpu(); }
     std::string error() const override { return threads_.error(); }
     const char* kind() const override { return "xdp-live-frames"; }
+    bool separateProcesses() const override { return true; }
 
 private:
     // Every test run of an XDP program that is not in the kernel's XDP
@@ -206,7 +263,7 @@ private:
     TrafficConfig c_;
     std::vector<uint8_t> frame_;
     ::bench_gen* skel_ = nullptr;
-    Threads threads_;
+    Threads threads_{true}; // its counter is in the program's mmapped .bss: shared with the children
 };
 
 class SocketSender final : public Sender {
@@ -222,6 +279,7 @@ public:
     double cpuSeconds() const override { return threads_.cpu(); }
     std::string error() const override { return threads_.error(); }
     const char* kind() const override { return "sendmmsg"; }
+    bool separateProcesses() const override { return false; }
 
 private:
     void loop(size_t t, Clock::time_point end)

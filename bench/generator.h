@@ -36,6 +36,8 @@ public:
     virtual uint64_t sent() const = 0;
     // CPU seconds the sending threads used (valid after join()).
     virtual double cpuSeconds() const = 0;
+    // True if it sends from child processes (its CPU time is not this process's).
+    virtual bool separateProcesses() const = 0;
     virtual std::string error() const = 0;
     virtual const char* kind() const = 0;
 };

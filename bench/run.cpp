@@ -97,7 +97,7 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         }
         rx->stop();
         r.genCpuSeconds = gen->cpuSeconds();
-        r.rxCpuSeconds = processCpu() - cpu0 - r.genCpuSeconds;
+        r.rxCpuSeconds = processCpu() - cpu0 - (gen->separateProcesses() ? 0.0 : r.genCpuSeconds);
         r.error = gen->error();
         r.sent = gen->sent();
         r.seconds = double(tEnd - t0) * 1e-9;
