@@ -1,5 +1,5 @@
 // Throughput of Sequencer::markDone + publish into a CompletionRing.
-// Usage: npf_order_bench [seqs] [workers]   Prints a table, then one JSON line.
+// Usage: npf-order-bench [seqs] [workers]   Prints a table, then one JSON line.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
