@@ -456,27 +456,8 @@ std::vector<Case> cases()
 
 // ---- the runner --------------------------------------------------------------------------
 
-class XdpCase : public ::testing::TestWithParam<Case> {
+class XdpCase : public HarnessSuite<::testing::TestWithParam<Case>, kRegionPages, kQueues> {
 protected:
-    static void SetUpTestSuite()
-    {
-        if (!isRoot())
-            return;
-        try {
-            harness_ = std::make_unique<XdpHarness>(
-                HarnessOptions{.regionPages = kRegionPages, .queues = kQueues, .vethQueues = NPF_MAX_QUEUES + 1});
-        } catch (const std::exception& e) {
-            setupError_ = e.what();
-        }
-    }
-    static void TearDownTestSuite() { harness_.reset(); }
-    void SetUp() override
-    {
-        if (!isRoot())
-            GTEST_SKIP() << "needs root (BPF, AF_XDP, netns)";
-        ASSERT_TRUE(harness_) << "harness setup failed: " << setupError_;
-    }
-
     static void apply(XdpHarness& h, const MapState& s)
     {
         h.reset();
@@ -495,13 +476,7 @@ protected:
         for (const SocketSpec& k : s.sockets)
             h.setSockets(k.queue, k.primary, k.backup);
     }
-
-    static std::unique_ptr<XdpHarness> harness_;
-    static std::string setupError_;
 };
-
-std::unique_ptr<XdpHarness> XdpCase::harness_;
-std::string XdpCase::setupError_;
 
 TEST_P(XdpCase, Outcome)
 {

@@ -43,27 +43,8 @@ struct Expected {
     uint32_t payloadLen = 0;
 };
 
-class Fuzz : public ::testing::Test {
+class Fuzz : public HarnessSuite<::testing::Test, kRegionPages, kQueues> {
 protected:
-    static void SetUpTestSuite()
-    {
-        if (!isRoot())
-            return;
-        try {
-            harness_ = std::make_unique<XdpHarness>(
-                HarnessOptions{.regionPages = kRegionPages, .queues = kQueues, .vethQueues = NPF_MAX_QUEUES + 1});
-        } catch (const std::exception& e) {
-            setupError_ = e.what();
-        }
-    }
-    static void TearDownTestSuite() { harness_.reset(); }
-    void SetUp() override
-    {
-        if (!isRoot())
-            GTEST_SKIP() << "needs root (BPF, AF_XDP, netns)";
-        ASSERT_TRUE(harness_) << "harness setup failed: " << setupError_;
-    }
-
     template <class T>
     T pick(std::span<const T> v)
     {
@@ -83,16 +64,11 @@ protected:
     }
     Expected model(std::span<const uint8_t> p, uint32_t queue) const;
 
-    static std::unique_ptr<XdpHarness> harness_;
-    static std::string setupError_;
     std::mt19937_64 rng_;
     std::vector<std::pair<npf_flow_key, uint32_t>> flows_;
     std::vector<bool> resident_;
     std::array<std::pair<bool, bool>, kQueues> sockets_{};
 };
-
-std::unique_ptr<XdpHarness> Fuzz::harness_;
-std::string Fuzz::setupError_;
 
 void Fuzz::randomState()
 {

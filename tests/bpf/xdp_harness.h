@@ -4,6 +4,8 @@
 // their rx_queue_index.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <linux/bpf.h>
 
 #include <array>
@@ -89,6 +91,35 @@ private:
     int ifindex_ = 0;
     std::unique_ptr<XskPair> xsks_;
     MmapArea posts_, cursors_, resident_;
+};
+
+// gtest base of a suite that shares one XdpHarness (its veth has
+// NPF_MAX_QUEUES + 1 queues: built once per suite, not per test). Tests skip
+// without root; a harness that failed to build fails every test with the reason.
+template <typename Base, uint64_t RegionPages, uint32_t Queues>
+class HarnessSuite : public Base {
+protected:
+    static void SetUpTestSuite()
+    {
+        if (!isRoot())
+            return;
+        try {
+            harness_ = std::make_unique<XdpHarness>(
+                HarnessOptions{.regionPages = RegionPages, .queues = Queues, .vethQueues = NPF_MAX_QUEUES + 1});
+        } catch (const std::exception& e) {
+            setupError_ = e.what();
+        }
+    }
+    static void TearDownTestSuite() { harness_.reset(); }
+    void SetUp() override
+    {
+        if (!isRoot())
+            GTEST_SKIP() << "needs root (BPF, AF_XDP, netns)";
+        ASSERT_TRUE(harness_) << "harness setup failed: " << setupError_;
+    }
+
+    static inline std::unique_ptr<XdpHarness> harness_;
+    static inline std::string setupError_;
 };
 
 } // namespace npf::test
