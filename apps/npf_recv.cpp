@@ -55,7 +55,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 }
 
 struct Options {
-    std::string ifname, addr, output = "-", mode = "native", budget = "0", region = "64M";
+    std::string ifname, addr, output = "-", mode = "native", budget = "0", region = "64M", spillDir = "/var/tmp";
     uint16_t port = 0;
     uint32_t bufSize = 2048, queues = 0, prefetch = 256;
     uint64_t count = 0;
@@ -73,6 +73,7 @@ int run(const Options& o)
     cfg.regionSize = (parseSize(o.region) + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE * NPF_PAGE_SIZE;
     cfg.residentBudget = parseSize(o.budget);
     cfg.prefetchDepth = o.prefetch;
+    cfg.spillDir = o.spillDir;
     cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
     if (o.bufSize == 0 || o.bufSize > cfg.regionSize)
         throw std::invalid_argument("--buf-size must be 1 .. region size");
@@ -174,6 +175,7 @@ int main(int argc, char** argv)
     app.add_flag("--cold", o.cold, "start with nothing resident (every first datagram faults)");
     app.add_option("--budget", o.budget, "resident budget of the region, e.g. 4M (0 = unlimited)");
     app.add_option("--region", o.region, "region size, e.g. 64M, 1G");
+    app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize, "bytes per posted buffer (smaller than a datagram: TRUNCATED)");
     app.add_option("--mode", o.mode, "XDP mode if npf-recv attaches the program")
         ->check(CLI::IsMember({"native", "skb"}));

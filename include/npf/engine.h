@@ -56,7 +56,10 @@ struct EngineConfig {
     // microseconds instead of a thread wakeup (15-50 us on a VM). Give it a
     // core of its own.
     bool pagerBusyPoll = false;
-    std::string spillDir;                 // where evicted content is saved; "" = a memfd
+    // Where evicted content is saved: an unlinked file in this directory, so
+    // the kernel can write it back and drop it from memory. "" = a memfd
+    // (stays in RAM: eviction then bounds the region, not the process).
+    std::string spillDir = "/var/tmp";
     std::string statsPath;                // JSON snapshot for `npfctl stats`; "" = /run/npf/<ifname>/engine.json
 };
 

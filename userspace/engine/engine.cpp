@@ -106,7 +106,16 @@ void Engine::Impl::setUp()
     rc.epochs = &epochs;
     rc.spillDir = cfg.spillDir;
     rc.name = "npf-region-" + cfg.ifname;
-    region = std::make_unique<Region>(rc);
+    try {
+        region = std::make_unique<Region>(rc);
+    } catch (const std::system_error& e) {
+        if (rc.spillDir.empty())
+            throw;
+        NPF_WARN("%s; saving evicted content in memory instead (set spillDir to a directory that supports "
+                 "O_TMPFILE)", e.what());
+        rc.spillDir.clear();
+        region = std::make_unique<Region>(rc);
+    }
     if (cfg.faultPolicy == FaultPolicy::Block)
         std::memset(maps->resident(), 0xff, dp->regionPages() / 64 * sizeof(uint64_t));
 
