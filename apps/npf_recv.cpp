@@ -6,12 +6,18 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "ctl/errors.h"
+#include "ctl/exit_codes.h"
+#include "ctl/flows.h"
+#include "ctl/sizes.h"
 #include "npf/engine.h"
 #include "sys/fd.h"
 #include "sys/log.h"
@@ -21,24 +27,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void onSignal(int) { g_stop.store(true); }
-
-// "64M", "1G", "4096" -> bytes.
-uint64_t parseSize(const std::string& s)
-{
-    size_t pos = 0;
-    unsigned long long v = std::stoull(s, &pos, 10);
-    std::string unit = s.substr(pos);
-    uint64_t mul = 1;
-    if (unit == "K" || unit == "k" || unit == "KiB")
-        mul = 1ull << 10;
-    else if (unit == "M" || unit == "m" || unit == "MiB")
-        mul = 1ull << 20;
-    else if (unit == "G" || unit == "g" || unit == "GiB")
-        mul = 1ull << 30;
-    else if (!unit.empty())
-        throw std::invalid_argument("unknown size unit '" + unit + "' in '" + s + "' (use K, M or G)");
-    return v * mul;
-}
 
 bool writeAll(int fd, const uint8_t* p, size_t n)
 {
@@ -55,28 +43,67 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 }
 
 struct Options {
-    std::string ifname, addr, output = "-", mode = "native", budget = "0", region = "64M", spillDir = "/var/tmp";
+    std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
+    std::string region = "64M", budget = "0", bufSize = "2048"; // sizes: see parseSizes
     uint16_t port = 0;
-    uint32_t bufSize = 2048, queues = 0, prefetch = 256;
+    uint32_t queues = 0, prefetch = 256;
     uint64_t count = 0;
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false;
     int verbose = 0;
 };
 
+// The size options, in bytes.
+struct Sizes {
+    uint64_t region = 0; // whole pages
+    uint64_t budget = 0;
+    uint32_t buf = 0;
+};
+
+// Throws ArgumentError naming the option.
+Sizes parseSizes(const Options& o)
+{
+    using npf::ctl::ArgumentError;
+    using npf::ctl::parseSize;
+    constexpr uint64_t kMaxRegion = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
+    Sizes s;
+    s.region = parseSize("--region", o.region);
+    if (s.region == 0 || s.region > kMaxRegion)
+        throw ArgumentError("--region: '" + o.region + "' is out of range (1 .. 1T)");
+    s.region = (s.region + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE * NPF_PAGE_SIZE;
+    s.budget = parseSize("--budget", o.budget);
+    const uint64_t maxBuf = std::min<uint64_t>(s.region, UINT32_MAX);
+    const uint64_t buf = parseSize("--buf-size", o.bufSize);
+    if (buf == 0 || buf > maxBuf)
+        throw ArgumentError("--buf-size: '" + o.bufSize + "' is out of range (1 .. " + std::to_string(maxBuf) +
+                            ", the region size)");
+    s.buf = static_cast<uint32_t>(buf);
+    return s;
+}
+
+// Engine::openFlow checks the address only once the program is attached.
+void checkAddr(const Options& o)
+{
+    try {
+        npf::ctl::parseFlowSpec(std::to_string(o.port), o.addr);
+    } catch (const npf::ctl::ArgumentError& e) {
+        throw npf::ctl::ArgumentError(std::string("--addr: ") + e.what());
+    }
+}
+
 int run(const Options& o)
 {
+    const Sizes sz = parseSizes(o);
+    checkAddr(o);
     npf::EngineConfig cfg;
     cfg.ifname = o.ifname;
     cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
     cfg.queues = o.queues;
-    cfg.regionSize = (parseSize(o.region) + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE * NPF_PAGE_SIZE;
-    cfg.residentBudget = parseSize(o.budget);
+    cfg.regionSize = sz.region;
+    cfg.residentBudget = sz.budget;
     cfg.prefetchDepth = o.prefetch;
     cfg.spillDir = o.spillDir;
     cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
-    if (o.bufSize == 0 || o.bufSize > cfg.regionSize)
-        throw std::invalid_argument("--buf-size must be 1 .. region size");
 
     npf::Fd out(o.output == "-" ? ::dup(STDOUT_FILENO)
                                 : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -85,19 +112,19 @@ int run(const Options& o)
 
     npf::Engine eng(cfg);
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
-    const uint64_t slots = cfg.regionSize / o.bufSize;
+    const uint64_t slots = cfg.regionSize / sz.buf;
     const uint64_t depth = std::min<uint64_t>(slots, NPF_POST_RING_SIZE);
     if (!o.cold)
-        eng.populate(0, std::min<uint64_t>(cfg.regionSize, depth * o.bufSize));
+        eng.populate(0, std::min<uint64_t>(cfg.regionSize, depth * sz.buf));
     uint64_t next = 0; // next slot to post
     auto postNext = [&] {
-        flow.post((next % slots) * o.bufSize, o.bufSize);
+        flow.post((next % slots) * sz.buf, sz.buf);
         next++;
     };
     for (uint64_t i = 0; i < depth; i++)
         postNext();
     NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s",
-             o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), o.bufSize,
+             o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), sz.buf,
              static_cast<unsigned long long>(cfg.regionSize >> 20), o.cold ? "cold" : "warm",
              cfg.residentBudget ? o.budget.c_str() : "unlimited");
 
@@ -157,7 +184,20 @@ int run(const Options& o)
                 s.faultTotal.p99 / 1e3, s.faultTotal.p999 / 1e3, (unsigned long long)s.fastTotal.count,
                 s.fastTotal.p50 / 1e3, s.fastTotal.p99 / 1e3);
     }
-    return failed ? 1 : 0;
+    return failed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
+}
+
+// A finite number in [lo, hi] (CLI::Range lets "nan" through).
+CLI::Validator number(double lo, double hi, const std::string& desc)
+{
+    return CLI::Validator(
+        [=](std::string& s) {
+            double v = 0;
+            auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+            bool ok = ec == std::errc() && end == s.data() + s.size() && v >= lo && v <= hi;
+            return ok ? std::string() : "'" + s + "' is not a number " + desc;
+        },
+        desc);
 }
 
 } // namespace
@@ -170,25 +210,34 @@ int main(int argc, char** argv)
     app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
     app.add_option("--addr", o.addr, "only datagrams to this destination address");
     app.add_option("-o,--output", o.output, "write payloads here ('-' = stdout)");
-    app.add_option("-n,--count", o.count, "stop after this many datagrams (0 = no limit)");
-    app.add_option("--idle", o.idle, "stop after this many seconds without datagrams (once one arrived)");
+    const double kMax = std::numeric_limits<double>::max();
+    app.add_option("-n,--count", o.count, "stop after this many datagrams (0 = no limit)")
+        ->check(number(0, kMax, ">= 0"));
+    app.add_option("--idle", o.idle, "stop after this many seconds without datagrams (once one arrived)")
+        ->check(number(0, kMax, ">= 0"));
     app.add_flag("--cold", o.cold, "start with nothing resident (every first datagram faults)");
-    app.add_option("--budget", o.budget, "resident budget of the region, e.g. 4M (0 = unlimited)");
-    app.add_option("--region", o.region, "region size, e.g. 64M, 1G");
+    app.add_option("--budget", o.budget, "resident budget of the region, e.g. 4M (0 = unlimited)")->type_name("SIZE");
+    app.add_option("--region", o.region, "region size, e.g. 64M, 1G (at most 1T)")->type_name("SIZE");
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
-    app.add_option("--buf-size", o.bufSize, "bytes per posted buffer (smaller than a datagram: TRUNCATED)");
+    app.add_option("--buf-size", o.bufSize,
+                   "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")
+        ->type_name("SIZE");
     app.add_option("--mode", o.mode, "XDP mode if npf-recv attaches the program")
         ->check(CLI::IsMember({"native", "skb"}));
-    app.add_option("--queues", o.queues, "RX queues to serve (0 = all)");
+    app.add_option("--queues", o.queues, "RX queues to serve (0 = all)")
+        ->check(CLI::Range(0u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
     app.add_option("--prefetch", o.prefetch, "posted buffers to populate after a fault (0 = off)");
-    app.add_option("--reorder-ms", o.reorderMs, "a missing datagram completes LOST after this many ms");
+    app.add_option("--reorder-ms", o.reorderMs, "a missing datagram completes LOST after this many ms")
+        ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
     app.add_flag("-q,--quiet", o.quiet, "no stats on exit");
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        int rc = app.exit(e);
-        return rc == 0 ? 0 : 2;
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+            return app.exit(e);
+        fprintf(stderr, "npf-recv: error: %s (npf-recv --help)\n", e.what());
+        return npf::ctl::kExitUsage;
     }
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
     npf::log::routeLibbpf();
@@ -197,11 +246,8 @@ int main(int argc, char** argv)
     std::signal(SIGPIPE, SIG_IGN);
     try {
         return run(o);
-    } catch (const std::invalid_argument& e) {
-        fprintf(stderr, "npf-recv: error: %s\n", e.what());
-        return 2;
     } catch (const std::exception& e) {
         fprintf(stderr, "npf-recv: error: %s\n", e.what());
-        return 1;
+        return npf::ctl::exitCodeFor(e);
     }
 }

@@ -1,20 +1,17 @@
-// npfctl exit codes (documented in docs/cli.md).
+// npfctl's exit codes: the control plane's, shared with npf-recv.
 #pragma once
 
-#include <exception>
+#include "ctl/exit_codes.h"
 
 namespace npf::cli {
 
-enum ExitCode : int {
-    kExitOk = 0,
-    kExitFailure = 1,    // runtime failure
-    kExitUsage = 2,      // usage / bad arguments
-    kExitPermission = 3, // not root / EPERM
-    kExitNoDevice = 4,   // no such interface
-    kExitConflict = 5,   // already attached / foreign program / not attached / flow conflicts
-};
-
-// The exit code for an exception thrown by a command.
-int exitCodeFor(const std::exception& e);
+using ctl::ExitCode;
+using ctl::exitCodeFor;
+using ctl::kExitConflict;
+using ctl::kExitFailure;
+using ctl::kExitNoDevice;
+using ctl::kExitOk;
+using ctl::kExitPermission;
+using ctl::kExitUsage;
 
 } // namespace npf::cli

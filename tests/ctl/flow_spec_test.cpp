@@ -8,11 +8,11 @@
 #include <stdexcept>
 
 #include "ctl/errors.h"
+#include "ctl/exit_codes.h"
 #include "ctl/flows.h"
 #include "ctl/iface.h"
 #include "ctl/mode.h"
 #include "ctl/stats.h"
-#include "exit_codes.h"
 
 namespace npf::ctl {
 namespace {
@@ -121,7 +121,6 @@ TEST(StatNames, MatchTheEnum)
 
 TEST(ExitCodes, PerErrorClass)
 {
-    using namespace npf::cli;
     EXPECT_EQ(exitCodeFor(ArgumentError("bad")), kExitUsage);
     EXPECT_EQ(exitCodeFor(StateError(EBUSY, "already attached")), kExitConflict);
     EXPECT_EQ(exitCodeFor(StateError(ENOENT, "not attached")), kExitConflict);

@@ -1,17 +1,17 @@
-#include "exit_codes.h"
+#include "ctl/exit_codes.h"
 
 #include <cerrno>
 #include <system_error>
 
 #include "ctl/errors.h"
 
-namespace npf::cli {
+namespace npf::ctl {
 
 int exitCodeFor(const std::exception& e)
 {
-    if (dynamic_cast<const ctl::ArgumentError*>(&e))
+    if (dynamic_cast<const ArgumentError*>(&e))
         return kExitUsage;
-    if (dynamic_cast<const ctl::StateError*>(&e))
+    if (dynamic_cast<const StateError*>(&e))
         return kExitConflict;
     if (auto* se = dynamic_cast<const std::system_error*>(&e)) {
         if (se->code().category() == std::generic_category() || se->code().category() == std::system_category()) {
@@ -26,4 +26,4 @@ int exitCodeFor(const std::exception& e)
     return kExitFailure;
 }
 
-} // namespace npf::cli
+} // namespace npf::ctl
