@@ -69,7 +69,7 @@ int npf_xdp(struct xdp_md *ctx)
 	struct npf_flow *flow;
 	struct npf_cursor *cur;
 	struct npf_meta *meta;
-	__u32 fid, queue, slot, copy_len = 0, i;
+	__u32 fid, gen, queue, slot, copy_len = 0, i;
 	__u64 seq = 0, offset = 0;
 	__u8 flags = 0;
 	void *data;
@@ -84,6 +84,7 @@ int npf_xdp(struct xdp_md *ctx)
 	if (!flow)
 		return npf_out(NPF_STAT_PASS_NO_FLOW, XDP_PASS);
 	fid = flow->id;
+	gen = flow->gen;
 	if (fid >= NPF_MAX_FLOWS)
 		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
 	if (pkt.payload_len > NPF_MAX_PAYLOAD)
@@ -100,6 +101,17 @@ int npf_xdp(struct xdp_md *ctx)
 	if (!bpf_map_lookup_elem(&npf_xsks, &slot))
 		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
 
+	/* What the kernel would drop as corrupt is dropped before it can take a
+	 * buffer. The UDP payload's checksum is verified by the service as it
+	 * copies (npf_meta.csum). */
+	if (pkt.csum_bad)
+		return npf_out(NPF_STAT_DROP_CSUM, XDP_DROP);
+
+	/* An entry whose id was freed and handed to another flow since. */
+	cur = bpf_map_lookup_elem(&npf_cursors, &fid);
+	if (!cur || READ_ONCE(cur->gen) != gen)
+		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+
 	/* A flow datagram's metadata is npf's: drop what an earlier program left
 	 * so npf_meta sits in the 32 bytes right before the packet. */
 	data = (void *)(long)ctx->data;
@@ -108,10 +120,6 @@ int npf_xdp(struct xdp_md *ctx)
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct npf_meta)))
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
-
-	cur = bpf_map_lookup_elem(&npf_cursors, &fid);
-	if (!cur)
-		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
 
 	/*
 	 * Claim the next posted buffer. Everything that decides where the packet
@@ -128,6 +136,11 @@ int npf_xdp(struct xdp_md *ctx)
 		struct npf_post *post;
 		int bad;
 
+		/* Again after prod (the id may have been handed over since the
+		 * check above): a new flow's gen is set before its first post is
+		 * published. The metadata stays; the kernel ignores it. */
+		if (READ_ONCE(cur->gen) != gen)
+			return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
 		if ((__s64)(prod - cons) <= 0)
 			return npf_out(NPF_STAT_DROP_RNR, XDP_DROP);
 		key = fid * NPF_POST_RING_SIZE + (__u32)(cons & (NPF_POST_RING_SIZE - 1));
@@ -161,13 +174,17 @@ int npf_xdp(struct xdp_md *ctx)
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	meta->magic = NPF_META_MAGIC;
 	meta->version = NPF_META_VERSION;
-	meta->flags = flags;
 	meta->flow = fid;
 	meta->payload_off = pkt.payload_off;
 	meta->seq = (__u32)seq;
 	meta->len = copy_len;
 	meta->offset = offset;
-	meta->tstamp = bpf_ktime_get_ns();
+	meta->tstamp = (__u32)bpf_ktime_get_ns();
+	meta->gen = (__u16)gen;
+	meta->csum = npf_csum_fold(pkt.csum_partial);
+	if (pkt.udp_csum_none)
+		flags |= NPF_META_F_NO_CSUM;
+	meta->flags = flags;
 	if (flags & NPF_META_F_TRUNCATED)
 		npf_count(NPF_STAT_TRUNCATED);
 

@@ -14,8 +14,8 @@ int cmdFlowAdd(const Options& opt)
 {
     ctl::FlowSpec f = ctl::parseFlowSpec(opt.port, opt.addr);
     ctl::Dataplane dp = ctl::Dataplane::open(opt.ifname);
-    uint32_t id = ctl::addFlow(dp, f);
-    std::printf("added flow %u on %s: %s\n", id, opt.ifname.c_str(), ctl::toString(f).c_str());
+    ctl::FlowEntry e = ctl::addFlow(dp, f);
+    std::printf("added flow %u on %s: %s\n", e.id, opt.ifname.c_str(), ctl::toString(f).c_str());
     return kExitOk;
 }
 

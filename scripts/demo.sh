@@ -246,6 +246,9 @@ in_rx ip link set lo up
 in_tx ip link set lo up
 in_rx ip link set "$IF_RX" up
 in_tx ip link set "$IF_TX" up
+# The local stack leaves UDP checksums to a veth's tx offload, which never
+# computes them; npf verifies checksums, so the sender writes full ones.
+in_tx ethtool -K "$IF_TX" tx off >/dev/null
 MAC_RX=$(in_rx ip -br link show dev "$IF_RX" | awk '{print $3}')
 MAC_TX=$(in_tx ip -br link show dev "$IF_TX" | awk '{print $3}')
 in_tx ip neigh replace "$ADDR_RX" lladdr "$MAC_RX" dev "$IF_TX"

@@ -26,7 +26,32 @@ struct npf_pkt {
 	struct npf_flow_key key; /* destination address + port */
 	__u32 payload_off;       /* from the start of the packet */
 	__u32 payload_len;       /* UDP length - 8 */
+	__u32 csum_partial;      /* pseudo-header + UDP header words, unfolded (npf_meta.csum) */
+	__u8 csum_bad;           /* IPv4 header checksum wrong, or UDP checksum 0 over IPv6 */
+	__u8 udp_csum_none;      /* UDP checksum 0 over IPv4: the sender computed none */
 };
+
+/* Ones' complement sum folded to 16 bits (not inverted). */
+static __always_inline __u16 npf_csum_fold(__u32 sum)
+{
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)((sum & 0xffff) + (sum >> 16));
+}
+
+/* Sum of the 16-bit words of an IPv4 header of ihl bytes (20..60, checked
+ * by the caller to lie inside the packet). */
+static __always_inline __u32 npf_ipv4_hdr_sum(struct iphdr *ip, __u32 ihl, void *data_end)
+{
+	__u16 *w = (__u16 *)ip;
+	__u32 sum = 0;
+
+	for (__u32 i = 0; i < 30; i++) {
+		if (i >= ihl / 2 || (void *)(w + i + 1) > data_end)
+			break;
+		sum += w[i];
+	}
+	return sum;
+}
 
 struct vlan_hdr_ {
 	__be16 tci;
@@ -87,6 +112,9 @@ static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt 
 			return NPF_STAT_PASS_NOT_UDP;
 		pkt->key.family = NPF_FAMILY_IPV4;
 		__builtin_memcpy(pkt->key.addr, &ip->daddr, 4);
+		pkt->csum_bad = npf_csum_fold(npf_ipv4_hdr_sum(ip, ihl, data_end)) != 0xffff;
+		pkt->csum_partial = (ip->saddr & 0xffff) + (ip->saddr >> 16) +
+				    (ip->daddr & 0xffff) + (ip->daddr >> 16);
 		off += ihl;
 		l4_room = tot - ihl;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
@@ -106,6 +134,10 @@ static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt 
 			return NPF_STAT_PASS_NOT_UDP;
 		pkt->key.family = NPF_FAMILY_IPV6;
 		__builtin_memcpy(pkt->key.addr, &ip6->daddr, 16);
+		/* saddr and daddr: 16 words right after the fixed fields */
+		__u16 *w = (__u16 *)&ip6->saddr;
+		for (__u32 i = 0; i < 16; i++)
+			pkt->csum_partial += w[i];
 		off += sizeof(*ip6);
 		l4_room = plen;
 	} else {
@@ -124,6 +156,16 @@ static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt 
 	if (ulen < sizeof(*udp) || ulen > l4_room)
 		return NPF_STAT_PASS_MALFORMED;
 	pkt->key.port = udp->dest;
+	/* The rest of the pseudo-header (protocol, UDP length) and the UDP
+	 * header itself, checksum field included. */
+	pkt->csum_partial += bpf_htons(IPPROTO_UDP) + udp->len + udp->source + udp->dest + udp->len +
+			     udp->check;
+	if (udp->check == 0) {
+		if (pkt->key.family == NPF_FAMILY_IPV4)
+			pkt->udp_csum_none = 1;
+		else
+			pkt->csum_bad = 1;
+	}
 	pkt->payload_off = off + sizeof(*udp);
 	pkt->payload_len = ulen - sizeof(*udp);
 	return -1;

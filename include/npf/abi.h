@@ -11,7 +11,7 @@
 
 #include <linux/types.h>
 
-#define NPF_ABI_VERSION 1
+#define NPF_ABI_VERSION 2
 
 /* ---- limits --------------------------------------------------------- */
 
@@ -45,11 +45,12 @@
 /* ---- per-packet metadata -------------------------------------------- */
 
 #define NPF_META_MAGIC 0x4e50 /* "NP" */
-#define NPF_META_VERSION 1
+#define NPF_META_VERSION 2
 
 /* npf_meta.flags */
 #define NPF_META_F_BACKUP    0x01 /* destination not resident: fault path */
 #define NPF_META_F_TRUNCATED 0x02 /* payload longer than the posted buffer */
+#define NPF_META_F_NO_CSUM   0x04 /* UDP over IPv4 with checksum 0: nothing to verify */
 
 /* Written by XDP in front of every steered frame (bpf_xdp_adjust_meta);
  * in the AF_XDP frame it sits in the 32 bytes just before the packet. */
@@ -62,7 +63,11 @@ struct npf_meta {
 	__u32 seq;         /* per-flow sequence = index of the consumed post */
 	__u32 len;         /* bytes to place: min(payload, posted buffer) */
 	__u64 offset;      /* destination offset in the region */
-	__u64 tstamp;      /* bpf_ktime_get_ns() when XDP steered the packet */
+	__u32 tstamp;      /* low 32 bits of bpf_ktime_get_ns() when XDP steered the packet */
+	__u16 gen;         /* low 16 bits of the flow's generation (npf_flow.gen) */
+	__u16 csum;        /* ones' complement sum of the UDP pseudo-header and header, folded
+	                    * to 16 bits, of the 16-bit words as they lie in memory: adding the
+	                    * payload's sum must give 0xffff (unless NPF_META_F_NO_CSUM) */
 };
 
 /* ---- flows ---------------------------------------------------------- */
@@ -82,10 +87,12 @@ struct npf_flow_key {
 	__u8 pad;
 };
 
-/* Value of npf_flows. */
+/* Value of npf_flows. gen must equal the cursor's gen: an entry whose id
+ * was freed and handed to another flow no longer matches (XDP passes its
+ * packets untouched), and the engine checks the gen in every npf_meta. */
 struct npf_flow {
-	__u32 id; /* index into posts/cursors, < NPF_MAX_FLOWS */
-	__u32 flags; /* reserved, 0 */
+	__u32 id;  /* index into posts/cursors, < NPF_MAX_FLOWS */
+	__u32 gen; /* generation of the id when this flow took it */
 };
 
 /* ---- post ring ------------------------------------------------------ */
@@ -101,10 +108,14 @@ struct npf_post {
 /* Producer/consumer cursors of one flow's post ring, each on its own cache
  * line. The application writes the slot, then publishes prod (release);
  * XDP reads prod (acquire), then the slot, and claims it by CAS on cons.
- * cons is the next seq; cons <= prod always; prod - cons <= ring size. */
+ * cons is the next seq; cons <= prod always; prod - cons <= ring size.
+ * gen counts the allocations of this flow id; it changes only under the
+ * flow lock (flock on the pin directory), with prod and cons reset. */
 struct npf_cursor {
 	__u64 prod;
-	__u64 pad0[7];
+	__u32 gen;
+	__u32 pad;
+	__u64 pad0[6];
 	__u64 cons;
 	__u64 pad1[7];
 };
@@ -129,7 +140,7 @@ enum npf_stat {
 	NPF_STAT_PASS_IPV6_EXT,     /* IPv6 extension headers */
 	NPF_STAT_PASS_MALFORMED,    /* truncated or inconsistent headers */
 	NPF_STAT_PASS_NO_FLOW,      /* UDP to a port that is not a flow */
-	NPF_STAT_PASS_BAD_FLOW,     /* flow entry with an id out of range */
+	NPF_STAT_PASS_BAD_FLOW,     /* flow entry with an id out of range or a stale gen */
 	NPF_STAT_PASS_BAD_QUEUE,    /* rx queue >= NPF_MAX_QUEUES */
 	NPF_STAT_PASS_NO_SOCKET,    /* no socket bound: fail open, nothing consumed */
 	NPF_STAT_PASS_TOO_BIG,      /* payload > NPF_MAX_PAYLOAD */
@@ -138,6 +149,7 @@ enum npf_stat {
 	NPF_STAT_DROP_RNR,          /* no posted buffer */
 	NPF_STAT_DROP_BAD_DESC,     /* posted buffer outside the region */
 	NPF_STAT_DROP_CONTENDED,    /* cursor CAS lost NPF_CAS_RETRIES times */
+	NPF_STAT_DROP_CSUM,         /* IPv4 header checksum wrong, or UDP checksum 0 over IPv6 */
 	/* outcomes: XDP_REDIRECT */
 	NPF_STAT_REDIR_PRIMARY,     /* all destination pages resident */
 	NPF_STAT_REDIR_BACKUP,      /* a destination page not resident */
@@ -152,7 +164,9 @@ enum npf_stat {
 /* npf_completion.status */
 #define NPF_CS_OK        0 /* every byte of the datagram is in place */
 #define NPF_CS_TRUNCATED 1 /* the first len bytes are in place; the datagram was longer */
-#define NPF_CS_LOST      2 /* no datagram arrived for this seq within reorder_timeout */
+#define NPF_CS_LOST      2 /* the datagram of this seq was dropped (see docs/architecture.md) */
+#define NPF_CS_BAD_CSUM  3 /* the datagram failed its UDP checksum: the buffer holds no valid data */
+#define NPF_CS_MAX       NPF_CS_BAD_CSUM
 
 /* npf_completion.flags */
 #define NPF_CF_FAULT 0x1 /* took the fault (backup) path */

@@ -41,7 +41,14 @@ struct EngineConfig {
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
-    std::chrono::microseconds reorderTimeout{1000}; // a missing seq completes LOST after this
+    // A seq whose datagram was provably dropped (docs/architecture.md, "When a
+    // seq is LOST") completes LOST this long after the proof.
+    std::chrono::microseconds reorderTimeout{1000};
+    // Verify each datagram's UDP checksum while copying it (a wrong one
+    // completes NPF_CS_BAD_CSUM). Turn off only for a source that is trusted
+    // to deliver intact payloads yet sends partial checksums, such as a veth
+    // peer with tx checksum offload on (docs/architecture.md, "Checksums").
+    bool verifyUdpChecksum = true;
     // UMEM frames per queue (the only pinned memory: frameSize * frameCount).
     // A flow's posted buffers bound the datagrams in flight, so RX rings of
     // NPF_POST_RING_SIZE entries and twice as many frames never overflow
@@ -72,8 +79,10 @@ struct EngineStats {
     uint64_t rejected = 0;       // seq rejected by the sequencer (duplicate, stale, out of window)
     uint64_t mismatch = 0;       // meta disagrees with the posted buffer (completed LOST)
     uint64_t placeErrors = 0;    // payloads the pager could not place (completed LOST)
+    uint64_t csumErrors = 0;     // datagrams with a wrong UDP checksum (completed BAD_CSUM)
+    uint64_t late = 0;           // datagrams that arrived after their seq completed LOST (dropped)
     uint64_t faultDrops = 0;     // FaultPolicy::Drop: datagrams dropped on a non-resident page (LOST)
-    uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0;
+    uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0, completedBadCsum = 0;
     uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
     uint64_t residentPages = 0;  // now
     uint64_t pinnedBytes = 0;    // UMEM, all queues

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "xdp_harness.h"
+#include "sys/csum.h"
+#include "xsk/meta.h"
 
 namespace npf::test {
 namespace {
@@ -41,6 +43,8 @@ struct Expected {
     uint32_t flow = 0;
     uint16_t payloadOff = 0;
     uint32_t payloadLen = 0;
+    bool udpCsumZero = false; // checksum field 0
+    bool udpCsumValid = false; // RFC 768 checksum of pseudo-header + datagram holds
 };
 
 class Fuzz : public HarnessSuite<::testing::Test, kRegionPages, kQueues> {
@@ -200,6 +204,8 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
     }
     npf_flow_key key{};
     uint32_t l4Room;
+    bool ipHdrOk = true;
+    std::span<const uint8_t> addrs; // source + destination address (pseudo-header)
     if (type == kEthIpv4) {
         if (n < off + 20)
             return {NPF_STAT_PASS_MALFORMED};
@@ -212,6 +218,8 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
             return {NPF_STAT_PASS_NOT_UDP};
         key.family = NPF_FAMILY_IPV4;
         std::memcpy(key.addr, &p[off + 16], 4);
+        ipHdrOk = foldChecksum(onesSum(p.subspan(off, ihl))) == 0xffff;
+        addrs = p.subspan(off + 12, 8);
         l4Room = tot - ihl;
         off += ihl;
     } else if (type == kEthIpv6) {
@@ -231,6 +239,7 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
             return {NPF_STAT_PASS_NOT_UDP};
         key.family = NPF_FAMILY_IPV6;
         std::memcpy(key.addr, &p[off + 8 + 16], 16);
+        addrs = p.subspan(off + 8, 32);
         l4Room = plen;
         off += 40;
     } else {
@@ -252,6 +261,8 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
     if (!id)
         return {NPF_STAT_PASS_NO_FLOW};
     Expected e{0, *id, static_cast<uint16_t>(off + 8), ulen - 8};
+    e.udpCsumZero = rd16(off + 6) == 0;
+    e.udpCsumValid = foldChecksum(onesSum(p.subspan(off, ulen), onesSum(addrs, kIpProtoUdp + ulen))) == 0xffff;
     if (*id >= NPF_MAX_FLOWS)
         return e.stat = NPF_STAT_PASS_BAD_FLOW, e;
     if (e.payloadLen > NPF_MAX_PAYLOAD)
@@ -260,6 +271,8 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
         return e.stat = NPF_STAT_PASS_BAD_QUEUE, e;
     if (queue >= kQueues || !sockets_[queue].first || !sockets_[queue].second)
         return e.stat = NPF_STAT_PASS_NO_SOCKET, e;
+    if (!ipHdrOk || (e.udpCsumZero && key.family == NPF_FAMILY_IPV6))
+        return e.stat = NPF_STAT_DROP_CSUM, e;
     npf_cursor c = harness_->cursor(*id);
     if (static_cast<int64_t>(c.prod - c.cons) <= 0)
         return e.stat = NPF_STAT_DROP_RNR, e;
@@ -363,9 +376,16 @@ TEST_F(Fuzz, RandomPacketsAndStates)
             EXPECT_EQ((m.flags & NPF_META_F_TRUNCATED) != 0, want.payloadLen > post.len);
             EXPECT_EQ(truncated, (m.flags & NPF_META_F_TRUNCATED) != 0);
             EXPECT_EQ((m.flags & NPF_META_F_BACKUP) != 0, outcome == NPF_STAT_REDIR_BACKUP);
-            EXPECT_EQ(m.flags & ~(NPF_META_F_TRUNCATED | NPF_META_F_BACKUP), 0);
-            EXPECT_GE(m.tstamp, r.startNs);
-            EXPECT_LE(m.tstamp, r.endNs);
+            EXPECT_EQ((m.flags & NPF_META_F_NO_CSUM) != 0, want.udpCsumZero);
+            EXPECT_EQ(m.flags & ~(NPF_META_F_TRUNCATED | NPF_META_F_BACKUP | NPF_META_F_NO_CSUM), 0);
+            EXPECT_EQ(m.gen, 0u);
+            // The service's check (payload sum + meta.csum) agrees with RFC 768.
+            if (!want.udpCsumZero) {
+                const uint16_t sum = csumFold(csumPartial(pkt.data() + m.payload_off, want.payloadLen) + m.csum);
+                EXPECT_EQ(sum == 0xffff, want.udpCsumValid) << "meta.csum 0x" << std::hex << m.csum;
+            }
+            EXPECT_GE(xsk::steeredAtNs(m, r.endNs), r.startNs);
+            EXPECT_LE(xsk::steeredAtNs(m, r.endNs), r.endNs);
         } else {
             EXPECT_FALSE(truncated);
         }
@@ -381,7 +401,8 @@ TEST_F(Fuzz, RandomPacketsAndStates)
     // The generator must reach every outcome test_run can produce, or the test proves little.
     for (uint32_t k : {NPF_STAT_PASS_NOT_IP, NPF_STAT_PASS_NOT_UDP, NPF_STAT_PASS_FRAGMENT, NPF_STAT_PASS_IPV6_EXT,
                        NPF_STAT_PASS_MALFORMED, NPF_STAT_PASS_NO_FLOW, NPF_STAT_PASS_BAD_FLOW, NPF_STAT_PASS_BAD_QUEUE,
-                       NPF_STAT_PASS_NO_SOCKET, NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_REDIR_PRIMARY,
+                       NPF_STAT_PASS_NO_SOCKET, NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CSUM,
+                       NPF_STAT_REDIR_PRIMARY,
                        NPF_STAT_REDIR_BACKUP})
         if (packets >= 2000 && !HasFailure()) {
             EXPECT_GT(seen[k], 0u) << "no packet reached " << statName(k);

@@ -20,7 +20,7 @@ constexpr const char* kStatNames[] = {
     "rx_total",      "pass_not_ip",   "pass_not_udp", "pass_fragment",  "pass_ipv6_ext",
     "pass_malformed", "pass_no_flow", "pass_bad_flow", "pass_bad_queue", "pass_no_socket",
     "pass_too_big",  "pass_meta_fail", "drop_rnr",    "drop_bad_desc",  "drop_contended",
-    "redir_primary", "redir_backup",  "redir_fail",   "truncated",
+    "drop_csum",     "redir_primary", "redir_backup",  "redir_fail",   "truncated",
 };
 static_assert(std::size(kStatNames) == NPF_STAT_MAX, "enum npf_stat changed: update kStatNames");
 
@@ -45,7 +45,7 @@ const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? kStatNames[st
 
 int outcomeVerdict(uint32_t stat)
 {
-    if (stat >= NPF_STAT_DROP_RNR && stat <= NPF_STAT_DROP_CONTENDED)
+    if (stat >= NPF_STAT_DROP_RNR && stat <= NPF_STAT_DROP_CSUM)
         return XDP_DROP;
     if (stat == NPF_STAT_REDIR_PRIMARY || stat == NPF_STAT_REDIR_BACKUP)
         return XDP_REDIRECT;
@@ -129,9 +129,9 @@ void XdpHarness::reset()
         setSockets(q, false, false);
 }
 
-void XdpHarness::addFlow(const npf_flow_key& key, uint32_t id, uint32_t flags)
+void XdpHarness::addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen)
 {
-    npf_flow f{.id = id, .flags = flags};
+    npf_flow f{.id = id, .gen = gen};
     checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flows), &key, &f, BPF_ANY), "add npf_flows entry");
 }
 

@@ -67,7 +67,7 @@ public:
     // Counters are never reset: compare snapshots.
     void reset();
 
-    void addFlow(const npf_flow_key& key, uint32_t id, uint32_t flags = 0);
+    void addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen = 0);
     void setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len);
     npf_post post(uint32_t flow, uint64_t seq) const;
     void setCursor(uint32_t flow, uint64_t prod, uint64_t cons);

@@ -119,6 +119,14 @@ VethPair::VethPair(VethOptions opt) : rx_("npfr"), tx_("npft")
               sh(tx_.exec() + "ip addr add " + txAddr_ + "/30 dev " + txIf_) == 0;
     if (!ok)
         throw std::runtime_error("configuring veth " + rxIf_ + "/" + txIf_ + " failed");
+    // The local stack leaves UDP checksums to a veth's tx offload, which
+    // never computes them: what arrives carries a partial checksum. Off, the
+    // stack writes full checksums, as a sender on a real wire does (npf
+    // verifies them; see docs/architecture.md).
+    if (!opt.txChecksumOffload &&
+        (sh(rx_.exec() + "ethtool -K " + rxIf_ + " tx off >/dev/null") != 0 ||
+         sh(tx_.exec() + "ethtool -K " + txIf_ + " tx off >/dev/null") != 0))
+        throw std::runtime_error("ethtool -K tx off on veth " + rxIf_ + "/" + txIf_ + " failed");
     rxMac_ = macOf(rx_, rxIf_);
     txMac_ = macOf(tx_, txIf_);
     ok = sh(tx_.exec() + "ip neigh replace " + rxAddr_ + " lladdr " + rxMac_ + " dev " + txIf_) == 0 &&

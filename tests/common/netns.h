@@ -52,6 +52,7 @@ private:
 struct VethOptions {
     int queues = 1; // numrxqueues/numtxqueues of both ends
     int mtu = 1500;
+    bool txChecksumOffload = false; // on: locally sent UDP arrives with partial checksums
 };
 
 class VethPair {

@@ -308,8 +308,10 @@ std::vector<uint8_t> PacketBuilder::build() const
         }
         throw std::invalid_argument("transport layer without an IP layer before it");
     };
+    // The segment is what the length field says, within the frame (UDP; TCP
+    // and ICMP pass the rest of the frame).
     auto l4Checksum = [&](size_t i, size_t csumAt, uint8_t proto, uint32_t pseudoLen) {
-        std::span<const uint8_t> seg(b.data() + start[i], b.size() - start[i]);
+        std::span<const uint8_t> seg(b.data() + start[i], std::min<size_t>(b.size() - start[i], pseudoLen));
         uint16_t c = static_cast<uint16_t>(~foldChecksum(onesSum(seg, pseudoSum(i, proto, pseudoLen))));
         put16(b, csumAt, c);
         return c;

@@ -57,9 +57,11 @@ void Checker::handle(const npf_completion& c)
     case NPF_CS_OK: t_.ok++; break;
     case NPF_CS_TRUNCATED: t_.truncated++; break;
     case NPF_CS_LOST:
-        t_.lost++;
+    case NPF_CS_BAD_CSUM:
+        (c.status == NPF_CS_LOST ? t_.lost : t_.badCsum)++;
         if (c.len != 0)
-            fail("seq " + std::to_string(c.seq) + ": LOST with len " + std::to_string(c.len));
+            fail("seq " + std::to_string(c.seq) + ": status " + std::to_string(c.status) + " with len " +
+                 std::to_string(c.len));
         return;
     default: fail("seq " + std::to_string(c.seq) + ": status " + std::to_string(c.status)); return;
     }

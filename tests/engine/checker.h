@@ -26,7 +26,7 @@ struct BufferPlan {
 };
 
 struct CheckTotals {
-    uint64_t completions = 0, ok = 0, truncated = 0, lost = 0, faultFlag = 0, verified = 0;
+    uint64_t completions = 0, ok = 0, truncated = 0, lost = 0, badCsum = 0, faultFlag = 0, verified = 0;
     uint64_t failures = 0;
     std::string firstFailures; // the first few, one per line
 };

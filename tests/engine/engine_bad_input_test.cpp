@@ -69,9 +69,23 @@ std::vector<BadCase> badCases(Rig& rig)
          "pass_fragment"},
         {"only an ethernet header", PacketBuilder().eth(with(eth, [](auto& s) { s.type = 0x0800; })).build(),
          "pass_malformed"},
+        // Dropped before they take a buffer, as the kernel drops them.
+        {"wrong ip header checksum", [&] {
+             auto f = PacketBuilder().eth(eth).ipv4(ip).udp(udp).payload(good(57)).build();
+             f[14 + 10] ^= 0x5a;
+             return f;
+         }(),
+         "drop_csum"},
+        {"udp checksum 0 over ipv6", [&] {
+             auto f = PacketBuilder().eth(eth).ipv6(v6).udp(udp).payload(good(58)).build();
+             f[14 + 40 + 6] = f[14 + 40 + 7] = 0;
+             return f;
+         }(),
+         "drop_csum"},
         // Steered: the UDP length is shorter than the IP payload (trailing
-        // junk is not part of the datagram), a wrong UDP checksum (npf does
-        // not verify checksums), and UDP over IPv6 (the flow matches any family).
+        // junk is not part of the datagram), UDP over IPv6 (the flow matches
+        // any family), a wrong UDP checksum (completes BAD_CSUM: npf verifies
+        // it while copying) and none at all (0 over IPv4: nothing to verify).
         {"udp length shorter than the ip payload",
          PacketBuilder().eth(eth).ipv4(ip).udp(with(udp, [&](auto& s) { s.len = uint16_t(8 + oddSize(1)); }))
              .payload(padded).build(),
@@ -83,6 +97,9 @@ std::vector<BadCase> badCases(Rig& rig)
          }(),
          "redir"},
         {"udp over ipv6", PacketBuilder().eth(eth).ipv6(v6).udp(udp).payload(good(3)).build(), "redir"},
+        {"no udp checksum over ipv4",
+         PacketBuilder().eth(eth).ipv4(ip).udp(with(udp, [](auto& s) { s.checksum = false; })).payload(good(4)).build(),
+         "redir"},
     };
 }
 
@@ -123,14 +140,16 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
         steered += std::string(c.counter) == "redir";
     Sender tx(rig.veth(), {.count = kGood, .dstPort = kPort, .rate = 20000, .size = goodSize});
     tx.start();
-    chk.pumpUntil(steered + kGood, 3s);
+    chk.pumpUntil(steered + kGood, 10s);
     tx.join();
     ASSERT_EQ(tx.error(), "");
     const CheckTotals& t = chk.totals();
     EngineStats s = eng->stats();
     EXPECT_EQ(t.failures, 0u) << t.firstFailures;
     EXPECT_EQ(t.lost, 0u);
-    EXPECT_EQ(t.verified, steered + kGood);
+    EXPECT_EQ(t.badCsum, 1u); // the wrong UDP checksum, never OK
+    EXPECT_EQ(s.csumErrors, 1u);
+    EXPECT_EQ(t.verified, steered - 1 + kGood);
     EXPECT_EQ(s.badMeta, 0u);
     EXPECT_TRUE(accounted(rig, xdp0, veth0, cases.size() + tx.sent(), t, s));
     for (uint32_t k = 0; k < kGood; k++)

@@ -33,7 +33,7 @@ EngineInNs::~EngineInNs()
     // (kernel_rx_dropped) in the veth's rx drops: only the rest fell before XDP.
     if (d["rx_total"] + veth != sent && veth >= s.kernelRxDropped)
         veth -= s.kernelRxDropped;
-    uint64_t passed = 0, dropped = d["drop_rnr"] + d["drop_contended"] + d["drop_bad_desc"];
+    uint64_t passed = 0, dropped = d["drop_rnr"] + d["drop_contended"] + d["drop_bad_desc"] + d["drop_csum"];
     for (const auto& [name, v] : d)
         if (name.rfind("pass_", 0) == 0)
             passed += v;
@@ -42,7 +42,7 @@ EngineInNs::~EngineInNs()
     auto failure = [&]() {
         return ::testing::AssertionFailure()
                << "\n  sent " << sent << ", completions " << t.completions << " (ok " << t.ok << ", truncated "
-               << t.truncated << ", lost " << t.lost << "), veth drops " << veth << "\n  xdp: " << describe(d)
+               << t.truncated << ", lost " << t.lost << ", bad csum " << t.badCsum << "), veth drops " << veth << "\n  xdp: " << describe(d)
                << "\n  engine: kernel_rx_dropped " << s.kernelRxDropped << " mismatch " << s.mismatch
                << " place_errors " << s.placeErrors << " bad_meta " << s.badMeta << " rejected " << s.rejected
                << " completed ok/trunc/lost " << s.completedOk << "/" << s.completedTruncated << "/"
@@ -53,12 +53,15 @@ EngineInNs::~EngineInNs()
     if (claimed != t.completions)
         return failure() << "XDP claimed " << claimed << " posted buffers, the application saw " << t.completions
                          << " completions";
-    if (t.ok + t.truncated + t.lost + dropped + passed + veth != sent)
+    if (t.ok + t.truncated + t.lost + t.badCsum + dropped + passed + veth != sent)
         return failure() << "completions + XDP drops " << dropped << " + passes " << passed
                          << " + veth drops do not add up to the datagrams sent";
     if (t.lost != lossCounted)
         return failure() << t.lost << " LOST completions, but the loss counters explain " << lossCounted;
-    if (s.completedOk != t.ok || s.completedTruncated != t.truncated || s.completedLost != t.lost)
+    if (t.badCsum != s.csumErrors)
+        return failure() << t.badCsum << " BAD_CSUM completions, but csum_errors is " << s.csumErrors;
+    if (s.completedOk != t.ok || s.completedTruncated != t.truncated || s.completedLost != t.lost ||
+        s.completedBadCsum != t.badCsum)
         return failure() << "EngineStats completion counters disagree with the completions polled";
     return ::testing::AssertionSuccess();
 }

@@ -2,12 +2,18 @@
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "ctl/dataplane.h"
 #include "ctl/errors.h"
+#include "ctl/pins.h"
 #include "sys/error.h"
 
 namespace npf::ctl {
@@ -98,17 +104,38 @@ std::vector<std::pair<npf_flow_key, npf_flow>> entries(const Dataplane& dp)
 
 } // namespace
 
-uint32_t addFlow(const Dataplane& dp, const FlowSpec& f)
+FlowLock::FlowLock(const Dataplane& dp) : fd_(::open(pinDir(dp.ifname()).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+{
+    if (!fd_)
+        throwErrno("open " + pinDir(dp.ifname()) + " to lock the flow table");
+    while (false)
+        if (errno != EINTR)
+            throwErrno("lock the flow table of " + dp.ifname() + " (flock " + pinDir(dp.ifname()) + ")");
+}
+
+namespace {
+
+std::optional<FlowEntry> lookup(const Dataplane& dp, const npf_flow_key& key, const std::string& what)
+{
+    npf_flow v{};
+    if (bpf_map_lookup_elem(dp.flows(), &key, &v) == 0)
+        return FlowEntry{v.id, v.gen};
+    if (errno != ENOENT)
+        throwErrno(what);
+    return std::nullopt;
+}
+
+// The caller holds the FlowLock.
+FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f)
 {
     std::string what = "add flow " + toString(f) + " on " + dp.ifname();
     npf_flow_key key = toKey(f);
+    if (std::optional<FlowEntry> e = lookup(dp, key, what))
+        throw StateError(EEXIST, what + ": flow exists already (id " + std::to_string(e->id) + ")");
     bool used[NPF_MAX_FLOWS] = {};
-    for (const auto& [k, v] : entries(dp)) {
-        if (std::memcmp(&k, &key, sizeof(key)) == 0)
-            throw StateError(EEXIST, what + ": flow exists already (id " + std::to_string(v.id) + ")");
+    for (const auto& [k, v] : entries(dp))
         if (v.id < NPF_MAX_FLOWS)
             used[v.id] = true;
-    }
     uint32_t id = 0;
     while (id < NPF_MAX_FLOWS && used[id])
         ++id;
@@ -116,11 +143,17 @@ uint32_t addFlow(const Dataplane& dp, const FlowSpec& f)
         throw StateError(ENOSPC, what + ": no free flow id (all " + std::to_string(NPF_MAX_FLOWS) +
                                      " in use; npfctl flow del one)");
 
-    // A fresh flow starts at seq 0: reset the cursors before XDP can find the key.
-    npf_cursor zero{};
-    checkErrno(bpf_map_update_elem(dp.cursors(), &id, &zero, BPF_ANY), what + ": reset cursors of flow id " +
-                                                                            std::to_string(id));
-    npf_flow val{id, 0};
+    // A fresh flow starts at seq 0 under a new generation: reset the cursors
+    // before XDP can find the key. Packets still carrying the previous
+    // generation are refused by XDP and by the engine.
+    npf_cursor cur{};
+    checkErrno(bpf_map_lookup_elem(dp.cursors(), &id, &cur), what + ": read cursors of flow id " + std::to_string(id));
+    const uint32_t gen = cur.gen + 1 ? cur.gen + 1 : 1;
+    cur = npf_cursor{};
+    cur.gen = gen;
+    checkErrno(bpf_map_update_elem(dp.cursors(), &id, &cur, BPF_ANY),
+               what + ": reset cursors of flow id " + std::to_string(id));
+    npf_flow val{id, gen};
     if (bpf_map_update_elem(dp.flows(), &key, &val, BPF_NOEXIST) != 0) {
         if (errno == EEXIST)
             throw StateError(EEXIST, what + ": flow exists already");
@@ -128,17 +161,48 @@ uint32_t addFlow(const Dataplane& dp, const FlowSpec& f)
             throw StateError(ENOSPC, what + ": flow table full");
         throwErrno(what);
     }
-    return id;
+    return {id, gen};
 }
 
-void delFlow(const Dataplane& dp, const FlowSpec& f)
+// Waits for an RCU grace period: every XDP run that started before has
+// finished (XDP runs in softirq context, an RCU read-side section).
+void waitForXdpRuns() noexcept
 {
+    (void)::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+} // namespace
+
+FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f)
+{
+    FlowLock lock(dp);
+    return addLocked(dp, f);
+}
+
+FlowEntry findOrAddFlow(const Dataplane& dp, const FlowSpec& f, bool* created)
+{
+    FlowLock lock(dp);
+    *created = false;
+    if (std::optional<FlowEntry> e = lookup(dp, toKey(f), "look up flow " + toString(f) + " on " + dp.ifname()))
+        return *e;
+    *created = true;
+    return addLocked(dp, f);
+}
+
+void delFlow(const Dataplane& dp, const FlowSpec& f, std::optional<FlowEntry> expect)
+{
+    std::string what = "delete flow " + toString(f) + " on " + dp.ifname();
     npf_flow_key key = toKey(f);
-    if (bpf_map_delete_elem(dp.flows(), &key) != 0) {
-        if (errno == ENOENT)
-            throw StateError(ENOENT, "delete flow " + toString(f) + " on " + dp.ifname() + ": no such flow");
-        throwErrno("delete flow " + toString(f) + " on " + dp.ifname());
-    }
+    FlowLock lock(dp);
+    std::optional<FlowEntry> e = lookup(dp, key, what);
+    if (!e)
+        throw StateError(ENOENT, what + ": no such flow");
+    if (expect && *e != *expect)
+        throw StateError(ESTALE, what + ": it is not the flow this process added (id " + std::to_string(e->id) +
+                                     " generation " + std::to_string(e->gen) + "): left in place");
+    if (bpf_map_delete_elem(dp.flows(), &key) != 0)
+        throwErrno(what);
+    waitForXdpRuns();
 }
 
 std::vector<FlowInfo> listFlows(const Dataplane& dp)
@@ -147,6 +211,7 @@ std::vector<FlowInfo> listFlows(const Dataplane& dp)
     for (const auto& [k, v] : entries(dp)) {
         FlowInfo fi;
         fi.id = v.id;
+        fi.gen = v.gen;
         fi.spec = fromKey(k);
         npf_cursor c{};
         if (v.id < NPF_MAX_FLOWS && bpf_map_lookup_elem(dp.cursors(), &v.id, &c) == 0) {

@@ -4,10 +4,12 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "npf/abi.h"
+#include "sys/fd.h"
 
 namespace npf::ctl {
 
@@ -38,15 +40,43 @@ struct FlowInfo {
     FlowSpec spec;
     uint64_t prod = 0; // buffers posted
     uint64_t cons = 0; // buffers consumed by XDP (next seq)
+    uint32_t gen = 0;  // generation of the id (npf_flow.gen)
 };
 
-// Adds the flow under the lowest free id and returns it. The id's cursors are
-// reset before the flow becomes visible to XDP. Throws StateError for a
-// duplicate flow (EEXIST) or when all NPF_MAX_FLOWS ids are taken (ENOSPC).
-uint32_t addFlow(const Dataplane& dp, const FlowSpec& f);
+// A flow's id and the generation of that id when the flow took it.
+struct FlowEntry {
+    uint32_t id = 0;
+    uint32_t gen = 0;
+    bool operator==(const FlowEntry&) const = default;
+};
 
-// Removes the flow; StateError(ENOENT) if there is none.
-void delFlow(const Dataplane& dp, const FlowSpec& f);
+// Flow ids are allocated by every process that manages flows (npfctl, engines,
+// npfd). All of them hold this lock -- flock(LOCK_EX) on the instance's pin
+// directory -- from reading the table to the last write, so two flows can
+// never get one id. Blocks until the lock is free; released on destruction
+// (or when the process dies).
+class FlowLock {
+public:
+    explicit FlowLock(const Dataplane& dp);
+
+private:
+    Fd fd_;
+};
+
+// Adds the flow under the lowest free id and returns it. The id's generation
+// is bumped and its cursors reset before the flow becomes visible to XDP.
+// Throws StateError for a duplicate flow (EEXIST) or when all NPF_MAX_FLOWS
+// ids are taken (ENOSPC).
+FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f);
+
+// The flow's entry if it exists, else a new one as addFlow; *created says which.
+FlowEntry findOrAddFlow(const Dataplane& dp, const FlowSpec& f, bool* created);
+
+// Removes the flow; StateError(ENOENT) if there is none. With `expect`, only
+// if the entry is still that one (StateError(ESTALE) otherwise: the flow was
+// deleted and added again by someone else). Returns once no XDP run can still
+// use the entry (an RCU grace period), so the id is safe to reuse.
+void delFlow(const Dataplane& dp, const FlowSpec& f, std::optional<FlowEntry> expect = std::nullopt);
 
 // All flows, by id.
 std::vector<FlowInfo> listFlows(const Dataplane& dp);

@@ -32,6 +32,7 @@ inline constexpr const char* kStatNames[] = {
     "drop_rnr",
     "drop_bad_desc",
     "drop_contended",
+    "drop_csum",
     "redir_primary",
     "redir_backup",
     "redir_fail",

@@ -159,7 +159,7 @@ Engine::Impl::~Impl()
         if (!f->impl_->ownsEntry)
             continue;
         try {
-            ctl::delFlow(*dp, f->impl_->spec);
+            ctl::delFlow(*dp, f->impl_->spec, ctl::FlowEntry{f->impl_->id, f->impl_->gen});
         } catch (const std::exception& e) {
             NPF_WARN("removing flow %u: %s", f->impl_->id, e.what());
         }
@@ -220,22 +220,17 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     for (auto& f : e.flows)
         if (f->impl_->spec == spec)
             throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + e.cfg.ifname);
-    std::optional<uint32_t> id;
-    for (const ctl::FlowInfo& fi : ctl::listFlows(*e.dp))
-        if (fi.spec == spec)
-            id = fi.id;
-    bool owns = !id;
-    if (!id)
-        id = ctl::addFlow(*e.dp, spec);
-    npf_cursor* cur = e.maps->cursor(*id);
+    bool owns = false;
+    const ctl::FlowEntry entry = ctl::findOrAddFlow(*e.dp, spec, &owns);
+    npf_cursor* cur = e.maps->cursor(entry.id);
     uint64_t start = __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE);
     __atomic_store_n(&cur->prod, start, __ATOMIC_RELEASE);
-    auto impl = std::make_unique<Flow::Impl>(e, *id, spec, owns, start);
+    auto impl = std::make_unique<Flow::Impl>(e, entry, spec, owns, start);
     Flow::Impl* raw = impl.get();
     e.flows.push_back(std::make_unique<Flow>(std::move(impl)));
-    e.flowById[*id].store(raw, std::memory_order_release);
-    e.flowSet.open(*id);
-    NPF_INFO("flow %u: %s on %s%s", *id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
+    e.flowById[entry.id].store(raw, std::memory_order_release);
+    e.flowSet.open(entry.id);
+    NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
              owns ? "" : " (taken over)");
     return *e.flows.back();
 }

@@ -25,6 +25,7 @@
 #include "region/epoch.h"
 #include "region/latency_histogram.h"
 #include "region/region.h"
+#include "sys/csum.h"
 #include "sys/fd.h"
 #include "xsk/queue.h"
 
@@ -33,13 +34,14 @@ namespace npf {
 constexpr uint64_t kPostMask = NPF_POST_RING_SIZE - 1;
 
 struct Flow::Impl {
-    Impl(Engine::Impl& e, uint32_t id, const ctl::FlowSpec& spec, bool ownsEntry, uint64_t startSeq);
+    Impl(Engine::Impl& e, ctl::FlowEntry entry, const ctl::FlowSpec& spec, bool ownsEntry, uint64_t startSeq);
 
     // Completes every ready seq in order into the ring (any thread).
     void publish(uint64_t nowNs) noexcept;
 
     Engine::Impl& eng;
     const uint32_t id;
+    const uint32_t gen; // of the id when this flow took it: npf_meta.gen must match
     const ctl::FlowSpec spec;
     const bool ownsEntry; // the engine added the npf_flows entry (and removes it)
     npf_post* const posts;
@@ -81,6 +83,18 @@ Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexc
 inline uint16_t statusOf(const npf_meta& m) noexcept
 {
     return (m.flags & NPF_META_F_TRUNCATED) ? NPF_CS_TRUNCATED : NPF_CS_OK;
+}
+
+// The datagram's UDP checksum holds (or it has none), given the ones'
+// complement sum of its first meta.len payload bytes (csumCopy/csumPartial).
+inline bool csumOk(const xsk::RxPacket& p, uint64_t placedSum) noexcept
+{
+    if (p.meta.flags & NPF_META_F_NO_CSUM)
+        return true;
+    uint64_t sum = placedSum + p.meta.csum;
+    if (p.tail)
+        sum = csumAddAt(sum, csumPartial(p.payload + p.meta.len, p.tail), p.meta.len);
+    return csumFold(sum) == 0xffff;
 }
 
 struct Engine::Impl {
@@ -146,7 +160,7 @@ struct Engine::Impl {
 
     // Counters (relaxed; single writer each unless noted).
     std::atomic<uint64_t> fastPath{0}, faultPath{0}, deferredCount{0}, rejected{0}, mismatch{0},
-        placeErrors{0}, faultDrops{0};
+        placeErrors{0}, faultDrops{0}, csumErrors{0};
     // Written by the pager only.
     LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
     // One per worker (index = queue), merged by snapshot().

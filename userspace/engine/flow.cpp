@@ -5,13 +5,14 @@
 
 namespace npf {
 
-Flow::Impl::Impl(Engine::Impl& e, uint32_t i, const ctl::FlowSpec& s, bool owns, uint64_t startSeq)
+Flow::Impl::Impl(Engine::Impl& e, ctl::FlowEntry entry, const ctl::FlowSpec& s, bool owns, uint64_t startSeq)
     : eng(e),
-      id(i),
+      id(entry.id),
+      gen(entry.gen),
       spec(s),
       ownsEntry(owns),
-      posts(e.maps->posts(i)),
-      cursor(e.maps->cursor(i)),
+      posts(e.maps->posts(entry.id)),
+      cursor(e.maps->cursor(entry.id)),
       seq(posts, SequencerConfig{startSeq, e.cfg.reorderTimeout}),
       ring(CompletionRing::create(e.cfg.completionRingSize, "npf-flow-" + std::to_string(s.port))),
       settled(startSeq),

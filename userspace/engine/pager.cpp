@@ -91,9 +91,15 @@ uint32_t Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
         Flow::Impl* f = claimPacket(*this, p.meta, &seq);
         if (!f)
             return;
-        steerToPickup.recordSingleWriter(pickup > p.meta.tstamp ? pickup - p.meta.tstamp : 0);
+        if (cfg.verifyUdpChecksum && !csumOk(p, csumPartial(p.payload, p.meta.len))) {
+            csumErrors.fetch_add(1, std::memory_order_relaxed);
+            f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
+            return;
+        }
+        const uint64_t steered = xsk::steeredAtNs(p.meta, pickup);
+        steerToPickup.recordSingleWriter(pickup - steered);
         patches.push_back({p.meta.offset, p.payload, p.meta.len});
-        placements.push_back({f, seq, statusOf(p.meta), p.meta.tstamp});
+        placements.push_back({f, seq, statusOf(p.meta), steered});
     });
     if (n == 0)
         return 0;

@@ -61,6 +61,7 @@ EngineStats Engine::Impl::snapshot() const
     s.rejected = rejected.load(std::memory_order_relaxed);
     s.mismatch = mismatch.load(std::memory_order_relaxed);
     s.placeErrors = placeErrors.load(std::memory_order_relaxed);
+    s.csumErrors = csumErrors.load(std::memory_order_relaxed);
     s.faultDrops = faultDrops.load(std::memory_order_relaxed);
     std::array<uint64_t, 40> publishLat{};
     for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
@@ -71,6 +72,8 @@ EngineStats Engine::Impl::snapshot() const
         s.completedOk += q.ok;
         s.completedTruncated += q.truncated;
         s.completedLost += q.lost;
+        s.completedBadCsum += q.badCsum;
+        s.late += q.stale;
         for (size_t i = 0; i < publishLat.size(); i++)
             publishLat[i] += q.latencyLog2[i];
     }
@@ -112,8 +115,10 @@ std::string Engine::Impl::json() const
         {"deferred", s.deferred},          {"bad_meta", s.badMeta},
         {"rejected", s.rejected},          {"mismatch", s.mismatch},
         {"place_errors", s.placeErrors},   {"fault_drops", s.faultDrops},
+        {"csum_errors", s.csumErrors},     {"late", s.late},
         {"completed_ok", s.completedOk},
         {"completed_truncated", s.completedTruncated}, {"completed_lost", s.completedLost},
+        {"completed_bad_csum", s.completedBadCsum},
         {"cpu_faults", s.cpuFaults},       {"packet_faults", s.packetFaults},
         {"prefetched", s.prefetched},      {"evicted", s.evicted},
         {"restored", s.restored},          {"resident_pages", s.residentPages},

@@ -16,6 +16,7 @@ namespace npf {
 Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexcept
 {
     Flow::Impl* f = e.flow(m.flow);
+    // A frame claimed for an earlier flow under this id: not ours to place.
     if (!f) {
         e.rejected.fetch_add(1, std::memory_order_relaxed);
         return nullptr;
@@ -50,10 +51,19 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
     hook.end = [](void* r, uint64_t, bool) noexcept { static_cast<EpochDomain::Reader*>(r)->exit(); };
 
     const bool blocking = cfg.faultPolicy == FaultPolicy::Block;
+    const bool verify = cfg.verifyUdpChecksum;
     uint64_t touched = 0; // flows completed in this batch (bit per flow id)
     uint64_t placed = 0;  // datagrams placed in this batch
     uint64_t now = 0;     // time of the batch
     bool deferredAny = false;
+    // Copies the payload to dst; false if its checksum is wrong.
+    auto copy = [verify](uint8_t* dst, const xsk::RxPacket& p) noexcept {
+        if (!verify) {
+            std::memcpy(dst, p.payload, p.meta.len);
+            return true;
+        }
+        return csumOk(p, csumCopy(dst, p.payload, p.meta.len));
+    };
     // One call per batch. Claims come first: a claim is a locked CAS, and a
     // locked instruction waits until every earlier store has left the store
     // buffer -- after a copy to cold cache lines that is most of the copy's
@@ -62,6 +72,7 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
     auto sink = [&](std::span<const xsk::RxPacket> pkts) noexcept {
         Flow::Impl* flows[xsk::kMaxBatch];
         uint64_t seqs[xsk::kMaxBatch];
+        uint16_t status[xsk::kMaxBatch];
         bool done[xsk::kMaxBatch];
         for (size_t i = 0; i < pkts.size(); i++)
             flows[i] = claimPacket(*this, pkts[i].meta, &seqs[i]);
@@ -78,13 +89,18 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
             // places it. Block: write anyway; a missing page faults this
             // thread and the pager serves it through the userfaultfd.
             if (blocking || region->isResident(m.offset, m.len)) {
-                std::memcpy(region->base() + m.offset, pkts[i].payload, m.len);
+                status[i] = copy(region->base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
+                done[i] = true;
+                continue;
+            }
+            std::vector<uint8_t> bytes(m.len);
+            if (!copy(bytes.data(), pkts[i])) {
+                status[i] = NPF_CS_BAD_CSUM;
                 done[i] = true;
                 continue;
             }
             std::lock_guard<std::mutex> lock(deferMu);
-            deferred.push_back({flows[i], seqs[i], m.offset, statusOf(m), m.tstamp,
-                                std::vector<uint8_t>(pkts[i].payload, pkts[i].payload + m.len)});
+            deferred.push_back({flows[i], seqs[i], m.offset, statusOf(m), xsk::steeredAtNs(m, now), std::move(bytes)});
             deferredCount.fetch_add(1, std::memory_order_relaxed);
             deferredAny = true;
         }
@@ -92,9 +108,14 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
             if (!done[i])
                 continue;
             const npf_meta& m = pkts[i].meta;
+            if (status[i] == NPF_CS_BAD_CSUM) {
+                csumErrors.fetch_add(1, std::memory_order_relaxed);
+                flows[i]->seq.complete(seqs[i], 0, NPF_CS_BAD_CSUM, 0, now);
+                continue;
+            }
             region->markReferenced(m.offset, m.len);
-            flows[i]->seq.complete(seqs[i], m.len, statusOf(m), 0, now);
-            fastLatency.recordSingleWriter(now > m.tstamp ? now - m.tstamp : 0);
+            flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
+            fastLatency.recordSingleWriter(now - xsk::steeredAtNs(m, now));
             placed++;
         }
     };

@@ -85,6 +85,7 @@ void Sequencer::account(const npf_completion& c, uint64_t nowNs, uint64_t doneNs
     switch (c.status) {
     case NPF_CS_OK: add(ok_, 1); break;
     case NPF_CS_TRUNCATED: add(truncated_, 1); break;
+    case NPF_CS_BAD_CSUM: add(badCsum_, 1); break;
     default: add(lost_, 1); break;
     }
     if (c.flags & NPF_CF_FAULT)
@@ -102,6 +103,7 @@ SequencerStats Sequencer::stats() const noexcept
     s.ok = ld(ok_);
     s.truncated = ld(truncated_);
     s.lost = ld(lost_);
+    s.badCsum = ld(badCsum_);
     s.lostTimeout = ld(lostTimeout_);
     s.fault = ld(fault_);
     s.duplicates = ld(duplicates_);

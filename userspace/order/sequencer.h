@@ -37,6 +37,7 @@ struct SequencerStats {
     uint64_t ok = 0;
     uint64_t truncated = 0;
     uint64_t lost = 0;
+    uint64_t badCsum = 0;
     uint64_t lostTimeout = 0; // LOST emitted because nothing arrived in time
     uint64_t fault = 0;       // published with NPF_CF_FAULT
     // rejected by claim()/markDone()
@@ -158,7 +159,7 @@ private:
     alignas(64) uint64_t maxClaimed_;
     std::array<Epoch, 64> epochs_{};
     size_t epochHead_ = 0, epochCount_ = 0;
-    Counter ok_{0}, truncated_{0}, lost_{0}, lostTimeout_{0}, fault_{0}, ringFull_{0};
+    Counter ok_{0}, truncated_{0}, lost_{0}, badCsum_{0}, lostTimeout_{0}, fault_{0}, ringFull_{0};
     std::array<Counter, 40> latency_{};
 };
 
@@ -206,11 +207,11 @@ inline void Sequencer::complete(uint64_t seq, uint32_t len, uint16_t status, uin
                                 uint64_t doneNs) noexcept
 {
     Slot& s = slots_[seq & kMask];
-    if (status > NPF_CS_LOST) {
+    if (status > NPF_CS_MAX) {
         bump(invalid_);
         status = NPF_CS_LOST;
     }
-    s.len = status == NPF_CS_LOST ? 0 : len;
+    s.len = status >= NPF_CS_LOST ? 0 : len; // LOST, BAD_CSUM: no valid bytes
     s.status = status;
     s.flags = flags;
     s.doneNs = doneNs;
@@ -220,7 +221,7 @@ inline void Sequencer::complete(uint64_t seq, uint32_t len, uint16_t status, uin
 inline int Sequencer::markDone(uint32_t seq32, uint32_t len, uint16_t status, uint16_t flags,
                                uint64_t doneNs) noexcept
 {
-    if (status > NPF_CS_LOST) {
+    if (status > NPF_CS_MAX) {
         bump(invalid_);
         return -EINVAL;
     }

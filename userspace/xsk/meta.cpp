@@ -1,5 +1,6 @@
 #include "xsk/meta.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace npf::xsk {
@@ -36,7 +37,7 @@ MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet&
         return MetaStatus::BadMagic;
     if (m.version != NPF_META_VERSION)
         return MetaStatus::BadVersion;
-    if (m.flags & ~(NPF_META_F_BACKUP | NPF_META_F_TRUNCATED))
+    if (m.flags & ~(NPF_META_F_BACKUP | NPF_META_F_TRUNCATED | NPF_META_F_NO_CSUM))
         return MetaStatus::BadFlags;
     if (((m.flags & NPF_META_F_BACKUP) != 0) != (ring == RingKind::Backup))
         return MetaStatus::WrongRing;
@@ -50,6 +51,16 @@ MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet&
         return MetaStatus::OutsideRegion;
     *out = m;
     return MetaStatus::Ok;
+}
+
+uint32_t truncatedTail(const FrameView& f, const npf_meta& m) noexcept
+{
+    if (m.payload_off < 8) // no room for a UDP header: the checksum cannot hold
+        return 0;
+    const uint8_t* udpLen = f.frame.data() + f.pktOff + m.payload_off - 4;
+    const uint32_t datagram = (uint32_t(udpLen[0]) << 8 | udpLen[1]);
+    const uint32_t payload = std::min(datagram < 8 ? 0 : datagram - 8, f.pktLen - m.payload_off);
+    return payload > m.len ? payload - m.len : 0;
 }
 
 } // namespace npf::xsk

@@ -70,4 +70,17 @@ struct FrameView {
 MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet& flows, RingKind ring,
                         npf_meta* out) noexcept;
 
+// For a meta that passed validateMeta: the UDP payload bytes the frame holds
+// after the first m.len (the part of a truncated datagram that is not
+// placed), from the UDP header's length, bounded by the packet.
+uint32_t truncatedTail(const FrameView& f, const npf_meta& m) noexcept;
+
+// CLOCK_MONOTONIC ns at which XDP steered the frame, from the meta's low 32
+// bits of it and a later reading nowNs (exact for frames younger than 2 s).
+inline uint64_t steeredAtNs(const npf_meta& m, uint64_t nowNs) noexcept
+{
+    const int32_t age = static_cast<int32_t>(static_cast<uint32_t>(nowNs) - m.tstamp);
+    return age > 0 ? nowNs - static_cast<uint32_t>(age) : nowNs;
+}
+
 } // namespace npf::xsk

@@ -31,6 +31,7 @@ namespace npf::xsk {
 struct RxPacket {
     npf_meta meta;          // validated copy
     const uint8_t* payload; // meta.len bytes inside the UMEM frame
+    uint32_t tail;          // TRUNCATED: datagram bytes after those meta.len (for its checksum)
     uint64_t frame;         // UMEM address of the frame (what releaseBackup takes)
     uint32_t queue;
 };
@@ -173,6 +174,7 @@ inline MetaStatus QueueSockets::inspect(const xdp_desc& d, RingKind ring, RxPack
     MetaStatus st = validateMeta(v, cfg_.regionBytes, flows_, ring, &pkt->meta);
     if (st == MetaStatus::Ok) {
         pkt->payload = base + v.pktOff + pkt->meta.payload_off;
+        pkt->tail = (pkt->meta.flags & NPF_META_F_TRUNCATED) ? truncatedTail(v, pkt->meta) : 0;
         pkt->frame = f;
         pkt->queue = cfg_.queue;
     }
