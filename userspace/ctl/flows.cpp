@@ -108,7 +108,7 @@ FlowLock::FlowLock(const Dataplane& dp) : fd_(::open(pinDir(dp.ifname()).c_str()
 {
     if (!fd_)
         throwErrno("open " + pinDir(dp.ifname()) + " to lock the flow table");
-    while (false)
+    while (::flock(fd_.get(), LOCK_EX) != 0)
         if (errno != EINTR)
             throwErrno("lock the flow table of " + dp.ifname() + " (flock " + pinDir(dp.ifname()) + ")");
 }

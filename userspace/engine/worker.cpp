@@ -17,7 +17,7 @@ Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexc
 {
     Flow::Impl* f = e.flow(m.flow);
     // A frame claimed for an earlier flow under this id: not ours to place.
-    if (!f) {
+    if (!f || m.gen != static_cast<uint16_t>(f->gen)) {
         e.rejected.fetch_add(1, std::memory_order_relaxed);
         return nullptr;
     }
