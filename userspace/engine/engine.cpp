@@ -179,6 +179,7 @@ Engine::Impl::~Impl()
 
 void Engine::Impl::startThreads()
 {
+    barrierThread = std::thread([this] { barrierLoop(); });
     pager = std::thread([this] { pagerLoop(); });
     for (size_t q = 0; q < queues.size(); q++) {
         int cpu = q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1;
@@ -188,13 +189,19 @@ void Engine::Impl::startThreads()
 
 void Engine::Impl::stopThreads() noexcept
 {
-    stop.store(true, std::memory_order_release);
+    {
+        std::lock_guard<std::mutex> lock(barrierMu);
+        stop.store(true, std::memory_order_release);
+    }
+    barrierCv.notify_all();
     wakePager();
     for (auto& t : workers)
         if (t.joinable())
             t.join();
     if (pager.joinable())
         pager.join();
+    if (barrierThread.joinable())
+        barrierThread.join();
     workers.clear();
 }
 

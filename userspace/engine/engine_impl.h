@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -50,12 +51,13 @@ struct Flow::Impl {
     CompletionRing ring;
     std::mutex publishMu;
     std::atomic<bool> faulted{false}; // the pager should prefetch ahead of this flow
-    // Seqs below `settled` were claimed by XDP *and* every RX ring has been
-    // seen drained since: one of them still missing was dropped before it
-    // reached npf, so the reorder timeout may run for it. (Using cons itself
-    // would time out datagrams that are merely queued behind a busy CPU.)
+    // Seqs below `settled` were claimed by XDP, an RCU grace period has
+    // passed since, and every RX ring has released what it held after it:
+    // one of them still missing was dropped, so it may complete LOST (see
+    // settleClaims). (Using cons itself would time out datagrams that are
+    // merely in flight between XDP and a ring, or queued behind a busy CPU.)
     std::atomic<uint64_t> settled;
-    uint64_t sampled; // pager: cons read before the rings were checked
+    uint64_t sampled; // pager: cons read before the grace period started
 
     // Application thread only.
     uint64_t prod;      // posts written
@@ -121,8 +123,8 @@ struct Engine::Impl {
     void drainDeferred() noexcept;
     void prefetchAhead() noexcept;
     void publishAll(uint64_t nowNs) noexcept;
-    void sampleClaims() noexcept;
     void settleClaims() noexcept;
+    void barrierLoop() noexcept;
     int pagerTimeoutMs(uint64_t nowNs) const noexcept;
     void writeStatsFile() noexcept;
     EngineStats snapshot() const;
@@ -151,6 +153,18 @@ struct Engine::Impl {
     std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     std::thread pager;
+
+    // Proof that a claimed seq was dropped (settleClaims, pager thread): the
+    // pager samples every flow's cons and asks the barrier thread for an RCU
+    // grace period; once it is over, the pager marks every RX ring's
+    // producer index and waits until the rings have released past the marks.
+    enum class Settle { Idle, Barrier, Drain } settle = Settle::Idle;
+    std::vector<xsk::QueueSockets::RxMark> settleMarks;
+    std::mutex barrierMu;
+    std::condition_variable barrierCv;
+    uint64_t barrierRequested = 0;            // under barrierMu
+    std::atomic<uint64_t> barrierDone{0};
+    std::thread barrierThread;
     // Pager scratch: one batch of payloads to place.
     std::vector<Patch> patches;
     std::vector<Placement> placements;

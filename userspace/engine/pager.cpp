@@ -1,19 +1,26 @@
 // The pager thread: the fault path (backup rings, deferred payloads), CPU
 // faults from the userfaultfd, prefetch ahead of faulting flows, LOST
 // timeouts, and the stats snapshot.
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "engine/engine_impl.h"
 #include "sys/log.h"
 #include "sys/thread.h"
 
 namespace npf {
+
+// Stand-in for an RCU grace period where membarrier cannot give one.
+constexpr std::chrono::milliseconds kBarrierFallback{1000};
 
 void Engine::Impl::pagerLoop() noexcept
 {
@@ -38,7 +45,6 @@ void Engine::Impl::pagerLoop() noexcept
             uint64_t v;
             (void)!::read(wakeFd.get(), &v, sizeof(v));
         }
-        sampleClaims();
         // CPU faults first: a thread is blocked on each of them.
         if (int n = region->serviceFaults(); n < 0)
             NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
@@ -203,23 +209,89 @@ void Engine::Impl::prefetchAhead() noexcept
     }
 }
 
-void Engine::Impl::sampleClaims() noexcept
-{
-    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
-        if (Flow::Impl* f = flow(id))
-            f->sampled = __atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE);
-}
-
+// When is a claimed seq that never arrived LOST? XDP claims a seq (CAS on
+// the cursor's cons) and puts the frame into an AF_XDP ring in the same
+// softirq run: the ring's producer index is published by xdp_do_flush at the
+// end of that NAPI poll, which can be milliseconds later on a loaded (or
+// preempted) CPU. A softirq run is an RCU read-side critical section, so once
+// an RCU grace period that started after cons was read is over, every seq
+// below it is in a ring or was dropped. Once the rings have released every
+// frame produced by then (a ring's consumer index moves only after the
+// batch's seqs were claimed in the sequencer), a seq below the sample that
+// is still unclaimed was dropped: settled moves to the sample and the
+// sequencer may complete it LOST. No timeout decides this.
 void Engine::Impl::settleClaims() noexcept
 {
-    // A ring's consumer index moves only after its batch was claimed, so
-    // empty rings mean every datagram queued before the sample is claimed.
-    for (auto& q : queues)
-        if (q->primaryBacklog() || q->backupBacklog())
+    switch (settle) {
+    case Settle::Idle: {
+        bool pending = false;
+        for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+            if (Flow::Impl* f = flow(id)) {
+                f->sampled = __atomic_load_n(&f->cursor->cons, __ATOMIC_ACQUIRE);
+                pending |= f->sampled != f->settled.load(std::memory_order_relaxed);
+            }
+        if (!pending)
             return;
-    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
-        if (Flow::Impl* f = flow(id))
-            f->settled.store(f->sampled, std::memory_order_release);
+        {
+            std::lock_guard<std::mutex> lock(barrierMu);
+            ++barrierRequested;
+        }
+        barrierCv.notify_one();
+        settle = Settle::Barrier;
+        return;
+    }
+    case Settle::Barrier: {
+        std::lock_guard<std::mutex> lock(barrierMu);
+        if (barrierDone.load(std::memory_order_acquire) != barrierRequested)
+            return;
+        settleMarks.clear();
+        for (auto& q : queues)
+            settleMarks.push_back(q->rxMark());
+        settle = Settle::Drain;
+        [[fallthrough]];
+    }
+    case Settle::Drain:
+        for (size_t i = 0; i < queues.size(); i++)
+            if (!queues[i]->releasedPast(settleMarks[i]))
+                return;
+        for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+            if (Flow::Impl* f = flow(id))
+                f->settled.store(f->sampled, std::memory_order_release);
+        settle = Settle::Idle;
+        return;
+    }
+}
+
+// Waits for RCU grace periods on behalf of the pager (a grace period takes
+// milliseconds; the pager must not block). membarrier(MEMBARRIER_CMD_GLOBAL)
+// is synchronize_rcu(). Without it (nohz_full kernels refuse it) a fixed
+// wait stands in: long enough for any softirq run, never a proof.
+void Engine::Impl::barrierLoop() noexcept
+{
+    pthread_setname_np(pthread_self(), "npf-barrier");
+    bool warned = false;
+    std::unique_lock<std::mutex> lock(barrierMu);
+    for (;;) {
+        barrierCv.wait(lock, [&] {
+            return stop.load(std::memory_order_acquire) ||
+                   barrierRequested != barrierDone.load(std::memory_order_relaxed);
+        });
+        if (stop.load(std::memory_order_acquire))
+            return;
+        const uint64_t want = barrierRequested;
+        lock.unlock();
+        if (::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0) {
+            if (!warned)
+                NPF_WARN("membarrier(MEMBARRIER_CMD_GLOBAL): %s; a missing datagram completes LOST after %llu ms "
+                         "instead of on proof",
+                         strerror(errno), static_cast<unsigned long long>(kBarrierFallback.count()));
+            warned = true;
+            std::this_thread::sleep_for(kBarrierFallback);
+        }
+        lock.lock();
+        barrierDone.store(want, std::memory_order_release);
+        wakePager();
+    }
 }
 
 void Engine::Impl::publishAll(uint64_t nowNs) noexcept

@@ -125,6 +125,17 @@ public:
     // pager checking an idle worker before ending a grace period).
     uint32_t primaryBacklog() const noexcept { return primary_.rxBacklog(); }
     uint32_t backupBacklog() const noexcept { return backup_.rxBacklog(); }
+    // The RX producer indexes now, and whether both rings have released
+    // every frame produced before them (any thread).
+    struct RxMark {
+        uint32_t primary = 0, backup = 0;
+    };
+    RxMark rxMark() const noexcept { return {primary_.rxProduced(), backup_.rxProduced()}; }
+    bool releasedPast(const RxMark& m) const noexcept
+    {
+        return static_cast<int32_t>(primary_.rxConsumed() - m.primary) >= 0 &&
+               static_cast<int32_t>(backup_.rxConsumed() - m.backup) >= 0;
+    }
     int primaryFd() const noexcept { return primary_.fd(); }
     int backupFd() const noexcept { return backup_.fd(); }
 

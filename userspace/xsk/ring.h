@@ -121,6 +121,10 @@ public:
     {
         return detail::loadAcquire(p_.producer) - detail::loadAcquire(p_.consumer);
     }
+    // The shared indexes themselves (any thread): everything produced before
+    // producedIndex() was read is released once consumedIndex() passes it.
+    uint32_t producedIndex() const noexcept { return detail::loadAcquire(p_.producer); }
+    uint32_t consumedIndex() const noexcept { return detail::loadAcquire(p_.consumer); }
     uint32_t size() const noexcept { return p_.size; }
 
 private:

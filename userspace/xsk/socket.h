@@ -48,6 +48,8 @@ public:
     int fd() const noexcept { return fd_.get(); }
     RxRing& rx() noexcept { return rx_; }
     uint32_t rxBacklog() const noexcept { return rx_.backlog(); }
+    uint32_t rxProduced() const noexcept { return rx_.producedIndex(); }
+    uint32_t rxConsumed() const noexcept { return rx_.consumedIndex(); }
     bool zeroCopy() const noexcept { return zeroCopy_; }
     const std::string& name() const noexcept { return name_; }
 
