@@ -1,6 +1,9 @@
 // npf-recv: receive UDP datagrams on a port into pageable memory through npf
 // and write each payload, in completion order, to a file or stdout. Think
-// `nc -lu`, but through npf. Stats go to stderr on exit.
+// `nc -lu`, but through npf. On every exit (count, idle, signal, write
+// error) a summary goes to stderr that accounts for the datagrams it did not
+// write: what npf counted for the flow, what XDP counted on the interface,
+// and what was dropped outside npf.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -11,13 +14,16 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ctl/errors.h"
 #include "ctl/exit_codes.h"
 #include "ctl/flows.h"
+#include "ctl/iface.h"
 #include "ctl/sizes.h"
+#include "ctl/stats.h"
 #include "npf/engine.h"
 #include "sys/fd.h"
 #include "sys/log.h"
@@ -49,7 +55,7 @@ struct Options {
     uint32_t queues = 0, prefetch = 256;
     uint64_t count = 0;
     double idle = 0, reorderMs = 1.0;
-    bool cold = false, quiet = false;
+    bool cold = false, quiet = false, json = false, noUdpCsum = false;
     int verbose = 0;
 };
 
@@ -91,6 +97,134 @@ void checkAddr(const Options& o)
     }
 }
 
+// Completions npf-recv polled.
+struct Tally {
+    uint64_t ok = 0, truncated = 0, lost = 0, badCsum = 0, bytes = 0;
+    uint64_t completions() const { return ok + truncated + lost + badCsum; }
+};
+
+// Interface-wide counters, read when the flow opens and at exit.
+struct IfaceCounters {
+    npf::ctl::XdpStats xdp{};
+    npf::ctl::LinkRxDrops link;
+};
+
+IfaceCounters readIface(const npf::Engine& eng, int ifindex)
+{
+    return {eng.xdpCounters(), npf::ctl::linkRxDrops(ifindex)};
+}
+
+// XDP outcomes of a datagram that matched a flow and was not steered to one of
+// its buffers: dropped, or passed to the kernel stack (not to npf-recv).
+// redir_fail is not here: its buffer was claimed, so its seq completes LOST.
+constexpr npf_stat kXdpNotSteered[] = {
+    NPF_STAT_DROP_RNR,      NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CONTENDED, NPF_STAT_DROP_CSUM,
+    NPF_STAT_PASS_BAD_FLOW, NPF_STAT_PASS_TOO_BIG,  NPF_STAT_PASS_BAD_QUEUE, NPF_STAT_PASS_NO_SOCKET,
+    NPF_STAT_PASS_META_FAIL,
+};
+
+struct Summary {
+    Tally t;
+    npf::EngineStats s;
+    IfaceCounters d; // exit - start
+    std::string ifaceError; // why d could not be read at exit ("" = read)
+    uint64_t regionSize = 0;
+
+    uint64_t xdpNotSteered() const
+    {
+        uint64_t n = 0;
+        for (npf_stat i : kXdpNotSteered)
+            n += d.xdp[i];
+        return n;
+    }
+    uint64_t beforeXdp() const { return d.link.dropped + d.link.missed; }
+    // Buffers XDP claimed whose completion npf-recv had not polled at exit
+    // (one engine per interface: every claim is this flow's).
+    uint64_t inFlight() const
+    {
+        uint64_t claimed = d.xdp[NPF_STAT_REDIR_PRIMARY] + d.xdp[NPF_STAT_REDIR_BACKUP] + d.xdp[NPF_STAT_REDIR_FAIL];
+        return claimed > t.completions() ? claimed - t.completions() : 0;
+    }
+};
+
+void printText(const Summary& m)
+{
+    using ull = unsigned long long;
+    const Tally& t = m.t;
+    const npf::EngineStats& s = m.s;
+    fprintf(stderr,
+            "npf-recv: %llu datagrams, %llu bytes written; not written: %llu on the flow (lost, bad checksum), "
+            "%llu in XDP (dropped, passed to the kernel), %llu before XDP, %llu in flight at exit\n",
+            ull(t.ok + t.truncated), ull(t.bytes), ull(t.lost + t.badCsum), ull(m.xdpNotSteered()),
+            ull(m.beforeXdp()), ull(m.inFlight()));
+    fprintf(stderr,
+            "  flow     ok=%llu truncated=%llu lost=%llu bad_csum=%llu late=%llu rejected=%llu mismatch=%llu "
+            "place_errors=%llu bad_meta=%llu\n",
+            ull(t.ok), ull(t.truncated), ull(t.lost), ull(t.badCsum), ull(s.late), ull(s.rejected),
+            ull(s.mismatch), ull(s.placeErrors), ull(s.badMeta));
+    if (m.ifaceError.empty()) {
+        fprintf(stderr, "  xdp      rx_total=%llu", ull(m.d.xdp[NPF_STAT_RX_TOTAL]));
+        for (npf_stat i : kXdpNotSteered)
+            fprintf(stderr, " %s=%llu", npf::ctl::kStatNames[i], ull(m.d.xdp[i]));
+        for (npf_stat i : {NPF_STAT_REDIR_PRIMARY, NPF_STAT_REDIR_BACKUP, NPF_STAT_REDIR_FAIL})
+            fprintf(stderr, " %s=%llu", npf::ctl::kStatNames[i], ull(m.d.xdp[i]));
+        fprintf(stderr, "  # interface-wide, while npf-recv ran\n");
+        fprintf(stderr,
+                "  outside  kernel_rx_dropped=%llu if_rx_dropped=%llu if_rx_missed=%llu  # not npf: the AF_XDP "
+                "sockets; the interface, before XDP\n",
+                ull(s.kernelRxDropped), ull(m.d.link.dropped), ull(m.d.link.missed));
+    } else {
+        fprintf(stderr, "  xdp      unavailable: %s\n", m.ifaceError.c_str());
+        fprintf(stderr, "  outside  kernel_rx_dropped=%llu  # interface counters unavailable\n",
+                ull(s.kernelRxDropped));
+    }
+    fprintf(stderr,
+            "  engine   fast_path=%llu fault_path=%llu deferred=%llu cpu_faults=%llu packet_faults=%llu "
+            "prefetched=%llu evicted=%llu\n",
+            ull(s.fastPath), ull(s.faultPath), ull(s.deferred), ull(s.cpuFaults), ull(s.packetFaults),
+            ull(s.prefetched), ull(s.evicted));
+    fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
+            double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
+            double(s.pinnedBytes) / (1 << 20));
+    fprintf(stderr,
+            "  latency  fault_n=%llu fault_p50_us=%.1f fault_p99_us=%.1f fault_p999_us=%.1f fast_n=%llu "
+            "fast_p50_us=%.1f fast_p99_us=%.1f  # steer -> placed\n",
+            ull(s.faultTotal.count), double(s.faultTotal.p50) / 1e3, double(s.faultTotal.p99) / 1e3,
+            double(s.faultTotal.p999) / 1e3, ull(s.fastTotal.count), double(s.fastTotal.p50) / 1e3,
+            double(s.fastTotal.p99) / 1e3);
+}
+
+void printJson(const Summary& m, const npf::Engine& eng)
+{
+    const Tally& t = m.t;
+    const npf::EngineStats& s = m.s;
+    nlohmann::ordered_json j;
+    j["datagrams"] = t.ok + t.truncated;
+    j["bytes"] = t.bytes;
+    j["flow"] = {{"ok", t.ok},           {"truncated", t.truncated},  {"lost", t.lost},
+                 {"bad_csum", t.badCsum}, {"late", s.late},            {"rejected", s.rejected},
+                 {"mismatch", s.mismatch}, {"place_errors", s.placeErrors}, {"bad_meta", s.badMeta}};
+    if (m.ifaceError.empty()) {
+        nlohmann::ordered_json x;
+        for (size_t i = 0; i < NPF_STAT_MAX; i++)
+            x[npf::ctl::kStatNames[i]] = m.d.xdp[i];
+        j["xdp"] = x;
+        j["outside"] = {{"kernel_rx_dropped", s.kernelRxDropped},
+                        {"if_rx_dropped", m.d.link.dropped},
+                        {"if_rx_missed", m.d.link.missed}};
+    } else {
+        j["xdp"] = nullptr;
+        j["outside"] = {{"kernel_rx_dropped", s.kernelRxDropped}};
+        j["problem"] = m.ifaceError;
+    }
+    j["not_written"] = {{"flow", t.lost + t.badCsum},
+                        {"xdp", m.xdpNotSteered()},
+                        {"before_xdp", m.beforeXdp()},
+                        {"in_flight", m.inFlight()}};
+    j["engine"] = nlohmann::ordered_json::parse(eng.statsJson());
+    fprintf(stderr, "%s\n", j.dump().c_str());
+}
+
 int run(const Options& o)
 {
     const Sizes sz = parseSizes(o);
@@ -104,6 +238,7 @@ int run(const Options& o)
     cfg.prefetchDepth = o.prefetch;
     cfg.spillDir = o.spillDir;
     cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
+    cfg.verifyUdpChecksum = !o.noUdpCsum;
 
     npf::Fd out(o.output == "-" ? ::dup(STDOUT_FILENO)
                                 : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -111,6 +246,8 @@ int run(const Options& o)
         throw std::system_error(errno, std::generic_category(), "open output " + o.output);
 
     npf::Engine eng(cfg);
+    const int ifindex = npf::ctl::resolveInterface(o.ifname).ifindex;
+    const IfaceCounters start = readIface(eng, ifindex);
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
     const uint64_t slots = cfg.regionSize / sz.buf;
     const uint64_t depth = std::min<uint64_t>(slots, NPF_POST_RING_SIZE);
@@ -123,20 +260,21 @@ int run(const Options& o)
     };
     for (uint64_t i = 0; i < depth; i++)
         postNext();
+    flow.flush(); // every buffer is XDP's before the ready line below
     NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s",
              o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), sz.buf,
              static_cast<unsigned long long>(cfg.regionSize >> 20), o.cold ? "cold" : "warm",
              cfg.residentBudget ? o.budget.c_str() : "unlimited");
 
-    uint64_t received = 0, bytes = 0, lost = 0, truncated = 0;
+    Tally t;
     auto lastData = std::chrono::steady_clock::now();
     std::vector<npf_completion> batch(256);
     bool failed = false;
-    while (!g_stop.load() && (o.count == 0 || received + lost < o.count)) {
+    while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
         size_t n = flow.wait(batch, std::chrono::milliseconds(50));
         auto now = std::chrono::steady_clock::now();
         if (n == 0) {
-            if (o.idle > 0 && received + lost > 0 &&
+            if (o.idle > 0 && t.completions() > 0 &&
                 std::chrono::duration<double>(now - lastData).count() >= o.idle)
                 break;
             continue;
@@ -145,12 +283,15 @@ int run(const Options& o)
         for (size_t i = 0; i < n && !failed; i++) {
             const npf_completion& c = batch[i];
             if (c.status == NPF_CS_LOST) {
-                lost++;
+                t.lost++;
                 NPF_WARN_RL("npf-recv: seq %llu lost", static_cast<unsigned long long>(c.seq));
+            } else if (c.status == NPF_CS_BAD_CSUM) {
+                t.badCsum++;
+                NPF_WARN_RL("npf-recv: seq %llu has a wrong UDP checksum: not written",
+                            static_cast<unsigned long long>(c.seq));
             } else {
-                truncated += c.status == NPF_CS_TRUNCATED;
-                received++;
-                bytes += c.len;
+                (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
+                t.bytes += c.len;
                 if (!writeAll(out.get(), eng.region() + c.offset, c.len)) {
                     NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
                     failed = true;
@@ -162,27 +303,20 @@ int run(const Options& o)
             break;
     }
 
-    npf::EngineStats s = eng.stats();
     if (!o.quiet) {
-        fprintf(stderr,
-                "npf-recv: %llu datagrams, %llu bytes, %llu lost, %llu truncated\n"
-                "  fast path %llu, fault path %llu (deferred %llu), cpu faults %llu, packet faults %llu, "
-                "prefetched %llu, evicted %llu\n"
-                "  dropped: rejected %llu, mismatch %llu, place errors %llu, bad meta %llu, kernel rx %llu\n"
-                "  resident %llu pages (%.1f MiB) of %llu MiB region, pinned UMEM %.1f MiB\n"
-                "  fault latency (steer -> placed): n=%llu p50=%.1f us p99=%.1f us p999=%.1f us\n"
-                "  fast latency (steer -> placed):  n=%llu p50=%.1f us p99=%.1f us\n",
-                (unsigned long long)received, (unsigned long long)bytes, (unsigned long long)lost,
-                (unsigned long long)truncated, (unsigned long long)s.fastPath, (unsigned long long)s.faultPath,
-                (unsigned long long)s.deferred, (unsigned long long)s.cpuFaults,
-                (unsigned long long)s.packetFaults, (unsigned long long)s.prefetched,
-                (unsigned long long)s.evicted, (unsigned long long)s.rejected, (unsigned long long)s.mismatch,
-                (unsigned long long)s.placeErrors, (unsigned long long)s.badMeta,
-                (unsigned long long)s.kernelRxDropped, (unsigned long long)s.residentPages,
-                s.residentPages * 4096.0 / (1 << 20), (unsigned long long)(cfg.regionSize >> 20),
-                s.pinnedBytes / double(1 << 20), (unsigned long long)s.faultTotal.count, s.faultTotal.p50 / 1e3,
-                s.faultTotal.p99 / 1e3, s.faultTotal.p999 / 1e3, (unsigned long long)s.fastTotal.count,
-                s.fastTotal.p50 / 1e3, s.fastTotal.p99 / 1e3);
+        Summary m{.t = t, .s = eng.stats(), .regionSize = cfg.regionSize};
+        try {
+            IfaceCounters end = readIface(eng, ifindex);
+            for (size_t i = 0; i < NPF_STAT_MAX; i++)
+                m.d.xdp[i] = end.xdp[i] - start.xdp[i];
+            m.d.link = {end.link.dropped - start.link.dropped, end.link.missed - start.link.missed};
+        } catch (const std::exception& e) {
+            m.ifaceError = e.what();
+        }
+        if (o.json)
+            printJson(m, eng);
+        else
+            printText(m);
     }
     return failed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
 }
@@ -211,7 +345,8 @@ int main(int argc, char** argv)
     app.add_option("--addr", o.addr, "only datagrams to this destination address");
     app.add_option("-o,--output", o.output, "write payloads here ('-' = stdout)");
     const double kMax = std::numeric_limits<double>::max();
-    app.add_option("-n,--count", o.count, "stop after this many datagrams (0 = no limit)")
+    app.add_option("-n,--count", o.count,
+                   "stop after this many datagrams, written or not (lost, bad checksum); 0 = no limit")
         ->check(number(0, kMax, ">= 0"));
     app.add_option("--idle", o.idle, "stop after this many seconds without datagrams (once one arrived)")
         ->check(number(0, kMax, ">= 0"));
@@ -229,8 +364,16 @@ int main(int argc, char** argv)
     app.add_option("--prefetch", o.prefetch, "posted buffers to populate after a fault (0 = off)");
     app.add_option("--reorder-ms", o.reorderMs, "a missing datagram completes LOST after this many ms")
         ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
-    app.add_flag("-q,--quiet", o.quiet, "no stats on exit");
+    app.add_flag("--no-udp-csum", o.noUdpCsum, "do not verify UDP checksums (see below)");
+    app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");
+    app.add_flag("-q,--quiet", o.quiet, "no summary on exit");
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
+    app.footer("UDP checksums: npf verifies each datagram's UDP checksum while it copies the payload; a\n"
+               "wrong one completes BAD_CSUM (counted, not written), never OK. Use --no-udp-csum only for\n"
+               "a trusted source that sends partial checksums, e.g. a veth peer with tx checksum offload\n"
+               "on (the alternative: `ethtool -K IF tx off` on the sender).\n\n"
+               "On every exit (count, idle, SIGINT/SIGTERM) a summary on stderr accounts for the datagrams\n"
+               "not written: on the flow (lost, bad checksum), in XDP (interface-wide), outside npf.");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

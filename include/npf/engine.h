@@ -11,6 +11,7 @@
 // per RX queue, runs one worker thread per queue and one pager thread.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -161,6 +162,10 @@ public:
     EngineStats stats() const;
     // Stats as one JSON object (what `npfctl stats` shows).
     std::string statsJson() const;
+    // The XDP program's outcome counters (npf_stats, enum npf_stat order,
+    // summed over CPUs): interface-wide, every flow and every packet, since
+    // the program was attached. Throws std::system_error if the map read fails.
+    std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
     // Queues served and whether they run zero-copy.
     uint32_t queues() const noexcept;
     bool attachedByUs() const noexcept;

@@ -1,6 +1,9 @@
 #include "ctl/iface.h"
 
 #include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -79,6 +82,49 @@ std::vector<Interface> listInterfaces()
     for (struct if_nameindex* p = list.get(); p->if_index != 0; ++p)
         out.push_back({p->if_name, static_cast<int>(p->if_index)});
     return out;
+}
+
+LinkRxDrops linkRxDrops(int ifindex)
+{
+    const std::string what = "read the rx drop counters of interface " + std::to_string(ifindex);
+    Fd nl(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE));
+    if (!nl)
+        throwErrno("open rtnetlink socket to " + what);
+    struct {
+        nlmsghdr nh;
+        ifinfomsg ifi;
+    } req{};
+    req.nh.nlmsg_len = sizeof(req);
+    req.nh.nlmsg_type = RTM_GETLINK;
+    req.nh.nlmsg_flags = NLM_F_REQUEST;
+    req.nh.nlmsg_seq = 1;
+    req.ifi.ifi_family = AF_UNSPEC;
+    req.ifi.ifi_index = ifindex;
+    sockaddr_nl sa{};
+    sa.nl_family = AF_NETLINK;
+    checkErrno(::sendto(nl.get(), &req, sizeof(req), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), what);
+    alignas(nlmsghdr) char buf[65536];
+    ssize_t n;
+    do
+        n = ::recv(nl.get(), buf, sizeof(buf), 0);
+    while (n < 0 && errno == EINTR);
+    checkErrno(n, what);
+    int len = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        if (h->nlmsg_type == NLMSG_ERROR)
+            throwErrno(-static_cast<nlmsgerr*>(NLMSG_DATA(h))->error, what);
+        if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
+            continue;
+        int alen = static_cast<int>(IFLA_PAYLOAD(h));
+        for (auto* a = IFLA_RTA(static_cast<ifinfomsg*>(NLMSG_DATA(h))); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+            if (a->rta_type != IFLA_STATS64 || RTA_PAYLOAD(a) < sizeof(rtnl_link_stats64))
+                continue;
+            rtnl_link_stats64 st;
+            std::memcpy(&st, RTA_DATA(a), sizeof(st));
+            return {st.rx_dropped, st.rx_missed_errors};
+        }
+    }
+    throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
 }
 
 } // namespace npf::ctl

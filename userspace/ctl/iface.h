@@ -28,4 +28,14 @@ uint32_t rxQueueCount(const std::string& ifname);
 // All interfaces of this namespace, by ifindex.
 std::vector<Interface> listInterfaces();
 
+// Receive drops the interface counts itself (rtnl_link_stats64, what
+// /sys/class/net/IF/statistics shows, read over rtnetlink so it is this
+// namespace's): rx_dropped (on most drivers before any XDP program runs;
+// veth also counts a failed XDP redirect here) and rx_missed_errors (the NIC
+// had no descriptor).
+struct LinkRxDrops {
+    uint64_t dropped = 0, missed = 0;
+};
+LinkRxDrops linkRxDrops(int ifindex);
+
 } // namespace npf::ctl

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "ctl/stats.h"
 #include "engine/engine_impl.h"
 #include "sys/log.h"
 
@@ -157,5 +158,6 @@ void Engine::Impl::writeStatsFile() noexcept
 
 EngineStats Engine::stats() const { return impl_->snapshot(); }
 std::string Engine::statsJson() const { return impl_->json(); }
+std::array<uint64_t, NPF_STAT_MAX> Engine::xdpCounters() const { return ctl::readXdpStats(*impl_->dp); }
 
 } // namespace npf
