@@ -83,6 +83,9 @@ TEST(FlowSpec, BadAddresses)
                           " 198.18.0.1"})
         EXPECT_THROW(parseFlowSpec("5000", a), ArgumentError) << a;
     EXPECT_THROW(parseFlowSpec("0", "198.18.0.1"), ArgumentError);
+    // Not the address before the NUL (found by tests/fuzz).
+    EXPECT_THROW(parseFlowSpec("5000", std::string("198.18.0.1\0junk", 15)), ArgumentError);
+    EXPECT_THROW(parseFlowSpec("5000", std::string("::f\0", 4)), ArgumentError);
 }
 
 TEST(Ifname, Validation)

@@ -35,9 +35,10 @@ FlowSpec parseFlowSpec(const std::string& port, const std::string& addr)
     if (addr.empty())
         return f;
     static const std::array<uint8_t, 16> zero{};
-    if (inet_pton(AF_INET, addr.c_str(), f.addr.data()) == 1)
+    const bool text = addr.find('\0') == std::string::npos; // inet_pton would stop at a NUL
+    if (text && inet_pton(AF_INET, addr.c_str(), f.addr.data()) == 1)
         f.family = NPF_FAMILY_IPV4;
-    else if (inet_pton(AF_INET6, addr.c_str(), f.addr.data()) == 1)
+    else if (text && inet_pton(AF_INET6, addr.c_str(), f.addr.data()) == 1)
         f.family = NPF_FAMILY_IPV6;
     else
         throw ArgumentError("invalid address '" + addr + "' (want an IPv4 or IPv6 address)");
