@@ -362,7 +362,7 @@ int main(int argc, char** argv)
     app.add_option("--queues", o.queues, "RX queues to serve (0 = all)")
         ->check(CLI::Range(0u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
     app.add_option("--prefetch", o.prefetch, "posted buffers to populate after a fault (0 = off)");
-    app.add_option("--reorder-ms", o.reorderMs, "a missing datagram completes LOST after this many ms")
+    app.add_option("--reorder-ms", o.reorderMs, "a datagram proven dropped completes LOST this many ms after the proof")
         ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
     app.add_flag("--no-udp-csum", o.noUdpCsum, "do not verify UDP checksums (see below)");
     app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");
