@@ -110,15 +110,21 @@ struct npf_post {
  * XDP reads prod (acquire), then the slot, and claims it by CAS on cons.
  * cons is the next seq; cons <= prod always; prod - cons <= ring size.
  * gen counts the allocations of this flow id; it changes only under the
- * flow lock (flock on the pin directory), with prod and cons reset. */
+ * flow lock (flock on the pin directory), with prod and cons reset, and so
+ * does flags. */
 struct npf_cursor {
 	__u64 prod;
 	__u32 gen;
-	__u32 pad;
+	__u32 flags; /* NPF_CURSOR_F_* */
 	__u64 pad0[6];
 	__u64 cons;
 	__u64 pad1[7];
 };
+
+/* npf_cursor.flags: the flow was added by an engine, which removes it when
+ * it exits (an engine that takes it over after a crash inherits that), not
+ * by npfctl (left to the operator). */
+#define NPF_CURSOR_F_ENGINE 0x1
 
 /* ---- sockets -------------------------------------------------------- */
 

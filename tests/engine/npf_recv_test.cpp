@@ -278,6 +278,11 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     EXPECT_EQ(d2["redir_primary"] + d2["redir_backup"], nb) << describe(d2);
     EXPECT_NE(rig.statusJson().find("\"attached\""), std::string::npos)
         << "npf-recv must not detach a program it did not attach";
+    // The flow was the killed npf-recv's: the one that took it over removed it.
+    int rcList = -1;
+    const std::string flows = rig.npfctl("flow list " + rig.rxIf() + " --json", &rcList);
+    EXPECT_EQ(rcList, 0);
+    EXPECT_EQ(flows.find("\"port\""), std::string::npos) << "flow left behind: " << flows;
     std::string err2text = readFile(err2);
     std::printf("[ numbers  ] restart: %s", err2text.substr(err2text.find("npf-recv: ")).c_str());
 
@@ -285,6 +290,35 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     rig.npfctl("detach --force " + rig.rxIf(), &rc);
     EXPECT_EQ(rc, 0);
     EXPECT_FALSE(fs::exists(pins)) << "detach --force must remove the pins";
+}
+
+// A flow the operator added with npfctl is left in place by an npf-recv
+// that served it (and so is the program npfctl attached).
+TEST_F(EngineE2E, NpfRecvLeavesAnOperatorsFlowInPlace)
+{
+    Rig rig;
+    TempDir dir;
+    int rc = -1;
+    rig.npfctl("attach " + rig.rxIf(), &rc);
+    ASSERT_EQ(rc, 0);
+    rig.npfctl("flow add " + rig.rxIf() + " " + std::to_string(kPort), &rc);
+    ASSERT_EQ(rc, 0);
+    const std::string out = dir.path + "/out", err = dir.path + "/err";
+    std::vector<std::string> args = recvArgs(rig, out, false);
+    args.insert(args.end(), {"-n", "100"});
+    Child recv(rig.veth().rxNs().path(), args, err);
+    ASSERT_TRUE(waitForText(err, "buffers of", 10000)) << readFile(err);
+    Sender tx(rig.veth(), {.count = 100, .dstPort = kPort, .rate = rate(), .size = sizeVaried});
+    tx.start();
+    tx.join();
+    int st = -1;
+    ASSERT_TRUE(recv.wait(10000, &st)) << readFile(err);
+    EXPECT_EQ(st, 0) << readFile(err);
+    EXPECT_TRUE(readFile(out) == streamBytes(0, 0, 100));
+    const std::string flows = rig.npfctl("flow list " + rig.rxIf() + " --json", &rc);
+    EXPECT_NE(flows.find("\"port\": " + std::to_string(kPort)), std::string::npos) << flows;
+    rig.npfctl("detach " + rig.rxIf(), &rc);
+    EXPECT_EQ(rc, 0);
 }
 
 // Done means: npf-recv on a veth in a namespace, region cold, receives a

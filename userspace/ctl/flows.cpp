@@ -127,7 +127,7 @@ std::optional<FlowEntry> lookup(const Dataplane& dp, const npf_flow_key& key, co
 }
 
 // The caller holds the FlowLock.
-FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f)
+FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlags)
 {
     std::string what = "add flow " + toString(f) + " on " + dp.ifname();
     npf_flow_key key = toKey(f);
@@ -152,6 +152,7 @@ FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f)
     const uint32_t gen = cur.gen + 1 ? cur.gen + 1 : 1;
     cur = npf_cursor{};
     cur.gen = gen;
+    cur.flags = cursorFlags;
     checkErrno(bpf_map_update_elem(dp.cursors(), &id, &cur, BPF_ANY),
                what + ": reset cursors of flow id " + std::to_string(id));
     npf_flow val{id, gen};
@@ -177,17 +178,21 @@ void waitForXdpRuns() noexcept
 FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f)
 {
     FlowLock lock(dp);
-    return addLocked(dp, f);
+    return addLocked(dp, f, 0);
 }
 
-FlowEntry findOrAddFlow(const Dataplane& dp, const FlowSpec& f, bool* created)
+FlowEntry openEngineFlow(const Dataplane& dp, const FlowSpec& f, FlowOrigin* origin)
 {
     FlowLock lock(dp);
-    *created = false;
-    if (std::optional<FlowEntry> e = lookup(dp, toKey(f), "look up flow " + toString(f) + " on " + dp.ifname()))
+    std::string what = "open flow " + toString(f) + " on " + dp.ifname();
+    if (std::optional<FlowEntry> e = lookup(dp, toKey(f), what)) {
+        npf_cursor cur{};
+        checkErrno(bpf_map_lookup_elem(dp.cursors(), &e->id, &cur), what + ": read its cursors");
+        *origin = (cur.flags & NPF_CURSOR_F_ENGINE) ? FlowOrigin::FromEngine : FlowOrigin::FromOperator;
         return *e;
-    *created = true;
-    return addLocked(dp, f);
+    }
+    *origin = FlowOrigin::Added;
+    return addLocked(dp, f, NPF_CURSOR_F_ENGINE);
 }
 
 void delFlow(const Dataplane& dp, const FlowSpec& f, std::optional<FlowEntry> expect)

@@ -69,8 +69,16 @@ private:
 // ids are taken (ENOSPC).
 FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f);
 
-// The flow's entry if it exists, else a new one as addFlow; *created says which.
-FlowEntry findOrAddFlow(const Dataplane& dp, const FlowSpec& f, bool* created);
+// How an engine came by its flow.
+enum class FlowOrigin {
+    Added,         // the engine added it (and removes it on exit)
+    FromEngine,    // added by an engine that is gone: inherited, removed on exit
+    FromOperator,  // added by npfctl: left in place on exit
+};
+
+// For an engine (one serves an interface at a time): the flow's entry if it
+// exists, else a new one as addFlow, marked as an engine's.
+FlowEntry openEngineFlow(const Dataplane& dp, const FlowSpec& f, FlowOrigin* origin);
 
 // Removes the flow; StateError(ENOENT) if there is none. With `expect`, only
 // if the entry is still that one (StateError(ESTALE) otherwise: the flow was

@@ -227,8 +227,9 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     for (auto& f : e.flows)
         if (f->impl_->spec == spec)
             throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + e.cfg.ifname);
-    bool owns = false;
-    const ctl::FlowEntry entry = ctl::findOrAddFlow(*e.dp, spec, &owns);
+    ctl::FlowOrigin origin;
+    const ctl::FlowEntry entry = ctl::openEngineFlow(*e.dp, spec, &origin);
+    const bool owns = origin != ctl::FlowOrigin::FromOperator;
     npf_cursor* cur = e.maps->cursor(entry.id);
     uint64_t start = __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE);
     __atomic_store_n(&cur->prod, start, __ATOMIC_RELEASE);
@@ -237,8 +238,11 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     e.flows.push_back(std::make_unique<Flow>(std::move(impl)));
     e.flowById[entry.id].store(raw, std::memory_order_release);
     e.flowSet.open(entry.id);
+    static constexpr const char* kOrigin[] = {
+        "", " (taken over from an engine that exited: removed when this one exits)",
+        " (added by npfctl: left in place when this engine exits)"};
     NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
-             owns ? "" : " (taken over)");
+             kOrigin[static_cast<int>(origin)]);
     return *e.flows.back();
 }
 
