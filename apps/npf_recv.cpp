@@ -269,10 +269,15 @@ int run(const Options& o)
     Tally t;
     auto lastData = std::chrono::steady_clock::now();
     std::vector<npf_completion> batch(256);
-    bool failed = false;
+    bool failed = false, gone = false;
     while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
         size_t n = flow.wait(batch, std::chrono::milliseconds(50));
         auto now = std::chrono::steady_clock::now();
+        if (n == 0 && !eng.failure().empty()) {
+            NPF_ERR("npf-recv: %s; stopping", eng.failure().c_str());
+            gone = true;
+            break;
+        }
         if (n == 0) {
             if (o.idle > 0 && t.completions() > 0 &&
                 std::chrono::duration<double>(now - lastData).count() >= o.idle)
@@ -318,6 +323,8 @@ int run(const Options& o)
         else
             printText(m);
     }
+    if (gone)
+        return npf::ctl::kExitNoDevice;
     return failed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
 }
 

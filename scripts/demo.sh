@@ -254,6 +254,9 @@ MAC_TX=$(in_tx ip -br link show dev "$IF_TX" | awk '{print $3}')
 in_tx ip neigh replace "$ADDR_RX" lladdr "$MAC_RX" dev "$IF_TX"
 in_rx ip neigh replace "$ADDR_TX" lladdr "$MAC_TX" dev "$IF_RX"
 note "$NS_RX: $IF_RX $ADDR_RX/30 ($MAC_RX)   $NS_TX: $IF_TX $ADDR_TX/30 ($MAC_TX)"
+# npf keys its state by network namespace (the nsfs inode): pins under
+# /sys/fs/bpf/npf/netns-N/IF, the engine's snapshot under /run/npf/netns-N/IF.
+RUN_DIR="/run/npf/netns-$(stat -L -c %i "/run/netns/$NS_RX")/$IF_RX"
 
 step "attaching npf to $IF_RX in $NS_RX (mode $MODE)"
 printf '    $ nsenter --net=/run/netns/%s %s attach %s --mode %s\n' "$NS_RX" "$BUILD/loader/npfctl" "$IF_RX" "$MODE"
@@ -312,11 +315,11 @@ bg_rx timeout 60 "$NPF_RECV" "$IF_RX" "$PORT_FLOW" --cold --region 64M --count 2
   2> >(sed 's/^/    /' >&2)
 RECV_PID=$BG_PID
 for _ in $(seq 100); do
-  [ -s "/run/npf/$IF_RX/engine.json" ] && break
+  [ -s "$RUN_DIR/engine.json" ] && break
   kill -0 "$RECV_PID" 2>/dev/null || die "npf-recv exited before it was ready"
   sleep 0.1
 done
-[ -s "/run/npf/$IF_RX/engine.json" ] || die "npf-recv did not come up"
+[ -s "$RUN_DIR/engine.json" ] || die "npf-recv did not come up"
 printf '    $ socat -u -b 1024 FILE:send.bin UDP4-SENDTO:%s:%s   (from %s; 2 MiB = 2048 datagrams)\n' \
   "$ADDR_RX" "$PORT_FLOW" "$NS_TX"
 in_tx socat -u -b 1024 "FILE:$WORK/send.bin" "UDP4-SENDTO:$ADDR_RX:$PORT_FLOW"

@@ -1,14 +1,25 @@
 #!/usr/bin/env bash
 # Sets up everything and runs all tests: installs missing packages, builds,
 # runs ctest (BPF unit tests, unit tests, netns/veth integration tests).
-# Usage: sudo scripts/test.sh [extra ctest args]
+# Usage: sudo scripts/test.sh [--sanitize] [extra ctest args]
+#   --sanitize  build with AddressSanitizer + UBSan (NPF_SANITIZE=ON, in
+#               build-sanitize/) and run the ctl, xsk, order, region and
+#               engine suites under it
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+build=build cmake_args=() ctest_args=()
+if [ "${1:-}" = --sanitize ]; then
+  shift
+  build=build-sanitize
+  cmake_args=(-DNPF_SANITIZE=ON)
+  ctest_args=(-L 'ctl|xsk|order|region|engine')
+fi
 
 scripts/deps.sh
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)"
-cd build
-ctest --output-on-failure --timeout 600 "$@"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_args[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+cd "$build"
+ctest --output-on-failure --timeout 600 "${ctest_args[@]}" "$@"

@@ -159,6 +159,11 @@ public:
     // pressure, VM restore, swap-in). Returns pages evicted.
     uint64_t evictAll();
 
+    // Why the engine stopped serving, "" while it serves. Set when the
+    // interface disappears (ip link del, its namespace torn down); every
+    // Flow::wait is woken then. Destroy the engine: it removes what it created.
+    std::string failure() const;
+
     EngineStats stats() const;
     // Stats as one JSON object (what `npfctl stats` shows).
     std::string statsJson() const;

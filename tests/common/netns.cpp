@@ -2,13 +2,17 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
+#include "npf/abi.h"
 #include "sys/error.h"
 
 namespace npf::test {
@@ -137,5 +141,25 @@ VethPair::VethPair(VethOptions opt) : rx_("npfr"), tx_("npft")
 
 // Deleting the namespaces destroys the veth pair with them.
 VethPair::~VethPair() = default;
+
+namespace {
+std::string netnsKey(const Netns& ns)
+{
+    struct stat st {};
+    if (::stat(ns.path().c_str(), &st) != 0)
+        throw std::runtime_error("stat " + ns.path() + ": " + std::strerror(errno));
+    return "netns-" + std::to_string(st.st_ino);
+}
+} // namespace
+
+std::string pinDirOf(const Netns& ns, const std::string& ifname)
+{
+    return std::string(NPF_PIN_ROOT) + "/" + netnsKey(ns) + "/" + ifname;
+}
+
+std::string runDirOf(const Netns& ns, const std::string& ifname)
+{
+    return "/run/npf/" + netnsKey(ns) + "/" + ifname;
+}
 
 } // namespace npf::test

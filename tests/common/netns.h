@@ -64,6 +64,8 @@ public:
 
     Netns& rxNs() { return rx_; }
     Netns& txNs() { return tx_; }
+    const Netns& rxNs() const { return rx_; }
+    const Netns& txNs() const { return tx_; }
     const std::string& rxIf() const { return rxIf_; }
     const std::string& txIf() const { return txIf_; }
     const std::string& rxAddr() const { return rxAddr_; }
@@ -75,6 +77,12 @@ private:
     Netns rx_, tx_;
     std::string rxIf_, txIf_, rxAddr_, txAddr_, rxMac_, txMac_;
 };
+
+// Where npf keeps the state of `ifname` in namespace `ns` (keyed by the
+// namespace's inode, see userspace/ctl/pins.h): its pin directory under
+// bpffs and its engine snapshot directory under /run/npf.
+std::string pinDirOf(const Netns& ns, const std::string& ifname);
+std::string runDirOf(const Netns& ns, const std::string& ifname);
 
 // True when running as root (tests that need it skip otherwise).
 bool isRoot();

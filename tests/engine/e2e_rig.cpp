@@ -46,8 +46,8 @@ Rig::~Rig()
     // namespaces take the veths with them.
     test::sh(veth_.rxNs().exec() + NPFCTL_PATH + " detach --force " + rxIf() + " >/dev/null 2>&1");
     std::error_code ec;
-    std::filesystem::remove_all(std::string(NPF_PIN_ROOT) + "/" + rxIf(), ec);
-    std::filesystem::remove_all("/run/npf/" + rxIf(), ec);
+    std::filesystem::remove_all(test::pinDirOf(veth_.rxNs(), rxIf()), ec);
+    std::filesystem::remove_all(test::runDirOf(veth_.rxNs(), rxIf()), ec);
 }
 
 std::string Rig::npfctl(const std::string& args, int* status)

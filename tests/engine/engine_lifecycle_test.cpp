@@ -18,7 +18,7 @@ TEST_F(EngineE2E, DetachesOnlyWhatItAttached)
         EXPECT_TRUE(attached(rig));
     }
     EXPECT_FALSE(attached(rig)) << "the engine attached npf_xdp, so it must detach it: " << rig.statusJson();
-    EXPECT_FALSE(std::filesystem::exists(std::string(NPF_PIN_ROOT) + "/" + rig.rxIf()));
+    EXPECT_FALSE(std::filesystem::exists(test::pinDirOf(rig.veth().rxNs(), rig.rxIf())));
 
     int rc = -1;
     rig.npfctl("attach " + rig.rxIf(), &rc);
@@ -62,7 +62,7 @@ TEST_F(EngineE2E, FailedStartDetachesWhatItAttached)
         EXPECT_NE(std::string(e.what()).find("queues"), std::string::npos) << e.what();
     }
     EXPECT_FALSE(attached(rig)) << "a failed start left npf_xdp attached: " << rig.statusJson();
-    EXPECT_FALSE(std::filesystem::exists(std::string(NPF_PIN_ROOT) + "/" + rig.rxIf()));
+    EXPECT_FALSE(std::filesystem::exists(test::pinDirOf(rig.veth().rxNs(), rig.rxIf())));
 }
 
 } // namespace

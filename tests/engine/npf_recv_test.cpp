@@ -188,7 +188,7 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     KernelSocket kernel(rig, kPort);
     const std::string out1 = dir.path + "/out1", err1 = dir.path + "/err1";
     const std::string out2 = dir.path + "/out2", err2 = dir.path + "/err2";
-    const std::string pins = std::string(NPF_PIN_ROOT) + "/" + rig.rxIf();
+    const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
 
     // Stream A, killed half-way.
     auto recv1 = std::make_unique<Child>(rig.veth().rxNs().path(), recvArgs(rig, out1, true), err1);
@@ -240,14 +240,15 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     EXPECT_EQ(prev, n - 1);
     EXPECT_EQ(fallback.size(), n - firstFallback) << "the kernel path must get every datagram after the first";
 
-    // npf-recv's output: datagrams 0 .. m-1, whole, in order, up to the kill.
+    // npf-recv's output: datagrams 0 .. m-1 in order up to the kill (SIGKILL
+    // may cut the write() of the last one short: a prefix of it may follow).
     const std::string got1 = readFile(out1);
     uint32_t m = 0;
     size_t bytes = 0;
     while (m < n && bytes + sizeVaried(m) <= got1.size())
         bytes += sizeVaried(m++);
-    EXPECT_EQ(bytes, got1.size()) << "output ends inside datagram " << m;
-    EXPECT_TRUE(got1 == streamBytes(0, 0, m)) << "output of the killed npf-recv is not the stream's prefix";
+    EXPECT_TRUE(got1 == streamBytes(0, 0, m + (bytes < got1.size())).substr(0, got1.size()))
+        << "output of the killed npf-recv is not the stream's prefix";
     EXPECT_LE(m, firstFallback);
     std::printf("[ numbers  ] kill: npf-recv wrote %u datagrams, %u in flight at SIGKILL (steered to the dying "
                 "sockets), kernel socket got %zu from datagram %u on\n",

@@ -57,7 +57,7 @@ Rig::~Rig()
     std::filesystem::remove_all(pinDir(), ec);
 }
 
-std::string Rig::pinDir() const { return std::string(NPF_PIN_ROOT) + "/" + rxIf(); }
+std::string Rig::pinDir() const { return test::pinDirOf(veth_.rxNs(), rxIf()); }
 
 RunResult Rig::npfctl(const std::string& args, bool inRx)
 {

@@ -24,9 +24,6 @@ namespace {
 struct CloseProgram {
     void operator()(xdp_program* p) const noexcept { xdp_program__close(p); }
 };
-struct CloseMultiprog {
-    void operator()(xdp_multiprog* mp) const noexcept { xdp_multiprog__close(mp); }
-};
 
 std::string describe(const XdpProgram& p)
 {
@@ -174,10 +171,13 @@ AttachResult attach(const AttachOptions& opt)
     }
     res.progId = xdp_program__id(prog.get());
 
-    std::unique_ptr<xdp_multiprog, CloseMultiprog> mp(xdp_multiprog__get_from_ifindex(itf.ifindex));
-    if (libxdp_get_error(mp.get()))
-        mp.release();
-    res.dispatcher = mp && !xdp_multiprog__is_legacy(mp.get());
+    // Not xdp_multiprog__get_from_ifindex: for a legacy (single) program
+    // libxdp 1.3 keeps a program fd open after xdp_multiprog__close, and a
+    // long-lived engine would then hold npf_xdp (and its maps) alive after
+    // its interface is gone.
+    const XdpState after = queryXdp(itf.ifindex);
+    const XdpProgram* attached = after.npf();
+    res.dispatcher = attached && attached->viaDispatcher;
     if (!res.dispatcher) {
         res.dispatcherUnavailable = cap.after("Compatibility check for dispatcher program failed: ");
         NPF_INFO("libxdp multi-program dispatcher unavailable on this kernel%s: %s runs as the only XDP "

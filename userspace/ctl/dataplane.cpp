@@ -74,6 +74,7 @@ Dataplane Dataplane::open(const std::string& ifname)
 
     Dataplane dp;
     dp.ifname_ = itf.name;
+    dp.pinDir_ = ctl::pinDir(itf.name);
     dp.ifindex_ = itf.ifindex;
     dp.progId_ = prog->id;
     dp.mode_ = prog->slot == XdpSlot::Skb ? AttachMode::Skb : AttachMode::Native;
@@ -85,7 +86,7 @@ Dataplane Dataplane::open(const std::string& ifname)
         bpf_map_info info{};
         *fds[i] = openPin(ifname, i, &info);
         if (std::find(used.begin(), used.end(), info.id) == used.end())
-            throw StateError(ESTALE, "the pins at " + pinDir(ifname) + " are not the maps of " + NPF_PROG_NAME +
+            throw StateError(ESTALE, "the pins at " + ctl::pinDir(ifname) + " are not the maps of " + NPF_PROG_NAME +
                                          " prog id " + std::to_string(prog->id) + " on " + ifname +
                                          " (pins of a same-named interface in another network namespace?)");
         if (fds[i] == &dp.resident_)

@@ -26,6 +26,8 @@ public:
     int stats() const noexcept { return stats_.get(); }
 
     const std::string& ifname() const noexcept { return ifname_; }
+    // The pin directory, of the namespace the instance was opened in.
+    const std::string& pinDir() const noexcept { return pinDir_; }
     int ifindex() const noexcept { return ifindex_; }
     uint32_t progId() const noexcept { return progId_; }
     AttachMode mode() const noexcept { return mode_; }
@@ -36,7 +38,7 @@ private:
     Dataplane() = default;
 
     Fd flows_, posts_, cursors_, resident_, xsks_, stats_;
-    std::string ifname_;
+    std::string ifname_, pinDir_;
     int ifindex_ = 0;
     uint32_t progId_ = 0;
     AttachMode mode_ = AttachMode::Native;

@@ -1,4 +1,5 @@
 #include "ctl/engine_stats.h"
+#include "ctl/pins.h"
 
 #include <signal.h>
 
@@ -8,7 +9,12 @@
 
 namespace npf::ctl {
 
-std::string engineStatsPath(const std::string& ifname) { return "/run/npf/" + ifname + "/engine.json"; }
+std::string engineStatsPath(const std::string& ifname)
+{
+    // Keyed by network namespace like the pins (/run is not per namespace).
+    const std::string ns = netnsDir();
+    return "/run/npf/" + ns.substr(ns.rfind('/') + 1) + "/" + ifname + "/engine.json";
+}
 
 Counters engineCounters(const std::string& ifname)
 {

@@ -105,13 +105,13 @@ std::vector<std::pair<npf_flow_key, npf_flow>> entries(const Dataplane& dp)
 
 } // namespace
 
-FlowLock::FlowLock(const Dataplane& dp) : fd_(::open(pinDir(dp.ifname()).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))
+FlowLock::FlowLock(const Dataplane& dp) : fd_(::open(dp.pinDir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC))
 {
     if (!fd_)
-        throwErrno("open " + pinDir(dp.ifname()) + " to lock the flow table");
+        throwErrno("open " + dp.pinDir() + " to lock the flow table");
     while (::flock(fd_.get(), LOCK_EX) != 0)
         if (errno != EINTR)
-            throwErrno("lock the flow table of " + dp.ifname() + " (flock " + pinDir(dp.ifname()) + ")");
+            throwErrno("lock the flow table of " + dp.ifname() + " (flock " + dp.pinDir() + ")");
 }
 
 namespace {

@@ -38,7 +38,15 @@ void ensureBpffs()
     NPF_INFO("mounted bpffs at %s", kBpffsPath);
 }
 
-std::string pinDir(const std::string& ifname) { return std::string(NPF_PIN_ROOT) + "/" + ifname; }
+std::string netnsDir()
+{
+    struct stat st {};
+    if (::stat("/proc/thread-self/ns/net", &st) != 0)
+        throwErrno("stat /proc/thread-self/ns/net");
+    return std::string(NPF_PIN_ROOT) + "/netns-" + std::to_string(st.st_ino);
+}
+
+std::string pinDir(const std::string& ifname) { return netnsDir() + "/" + ifname; }
 
 std::string pinPath(const std::string& ifname, const char* map) { return pinDir(ifname) + "/" + map; }
 
@@ -50,7 +58,7 @@ bool pinDirExists(const std::string& ifname)
 
 void makePinDir(const std::string& ifname)
 {
-    for (const std::string& d : {std::string(NPF_PIN_ROOT), pinDir(ifname)})
+    for (const std::string& d : {std::string(NPF_PIN_ROOT), netnsDir(), pinDir(ifname)})
         if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
             throwErrno("create pin directory " + d);
 }
@@ -82,17 +90,19 @@ bool removePinDir(const std::string& ifname)
     d.reset();
     if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
         throwErrno("remove pin directory " + dir);
+    (void)::rmdir(netnsDir().c_str()); // once its last instance is gone
     return true;
 }
 
 std::vector<std::string> pinnedInterfaces()
 {
     std::vector<std::string> names;
-    DirPtr d(::opendir(NPF_PIN_ROOT));
+    const std::string root = netnsDir();
+    DirPtr d(::opendir(root.c_str()));
     if (!d) {
         if (errno == ENOENT)
             return names;
-        throwErrno(std::string("list ") + NPF_PIN_ROOT);
+        throwErrno("list " + root);
     }
     while (dirent* e = ::readdir(d.get())) {
         std::string name = e->d_name;

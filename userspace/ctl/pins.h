@@ -1,8 +1,11 @@
-// bpffs and the pin directory of an npf instance: NPF_PIN_ROOT/<ifname>/<map>.
+// bpffs and the pin directory of an npf instance:
+// NPF_PIN_ROOT/netns-<inode>/<ifname>/<map>.
 //
-// Pins are global (bpffs is not per network namespace) while interface names
-// are per namespace: two namespaces with a same-named interface share one pin
-// directory. Dataplane::open detects pins that belong to another instance.
+// bpffs is global while interface names are per network namespace: the
+// directory is keyed by the namespace (its nsfs inode number, the number in
+// `readlink /proc/self/ns/net`) of the calling thread, so two namespaces with
+// an eth0 each run an instance each. Dataplane::open still detects pins that
+// belong to another instance (an inode number reused after its namespace died).
 #pragma once
 
 #include <array>
@@ -25,20 +28,22 @@ bool isBpffs(const std::string& path);
 // Throws naming what to do when it cannot be mounted.
 void ensureBpffs();
 
-// NPF_PIN_ROOT/<ifname>
+// NPF_PIN_ROOT/netns-<inode> of the calling thread's network namespace.
+std::string netnsDir();
+// netnsDir()/<ifname>
 std::string pinDir(const std::string& ifname);
 std::string pinPath(const std::string& ifname, const char* map);
 
 bool pinDirExists(const std::string& ifname);
 
-// Creates NPF_PIN_ROOT/<ifname> (and NPF_PIN_ROOT).
+// Creates pinDir(ifname) and its parents.
 void makePinDir(const std::string& ifname);
 
-// Removes the pins in NPF_PIN_ROOT/<ifname> and the directory. Returns false
-// if there was nothing to remove.
+// Removes the pins in pinDir(ifname) and the directory (and netnsDir() once
+// empty). Returns false if there was nothing to remove.
 bool removePinDir(const std::string& ifname);
 
-// Interface names that have a pin directory, sorted.
+// Interface names that have a pin directory in this namespace, sorted.
 std::vector<std::string> pinnedInterfaces();
 
 } // namespace npf::ctl

@@ -1,5 +1,7 @@
 #include "ctl/status.h"
 
+#include <set>
+
 #include "ctl/dataplane.h"
 #include "ctl/flows.h"
 #include "ctl/iface.h"
@@ -64,6 +66,18 @@ std::vector<XdpSocket> socketsOrError(std::string* err)
     }
 }
 
+// Pins whose interface was deleted under them (ip link del, a pod's
+// namespace torn down): nothing runs there any more, only the pins are left.
+InstanceStatus gone(const std::string& ifname)
+{
+    InstanceStatus s;
+    s.ifname = ifname;
+    s.state = InstanceState::Gone;
+    addProblem(&s, "the interface is gone; its pins at " + pinDir(ifname) + " remain: npfctl detach --force " +
+                       ifname + " removes them");
+    return s;
+}
+
 } // namespace
 
 const char* toString(InstanceState s)
@@ -72,6 +86,7 @@ const char* toString(InstanceState s)
     case InstanceState::None: return "none";
     case InstanceState::Attached: return "attached";
     case InstanceState::Stale: return "stale";
+    case InstanceState::Gone: return "gone";
     }
     return "?";
 }
@@ -80,7 +95,14 @@ InstanceStatus instanceStatus(const std::string& ifname)
 {
     validateIfname(ifname);
     requireBpfPrivileges("status");
-    Interface itf = resolveInterface(ifname);
+    Interface itf;
+    try {
+        itf = resolveInterface(ifname);
+    } catch (const std::system_error& e) {
+        if (e.code().value() == ENODEV && pinDirExists(ifname))
+            return gone(ifname);
+        throw;
+    }
     std::string err;
     std::vector<XdpSocket> socks = socketsOrError(&err);
     return build(itf, err.empty() ? &socks : nullptr);
@@ -92,11 +114,16 @@ std::vector<InstanceStatus> allInstances()
     std::string err;
     std::vector<XdpSocket> socks = socketsOrError(&err);
     std::vector<InstanceStatus> out;
+    std::set<std::string> present;
     for (const Interface& itf : listInterfaces()) {
+        present.insert(itf.name);
         InstanceStatus s = build(itf, err.empty() ? &socks : nullptr);
         if (s.state != InstanceState::None)
             out.push_back(std::move(s));
     }
+    for (const std::string& name : pinnedInterfaces())
+        if (!present.count(name))
+            out.push_back(gone(name));
     return out;
 }
 

@@ -17,6 +17,7 @@ enum class InstanceState {
     None,     // no npf program, no pins
     Attached, // npf_xdp attached
     Stale,    // pins left without a program
+    Gone,     // pins of an interface that no longer exists (npfctl detach --force IF)
 };
 
 const char* toString(InstanceState s);

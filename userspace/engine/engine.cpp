@@ -165,16 +165,25 @@ Engine::Impl::~Impl()
         }
     }
     ::unlink(statsPath.c_str());
-    ::rmdir(statsPath.substr(0, statsPath.rfind('/')).c_str());
-    if (attachedByUs && moved) {
-        try {
-            ctl::detach(cfg.ifname);
-        } catch (const std::exception& e) {
-            NPF_WARN("detaching npf from %s: %s", cfg.ifname.c_str(), e.what());
-        }
-    }
+    // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
+    const std::string dir = statsPath.substr(0, statsPath.rfind('/'));
+    ::rmdir(dir.c_str());
+    ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
+    if (attachedByUs && moved)
+        detachOnExit();
     if (moved)
         (void)setns(here.get(), CLONE_NEWNET);
+}
+
+void Engine::Impl::detachOnExit() noexcept
+{
+    // An interface that is gone took the program with it: force removes the
+    // pins this engine created.
+    try {
+        ctl::detach(cfg.ifname, ifaceGone.load(std::memory_order_acquire));
+    } catch (const std::exception& e) {
+        NPF_WARN("detaching npf from %s: %s", cfg.ifname.c_str(), e.what());
+    }
 }
 
 void Engine::Impl::startThreads()
@@ -244,6 +253,13 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
              kOrigin[static_cast<int>(origin)]);
     return *e.flows.back();
+}
+
+std::string Engine::failure() const
+{
+    if (impl_->ifaceGone.load(std::memory_order_acquire))
+        return impl_->cfg.ifname + " is gone (deleted, or moved out of this network namespace)";
+    return "";
 }
 
 uint8_t* Engine::region() const noexcept { return impl_->region->base(); }

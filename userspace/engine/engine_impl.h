@@ -125,6 +125,9 @@ struct Engine::Impl {
     void publishAll(uint64_t nowNs) noexcept;
     void settleClaims() noexcept;
     void barrierLoop() noexcept;
+    bool socketGone(int fd) noexcept;
+    void failServing() noexcept; // the interface vanished: stop, wake the application
+    void detachOnExit() noexcept; // what the engine attached (teardown, in its namespace)
     int pagerTimeoutMs(uint64_t nowNs) const noexcept;
     void writeStatsFile() noexcept;
     EngineStats snapshot() const;
@@ -151,6 +154,7 @@ struct Engine::Impl {
     std::vector<Deferred> deferred;
 
     std::atomic<bool> stop{false};
+    std::atomic<bool> ifaceGone{false}; // set once by failServing()
     std::vector<std::thread> workers;
     std::thread pager;
 

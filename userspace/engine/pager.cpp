@@ -4,6 +4,7 @@
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,6 +46,7 @@ void Engine::Impl::pagerLoop() noexcept
             uint64_t v;
             (void)!::read(wakeFd.get(), &v, sizeof(v));
         }
+
         // CPU faults first: a thread is blocked on each of them.
         if (int n = region->serviceFaults(); n < 0)
             NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
@@ -62,9 +64,44 @@ void Engine::Impl::pagerLoop() noexcept
         if (now >= nextStats) {
             writeStatsFile();
             nextStats = now + 500'000'000ull;
+            // AF_XDP sockets report no POLLERR: ask them with the snapshot.
+            for (auto& q : queues)
+                if (socketGone(q->backupFd())) {
+                    failServing();
+                    return;
+                }
         }
     }
     writeStatsFile();
+}
+
+// The kernel unbinds every AF_XDP socket of an interface that is deleted or
+// leaves the namespace (NETDEV_UNREGISTER) and sets ENETDOWN as its error.
+bool Engine::Impl::socketGone(int fd) noexcept
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err == 0)
+        return false;
+    if (err != ENETDOWN) {
+        NPF_WARN_RL("npf pager: AF_XDP socket error on %s: %s", cfg.ifname.c_str(), strerror(err));
+        return false;
+    }
+    return true;
+}
+
+void Engine::Impl::failServing() noexcept
+{
+    NPF_ERR("%s is gone (deleted, or moved out of this network namespace): the engine stops serving it",
+              cfg.ifname.c_str());
+    ifaceGone.store(true, std::memory_order_release);
+    stop.store(true, std::memory_order_release);
+    // Wake every application thread blocked in Flow::wait: Engine::failure() says why.
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        if (Flow::Impl* f = flow(id)) {
+            const uint64_t one = 1;
+            (void)!::write(f->ring.eventFd(), &one, sizeof(one));
+        }
 }
 
 int Engine::Impl::pagerTimeoutMs(uint64_t nowNs) const noexcept
