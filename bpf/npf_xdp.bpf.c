@@ -62,7 +62,15 @@ static __always_inline int npf_resident_range(__u64 off, __u32 len)
 	return 1;
 }
 
-SEC("xdp")
+/*
+ * A frags program: with an MTU above what fits one buffer (on veth about
+ * 3.5 KB, jumbo frames on NICs in multi-buffer mode) a packet arrives as a
+ * linear part plus fragments. The headers are parsed from the linear part;
+ * lengths are checked against the whole packet. The payload is never read
+ * here; the AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet
+ * as several descriptors, the meta in front of the first.
+ */
+SEC("xdp.frags")
 int npf_xdp(struct xdp_md *ctx)
 {
 	struct npf_pkt pkt = {};
@@ -76,7 +84,7 @@ int npf_xdp(struct xdp_md *ctx)
 	int rc;
 
 	npf_count(NPF_STAT_RX_TOTAL);
-	rc = npf_parse((void *)(long)ctx->data, (void *)(long)ctx->data_end, &pkt);
+	rc = npf_parse((void *)(long)ctx->data, (void *)(long)ctx->data_end, bpf_xdp_get_buff_len(ctx), &pkt);
 	if (rc >= 0)
 		return npf_out(rc, XDP_PASS);
 

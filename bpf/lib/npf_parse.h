@@ -75,8 +75,12 @@ static __always_inline int npf_is_ipv6_ext(__u8 nexthdr)
 }
 
 /* Returns -1 when the packet is a UDP datagram described in *pkt, else the
- * npf_stat (PASS_*) outcome to count. */
-static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt *pkt)
+ * npf_stat (PASS_*) outcome to count. [data, data_end) is the linear part of
+ * the packet, where every header must lie (drivers put at least the first
+ * buffer's worth there; veth up to ~3.5 KB); pkt_len is the length of the
+ * whole packet (bpf_xdp_get_buff_len), fragments of a multi-buffer (jumbo)
+ * packet included, against which the IP and UDP lengths are checked. */
+static __always_inline int npf_parse(void *data, void *data_end, __u64 pkt_len, struct npf_pkt *pkt)
 {
 	struct ethhdr *eth = data;
 	__u32 off = sizeof(*eth);
@@ -103,8 +107,7 @@ static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt 
 			return NPF_STAT_PASS_MALFORMED;
 		ihl = ip->ihl * 4;
 		tot = bpf_ntohs(ip->tot_len);
-		if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl ||
-		    data + off + tot > data_end)
+		if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl || off + tot > pkt_len)
 			return NPF_STAT_PASS_MALFORMED;
 		if (ip->frag_off & bpf_htons(NPF_IP_MF | NPF_IP_OFFMASK))
 			return NPF_STAT_PASS_FRAGMENT;
@@ -124,7 +127,7 @@ static __always_inline int npf_parse(void *data, void *data_end, struct npf_pkt 
 		if ((void *)(ip6 + 1) > data_end)
 			return NPF_STAT_PASS_MALFORMED;
 		plen = bpf_ntohs(ip6->payload_len);
-		if (ip6->version != 6 || data + off + sizeof(*ip6) + plen > data_end)
+		if (ip6->version != 6 || off + sizeof(*ip6) + plen > pkt_len)
 			return NPF_STAT_PASS_MALFORMED;
 		if (ip6->nexthdr == IPPROTO_FRAGMENT)
 			return NPF_STAT_PASS_FRAGMENT;

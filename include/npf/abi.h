@@ -24,8 +24,9 @@
 /* Residency granule: one bit of the resident bitmap per 4 KiB page. */
 #define NPF_PAGE_SHIFT 12
 #define NPF_PAGE_SIZE (1u << NPF_PAGE_SHIFT)
-/* Largest datagram payload the fast path steers (IPv4/IPv6 jumbo frames
- * fit; larger payloads cannot arrive in one XDP buffer without frags). */
+/* Largest datagram payload npf steers: jumbo frames (MTU 9000) fit; a
+ * larger payload passes to the kernel (NPF_STAT_PASS_TOO_BIG). Above ~3.5 KB
+ * a packet arrives in several XDP buffers (frags) and AF_XDP descriptors. */
 #define NPF_MAX_PAYLOAD 9216
 /* Pages one payload can touch: NPF_MAX_PAYLOAD spread over page borders. */
 #define NPF_MAX_PKT_PAGES ((NPF_MAX_PAYLOAD + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE + 1)

@@ -24,7 +24,10 @@ namespace {
 constexpr uint64_t kRegionPages = 512;
 constexpr uint64_t kRegion = kRegionPages * NPF_PAGE_SIZE;
 constexpr uint32_t kQueues = 4;
-constexpr size_t kMaxFrame = 3500; // stays linear in test_run (PAGE_SIZE - headroom - tailroom)
+// Frames up to a little beyond NPF_MAX_PAYLOAD: test_run keeps 3520 bytes linear
+// (PAGE_SIZE - headroom - tailroom) and puts the rest in frags, so the longer
+// ones are multi-buffer, as jumbo frames on veth are.
+constexpr size_t kMaxFrame = NPF_MAX_PAYLOAD + 200;
 const uint16_t kPorts[] = {4791, 4792, 53, 9999};
 const Ipv4Addr kV4[] = {{198, 18, 0, 1}, {198, 18, 0, 9}};
 const Ipv6Addr kV6[] = {{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
@@ -101,7 +104,7 @@ void Fuzz::randomState()
         h.setCursor(f, prod, cons);
         for (uint64_t s = cons; s != cons + 8; s++) {
             uint64_t off = u(0, kRegion - 1);
-            uint32_t len = static_cast<uint32_t>(u(0, 4096));
+            uint32_t len = static_cast<uint32_t>(chance(0.8) ? u(0, 4096) : u(4097, 3 * 4096));
             if (chance(0.1))
                 off = chance(0.5) ? rng_() : kRegion - u(0, 64);
             if (chance(0.05))
@@ -156,7 +159,8 @@ std::vector<uint8_t> Fuzz::randomPacket()
         b.tcp({.dport = pick(std::span<const uint16_t>(kPorts))});
     else
         b.icmp();
-    b.payloadPattern(chance(0.9) ? u(0, 1472) : u(1473, 3400), static_cast<uint8_t>(u(0, 255)));
+    const uint64_t size = chance(0.85) ? u(0, 1472) : chance(0.3) ? u(1473, 3400) : u(3401, NPF_MAX_PAYLOAD + 64);
+    b.payloadPattern(size, static_cast<uint8_t>(u(0, 255)));
     std::vector<uint8_t> p = b.build();
 
     // Mutations: flip bits (headers mostly), cut, stretch, or pure noise.
@@ -401,7 +405,7 @@ TEST_F(Fuzz, RandomPacketsAndStates)
     // The generator must reach every outcome test_run can produce, or the test proves little.
     for (uint32_t k : {NPF_STAT_PASS_NOT_IP, NPF_STAT_PASS_NOT_UDP, NPF_STAT_PASS_FRAGMENT, NPF_STAT_PASS_IPV6_EXT,
                        NPF_STAT_PASS_MALFORMED, NPF_STAT_PASS_NO_FLOW, NPF_STAT_PASS_BAD_FLOW, NPF_STAT_PASS_BAD_QUEUE,
-                       NPF_STAT_PASS_NO_SOCKET, NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CSUM,
+                       NPF_STAT_PASS_NO_SOCKET, NPF_STAT_PASS_TOO_BIG, NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CSUM,
                        NPF_STAT_REDIR_PRIMARY,
                        NPF_STAT_REDIR_BACKUP})
         if (packets >= 2000 && !HasFailure()) {
