@@ -88,8 +88,10 @@ public:
             uc.frameSize = cfg.frameSize;
             uc.frameCount = cfg.frameCount;
             xq->umem = std::make_unique<xsk::Umem>(fd.get(), uc, "bench q" + std::to_string(q));
+            // Single-buffer: the live-frames generator cannot send frames above ~3.4 KB.
             xq->sock = xsk::XskSocket::bindOwner(std::move(fd), uint32_t(prog_.ifindex()), q, NPF_POST_RING_SIZE,
-                                                 xsk::BindMode::Copy, true, 1000, "bench xsk q" + std::to_string(q));
+                                                 xsk::BindMode::Copy, true, false, 1000,
+                                                 "bench xsk q" + std::to_string(q));
             xq->sock.insertInto(prog_.xsks(), q);
             queues_.push_back(std::move(xq));
         }

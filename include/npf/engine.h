@@ -50,13 +50,20 @@ struct EngineConfig {
     // to deliver intact payloads yet sends partial checksums, such as a veth
     // peer with tx checksum offload on (docs/architecture.md, "Checksums").
     bool verifyUdpChecksum = true;
-    // UMEM frames per queue (the only pinned memory: frameSize * frameCount).
-    // A flow's posted buffers bound the datagrams in flight, so RX rings of
-    // NPF_POST_RING_SIZE entries and twice as many frames never overflow
-    // with one flow: the post ring is the flow control.
-    uint32_t frameSize = 2048;            // holds a 1500-byte-MTU frame with headroom and meta
-    uint32_t frameCount = 2 * NPF_POST_RING_SIZE;
-    uint32_t rxRingSize = NPF_POST_RING_SIZE; // RX ring entries per socket
+    // UMEM and RX rings per queue (the UMEM is the only pinned memory:
+    // frameSize * frameCount). A packet larger than a frame (jumbo frames)
+    // spans several frames and RX descriptors (multi-buffer AF_XDP). A flow's
+    // posted buffers bound the datagrams in flight, so RX rings with room for
+    // NPF_POST_RING_SIZE of the interface's largest packets and twice as many
+    // frames never overflow with one flow: the post ring is the flow control.
+    // 0 = sized so from the interface's MTU when the engine starts
+    // (xsk/sizing.h): MTU 1500: 2048-byte frames, 8192 (16 MiB), 4096-entry
+    // rings; MTU 9000: 4096-byte frames, 3 per datagram, 24576 (96 MiB),
+    // 16384-entry rings. Set them lower if fewer large datagrams can be in
+    // flight (fewer buffers posted): too few frames show as kernel drops.
+    uint32_t frameSize = 0;               // 2048 or 4096; 0 = the one that pins least per largest packet
+    uint32_t frameCount = 0;
+    uint32_t rxRingSize = 0;              // RX ring entries per socket (a power of two)
     uint32_t completionRingSize = 8192;   // per flow, >= NPF_POST_RING_SIZE
     std::vector<int> workerCpus;          // CPU per queue worker (index = queue); empty = no pinning
     int pagerCpu = -1;                    // CPU of the pager thread; -1 = no pinning

@@ -48,7 +48,7 @@ MmapArea mapArray(bpf_map* m, const char* what)
 } // namespace
 
 Rig::Rig(const RigOptions& opt)
-    : opt_(opt), veth_(VethOptions{.queues = opt.queues}),
+    : opt_(opt), veth_(VethOptions{.queues = opt.queues, .mtu = opt.mtu}),
       skel_(ctl::Skeleton::open({.regionPages = opt.regionPages, .queues = uint32_t(opt.queues)}))
 {
     skel_.load();

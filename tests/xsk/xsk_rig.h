@@ -79,6 +79,7 @@ struct RigOptions {
     uint32_t rxSize = 2048;
     uint16_t port = 4791;
     bool sockets = true; // create QueueSockets for every queue
+    int mtu = 1500;      // of both veth ends
 };
 
 class Rig {

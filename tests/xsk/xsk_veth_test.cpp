@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "sys/log.h"
+#include "xsk/payload.h"
+#include "xsk/sizing.h"
 #include "xsk_rig.h"
 
 namespace npf::test {
@@ -586,6 +588,99 @@ TEST_P(XskVeth, TwoQueuesSendersLandOnTheirQueueSockets)
     }
     std::printf("[ queues   ] %zu sender sockets: %zu on queue 0, %zu on queue 1\n", socketQueue.size(), perQueue[0],
                 perQueue[1]);
+}
+
+// Jumbo frames (MTU 9000): a datagram larger than a UMEM frame arrives as
+// several RX descriptors (XDP_USE_SG), the meta in front of the first. With
+// 2 KiB and 4 KiB frames, payloads around every frame border up to 8972
+// bytes (the most an MTU of 9000 carries over IPv4), on both rings: the
+// pieces gather to the bytes sent, the checksum over all of them holds (also
+// for a truncated datagram's unplaced tail), every frame comes back, and
+// packets of an unknown flow give back all their frames.
+TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
+{
+    for (uint32_t frameSize : {2048u, 4096u}) {
+        SCOPED_TRACE("frame size " + std::to_string(frameSize));
+        Rig rig({.xdpFlags = GetParam(), .umem = {.frameSize = frameSize, .frameCount = 256}, .rxSize = 256,
+                 .mtu = 9000});
+        auto& qs = rig.queue(0);
+        ASSERT_TRUE(qs.multiBuffer()) << "XDP_USE_SG refused: this kernel cannot deliver jumbo frames";
+        const uint32_t cap = xsk::frameCapacity(frameSize), off = 42; // Ethernet + IPv4 + UDP
+        std::vector<uint32_t> sizes{1, 64, 1472, 8972, 8971, 5000, 3400};
+        for (uint32_t k = 1; k * cap < 9000 + 14; k++)
+            for (int d : {-1, 0, 1})
+                sizes.push_back(k * cap - off + d); // the payload ends right at a frame border, or one byte around it
+        const uint32_t n = uint32_t(sizes.size()) + 1;
+        constexpr uint32_t kTruncAt = 5000; // the last datagram: 8972 bytes into a 5000-byte buffer
+        sizes.push_back(8972);
+        auto offsetOf = [](uint32_t i) -> uint64_t { return uint64_t(i) * 4 * 4096 + (i * 1237) % 4096; };
+        for (uint32_t i = 0; i < n; i++) {
+            rig.post(offsetOf(i), i + 1 == n ? kTruncAt : 9216);
+            for (uint64_t p = offsetOf(i) / 4096; p <= (offsetOf(i) + 9216) / 4096; p++)
+                rig.setResident(p, i % 3 != 1); // every third datagram to the backup ring
+        }
+        std::vector<std::vector<uint8_t>> payloads;
+        for (uint32_t i = 0; i < n; i++)
+            payloads.push_back(payloadFor(i, sizes[i]));
+        ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), n);
+
+        uint32_t got = 0, descs = 0, backup = 0;
+        std::vector<uint8_t> buf(NPF_MAX_PAYLOAD);
+        auto check = [&](const RxPacket& p, bool fromBackup) {
+            const uint32_t i = p.meta.seq;
+            ASSERT_LT(i, n);
+            SCOPED_TRACE("datagram " + std::to_string(i) + " of " + std::to_string(sizes[i]) + " bytes");
+            const uint32_t want = std::min(sizes[i], i + 1 == n ? kTruncAt : 9216u);
+            EXPECT_EQ(p.meta.len, want);
+            EXPECT_EQ(p.tail, sizes[i] - want);
+            EXPECT_EQ(p.nframes, (off + sizes[i] + cap - 1) / cap) << "descriptors of one packet";
+            EXPECT_EQ(p.frames[0], p.frame);
+            EXPECT_EQ(fromBackup, i % 3 == 1);
+            const uint64_t sum = xsk::copyPlaced(buf.data(), p, true);
+            EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + want, payloads[i].begin())) << "gathered bytes differ";
+            EXPECT_TRUE(xsk::csumHolds(p, sum)) << "UDP checksum over every frame";
+            EXPECT_EQ(xsk::sumPayload(p, 0, want), sum);
+            got++;
+            descs += p.nframes;
+            backup += fromBackup;
+        };
+        auto deadline = std::chrono::steady_clock::now() + 3s;
+        while (got < n && std::chrono::steady_clock::now() < deadline) {
+            // Small batches: a packet cut off by the batch must wait for the next poll.
+            uint32_t k = qs.pollPrimary(7, [&](const RxPacket& p) noexcept { check(p, false); });
+            k += qs.peekBackup(5, [&](const RxPacket& p) noexcept {
+                check(p, true);
+                qs.releaseBackup(p.frames.data(), p.nframes);
+            });
+            if (!k)
+                std::this_thread::sleep_for(100us);
+        }
+        ASSERT_EQ(got, n);
+        QueueStats s = qs.stats();
+        EXPECT_EQ(s.badMeta(), 0u);
+        EXPECT_EQ(s.backupHeld, 0u);
+        EXPECT_EQ(s.rxBackup, backup);
+        EXPECT_EQ(s.recycled, descs) << "every frame of every packet back on the fill ring";
+        EXPECT_GT(descs, n) << "no datagram spanned frames";
+        expectNoKernelDrops(s);
+
+        // Unknown flow: counted once per packet, every frame recycled.
+        rig.flows().close(0);
+        for (uint32_t i = 0; i < 6; i++)
+            rig.post(offsetOf(n + i), 9216);
+        std::vector<std::vector<uint8_t>> jumbo(6, payloadFor(7, 8972));
+        ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, jumbo), 6u);
+        deadline = std::chrono::steady_clock::now() + 1s;
+        auto delivered = [&](const RxPacket&) noexcept { ADD_FAILURE() << "unknown flow delivered"; };
+        while (qs.stats().badMeta() < 6 && std::chrono::steady_clock::now() < deadline) {
+            qs.pollPrimary(xsk::kMaxBatch, delivered);
+            qs.peekBackup(xsk::kMaxBatch, delivered);
+        }
+        s = qs.stats();
+        EXPECT_EQ(s.badMeta(), 6u);
+        EXPECT_EQ(s.recycled, descs + 6 * ((off + 8972 + cap - 1) / cap));
+        EXPECT_EQ(s.backupHeld, 0u);
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, XskVeth, ::testing::Values(XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE), modeName);

@@ -14,6 +14,7 @@
 #include "engine/engine_impl.h"
 #include "sys/error.h"
 #include "sys/log.h"
+#include "xsk/sizing.h"
 
 namespace npf {
 namespace {
@@ -127,14 +128,19 @@ void Engine::Impl::setUp()
     if (nq > dp->queues())
         throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + std::to_string(nq) +
                                  " queues requested, the program serves " + std::to_string(dp->queues()));
+    const uint32_t mtu = xsk::interfaceMtu(static_cast<uint32_t>(dp->ifindex()));
+    const xsk::QueueSizes sizes =
+        xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg.frameSize, cfg.frameCount, cfg.rxRingSize);
+    NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg.ifname.c_str(), mtu, sizes.frameSize,
+             sizes.framesPerPacket);
     for (uint32_t q = 0; q < nq; q++) {
         xsk::QueueConfig qc;
         qc.ifindex = static_cast<uint32_t>(dp->ifindex());
         qc.queue = q;
-        qc.umem.frameSize = cfg.frameSize;
-        qc.umem.frameCount = cfg.frameCount;
-        qc.primaryRxSize = cfg.rxRingSize;
-        qc.backupRxSize = cfg.rxRingSize;
+        qc.umem.frameSize = sizes.frameSize;
+        qc.umem.frameCount = sizes.frameCount;
+        qc.primaryRxSize = sizes.rxRingSize;
+        qc.backupRxSize = sizes.rxRingSize;
         qc.regionBytes = cfg.regionSize;
         queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flowSet, dp->xsks()));
         fastTotal.push_back(std::make_unique<LatencyHistogram>());

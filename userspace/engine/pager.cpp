@@ -17,6 +17,7 @@
 #include "engine/engine_impl.h"
 #include "sys/log.h"
 #include "sys/thread.h"
+#include "xsk/payload.h"
 
 namespace npf {
 
@@ -129,20 +130,29 @@ uint32_t Engine::Impl::drainBackup(xsk::QueueSockets& q) noexcept
     frames.clear();
     const uint64_t pickup = monotonicNs();
     uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
-        frames.push_back(p.frame);
+        frames.insert(frames.end(), p.frames.begin(), p.frames.begin() + p.nframes);
         uint64_t seq;
         Flow::Impl* f = claimPacket(*this, p.meta, &seq);
         if (!f)
             return;
-        if (cfg.verifyUdpChecksum && !csumOk(p, csumPartial(p.payload, p.meta.len))) {
+        if (cfg.verifyUdpChecksum && !xsk::csumHolds(p, xsk::sumPayload(p, 0, p.meta.len))) {
             csumErrors.fetch_add(1, std::memory_order_relaxed);
             f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
             return;
         }
         const uint64_t steered = xsk::steeredAtNs(p.meta, pickup);
         steerToPickup.recordSingleWriter(pickup - steered);
-        patches.push_back({p.meta.offset, p.payload, p.meta.len});
-        placements.push_back({f, seq, statusOf(p.meta), steered});
+        // One patch per frame the payload lies in (a jumbo datagram spans
+        // several); the placements of the patches after the first have no
+        // flow: they belong to the datagram before them (see place()).
+        uint32_t at = 0, i = 0;
+        do {
+            const uint8_t* data = i < p.pieces ? p.piece[i].data : p.payload;
+            const uint32_t len = i < p.pieces ? std::min(p.piece[i].len, p.meta.len - at) : 0;
+            patches.push_back({p.meta.offset + at, data, len});
+            placements.push_back(i == 0 ? Placement{f, seq, statusOf(p.meta), steered} : Placement{nullptr, 0, 0, 0});
+            at += len;
+        } while (++i < p.pieces && at < p.meta.len);
     });
     if (n == 0)
         return 0;
@@ -172,6 +182,9 @@ void Engine::Impl::drainDeferred() noexcept
     place(pickup);
 }
 
+// patches[i] belongs to placements[i]; a placement without a flow continues
+// the datagram of the one before it (a payload in several frames), which
+// completes once, OK only if every one of its patches was placed.
 void Engine::Impl::place(uint64_t pickupNs) noexcept
 {
     if (cfg.faultPolicy == FaultPolicy::Drop) {
@@ -180,6 +193,8 @@ void Engine::Impl::place(uint64_t pickupNs) noexcept
         const uint64_t now = monotonicNs();
         for (size_t i = 0; i < patches.size(); i++) {
             (void)region->prefetch(patches[i].offset, patches[i].len);
+            if (!placements[i].flow)
+                continue;
             placements[i].flow->seq.complete(placements[i].seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
             faultDrops.fetch_add(1, std::memory_order_relaxed);
         }
@@ -195,15 +210,21 @@ void Engine::Impl::place(uint64_t pickupNs) noexcept
     if (t.copyDone && t.imageReady)
         imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
     const uint64_t now = monotonicNs();
-    for (size_t i = 0; i < patches.size(); i++) {
+    for (size_t i = 0, end; i < patches.size(); i = end) {
         const Placement& p = placements[i];
-        if (results[i] == 0) {
-            p.flow->seq.complete(p.seq, patches[i].len, p.status, NPF_CF_FAULT, now);
+        int rc = results[i];
+        uint32_t len = patches[i].len;
+        for (end = i + 1; end < patches.size() && !placements[end].flow; end++) {
+            rc = rc ? rc : results[end];
+            len += patches[end].len;
+        }
+        if (rc == 0) {
+            p.flow->seq.complete(p.seq, len, p.status, NPF_CF_FAULT, now);
             faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
             faultPath.fetch_add(1, std::memory_order_relaxed);
         } else {
-            NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", patches[i].len,
-                        static_cast<unsigned long long>(patches[i].offset), strerror(-results[i]));
+            NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", len,
+                        static_cast<unsigned long long>(patches[i].offset), strerror(-rc));
             p.flow->seq.complete(p.seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
             placeErrors.fetch_add(1, std::memory_order_relaxed);
         }

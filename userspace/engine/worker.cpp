@@ -10,6 +10,7 @@
 #include "engine/engine_impl.h"
 #include "sys/log.h"
 #include "sys/thread.h"
+#include "xsk/payload.h"
 
 namespace npf {
 
@@ -56,13 +57,11 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
     uint64_t placed = 0;  // datagrams placed in this batch
     uint64_t now = 0;     // time of the batch
     bool deferredAny = false;
-    // Copies the payload to dst; false if its checksum is wrong.
+    // Copies the payload to dst (gathered from every frame of a multi-buffer
+    // packet); false if its checksum is wrong.
     auto copy = [verify](uint8_t* dst, const xsk::RxPacket& p) noexcept {
-        if (!verify) {
-            std::memcpy(dst, p.payload, p.meta.len);
-            return true;
-        }
-        return csumOk(p, csumCopy(dst, p.payload, p.meta.len));
+        const uint64_t sum = xsk::copyPlaced(dst, p, verify);
+        return !verify || xsk::csumHolds(p, sum);
     };
     // One call per batch. Claims come first: a claim is a locked CAS, and a
     // locked instruction waits until every earlier store has left the store

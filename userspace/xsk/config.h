@@ -32,6 +32,11 @@ struct QueueConfig {
     uint32_t backupRxSize = 2048;  // RX ring entries of the backup socket (power of two)
     BindMode mode = BindMode::Auto;
     bool needWakeup = true;
+    // Bind with XDP_USE_SG: a packet larger than a frame (jumbo frames) arrives
+    // as several RX descriptors instead of being dropped by the kernel. Kernels
+    // before 6.6 refuse the flag; the socket is then bound without it, with a
+    // warning (XskSocket::multiBuffer() says which).
+    bool multiBuffer = true;
     // A closed socket releases its queue asynchronously (deferred kernel
     // work), so binding right after a previous owner closed can see EBUSY:
     // retry for this long before giving up.

@@ -45,7 +45,8 @@ MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet&
         return MetaStatus::UnknownFlow;
     if (m.len > NPF_MAX_PAYLOAD)
         return MetaStatus::TooLong;
-    if (m.payload_off > f.pktLen || m.len > f.pktLen - m.payload_off)
+    // The headers lie in the first frame; the payload may go on in the fragments.
+    if (m.payload_off > f.pktLen || m.len > uint64_t(f.pktLen) + f.fragLen - m.payload_off)
         return MetaStatus::PayloadOutsideFrame;
     if (m.offset > regionBytes || m.len > regionBytes - m.offset)
         return MetaStatus::OutsideRegion;
@@ -59,7 +60,8 @@ uint32_t truncatedTail(const FrameView& f, const npf_meta& m) noexcept
         return 0;
     const uint8_t* udpLen = f.frame.data() + f.pktOff + m.payload_off - 4;
     const uint32_t datagram = (uint32_t(udpLen[0]) << 8 | udpLen[1]);
-    const uint32_t payload = std::min(datagram < 8 ? 0 : datagram - 8, f.pktLen - m.payload_off);
+    const uint64_t inPacket = uint64_t(f.pktLen) + f.fragLen - m.payload_off;
+    const uint32_t payload = uint32_t(std::min<uint64_t>(datagram < 8 ? 0 : datagram - 8, inPacket));
     return payload > m.len ? payload - m.len : 0;
 }
 

@@ -56,23 +56,28 @@ enum class MetaStatus : uint8_t {
 const char* metaStatusName(MetaStatus s) noexcept;
 
 // A frame as the RX descriptor describes it: the whole frame (chunk) and the
-// packet's offset and length inside it.
+// packet's offset and length inside it. A multi-buffer packet (XDP_USE_SG:
+// jumbo frames) continues in the frames of the next descriptors: fragLen is
+// how many bytes of it they hold (0 for a packet in one frame).
 struct FrameView {
     std::span<const uint8_t> frame;
     uint32_t pktOff = 0;
     uint32_t pktLen = 0;
+    uint32_t fragLen = 0;
 };
 
 // Pure check of the meta in the sizeof(npf_meta) bytes before the packet.
-// On Ok, *out holds the meta and the payload is
-// frame[pktOff + out->payload_off, + out->len) and destined for
-// region[out->offset, + out->len), both in bounds.
+// On Ok, *out holds the meta and the payload is the packet's bytes
+// [out->payload_off, + out->len) -- all in this frame when fragLen is 0, else
+// starting in it (the headers are always in the first frame) and going on in
+// the fragments -- destined for region[out->offset, + out->len), both in bounds.
 MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet& flows, RingKind ring,
                         npf_meta* out) noexcept;
 
-// For a meta that passed validateMeta: the UDP payload bytes the frame holds
+// For a meta that passed validateMeta: the UDP payload bytes the packet holds
 // after the first m.len (the part of a truncated datagram that is not
-// placed), from the UDP header's length, bounded by the packet.
+// placed), from the UDP header's length, bounded by the packet (fragments
+// included).
 uint32_t truncatedTail(const FrameView& f, const npf_meta& m) noexcept;
 
 // CLOCK_MONOTONIC ns at which XDP steered the frame, from the meta's low 32

@@ -30,7 +30,7 @@ QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xsk
 QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd, Fd ownerFd)
     : cfg_(cfg), flows_(flows), umem_(ownerFd.get(), cfg.umem, queueName(cfg, "socket pair")),
       primary_(XskSocket::bindOwner(std::move(ownerFd), cfg.ifindex, cfg.queue, cfg.primaryRxSize, cfg.mode,
-                                    cfg.needWakeup, cfg.busyWaitMs, queueName(cfg, "primary"))),
+                                    cfg.needWakeup, cfg.multiBuffer, cfg.busyWaitMs, queueName(cfg, "primary"))),
       backup_(XskSocket::bindShared(primary_, cfg.ifindex, cfg.queue, cfg.backupRxSize, queueName(cfg, "backup")))
 {
     cfg_.umem = umem_.config();
@@ -38,9 +38,11 @@ QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xsk
         primary_.insertInto(xskmapFd, NPF_XSK_PRIMARY(cfg_.queue));
         backup_.insertInto(xskmapFd, NPF_XSK_BACKUP(cfg_.queue));
     }
-    NPF_INFO("xsk queue %u (ifindex %u): %s mode, UMEM %u x %u B = %llu KiB pinned, rx %u/%u", cfg_.queue,
-             cfg_.ifindex, primary_.zeroCopy() ? "zero-copy" : "copy", umem_.frameCount(), umem_.frameSize(),
-             static_cast<unsigned long long>(umem_.bytes() / 1024), cfg_.primaryRxSize, cfg_.backupRxSize);
+    cfg_.multiBuffer = primary_.multiBuffer();
+    NPF_INFO("xsk queue %u (ifindex %u): %s mode%s, UMEM %u x %u B = %llu KiB pinned, rx %u/%u", cfg_.queue,
+             cfg_.ifindex, primary_.zeroCopy() ? "zero-copy" : "copy", primary_.multiBuffer() ? ", multi-buffer" : "",
+             umem_.frameCount(), umem_.frameSize(), static_cast<unsigned long long>(umem_.bytes() / 1024),
+             cfg_.primaryRxSize, cfg_.backupRxSize);
 }
 
 void QueueSockets::recycle(const uint64_t* frames, uint32_t n) noexcept

@@ -25,15 +25,42 @@
 #include "xsk/socket.h"
 #include "xsk/umem.h"
 
+// Linux 6.6 uapi (Debian's headers are 6.1): xdp_desc.options of a
+// descriptor whose packet goes on in the next descriptor (multi-buffer).
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD (1 << 0)
+#endif
+
 namespace npf::xsk {
 
-// A frame whose meta passed validateMeta.
+// Descriptors (frames) one packet may span. In copy mode a 2 KiB frame with
+// no UMEM headroom (npf's) holds 1792 packet bytes, so NPF_MAX_PAYLOAD plus
+// headers takes 6 (3 of 4 KiB); a packet that needs more than kMaxFrags is
+// dropped as a bad descriptor.
+inline constexpr uint32_t kMaxFrags = 8;
+
+// A run of a datagram's payload inside one UMEM frame.
+struct PayloadPiece {
+    const uint8_t* data;
+    uint32_t len;
+};
+
+// A packet whose meta passed validateMeta. A packet larger than a UMEM frame
+// (jumbo frames; sockets bound with XDP_USE_SG) spans several frames: its
+// payload is then in several pieces. xsk/payload.h copies and sums them.
 struct RxPacket {
     npf_meta meta;          // validated copy
-    const uint8_t* payload; // meta.len bytes inside the UMEM frame
+    const uint8_t* payload; // first payload byte, in the first frame (== piece[0].data)
     uint32_t tail;          // TRUNCATED: datagram bytes after those meta.len (for its checksum)
-    uint64_t frame;         // UMEM address of the frame (what releaseBackup takes)
+    uint64_t frame;         // UMEM address of the first frame (== frames[0])
     uint32_t queue;
+    // The meta.len + tail payload bytes, in order: one piece unless the
+    // packet spans several frames.
+    uint32_t pieces;
+    std::array<PayloadPiece, kMaxFrags> piece;
+    // Every frame of the packet: what releaseBackup takes.
+    uint32_t nframes;
+    std::array<uint64_t, kMaxFrags> frames;
 };
 
 // Epoch publication for the region's eviction grace period. XDP, not the
@@ -95,22 +122,25 @@ public:
     QueueSockets(const QueueSockets&) = delete;
     QueueSockets& operator=(const QueueSockets&) = delete;
 
-    // Worker, hot path: consumes up to `max` (<= kMaxBatch) primary frames,
-    // calls sink(const RxPacket&) for each valid one -- or, if the sink takes
+    // Worker, hot path: consumes up to `max` (<= kMaxBatch) primary
+    // descriptors, whole packets only (a multi-buffer packet that does not
+    // fit waits for the next call, unless it is the first); calls
+    // sink(const RxPacket&) for each valid packet -- or, if the sink takes
     // std::span<const RxPacket>, once with all of them (the payload pointers
     // are valid only during the call) -- counts and drops the others,
-    // recycles all of them to the fill ring, brackets the batch with the
-    // epoch hook.
-    // Returns the number of frames consumed.
+    // recycles all their frames to the fill ring, brackets the batch with the
+    // epoch hook. Returns the number of descriptors (frames) consumed.
     template <typename Sink>
     uint32_t pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch = {}) noexcept;
 
-    // Pager, hot path: consumes up to `max` (<= kMaxBatch) backup frames and
-    // calls sink(const RxPacket&) for each valid one. The pager then owns
-    // those frames until it calls releaseBackup(packet.frame) -- right after
-    // placing the payload, or after copying it out of the UMEM when faults
-    // back up (heldBackup() near frameCount() starves the fill ring).
-    // Invalid frames are counted and recycled at once. Returns frames consumed.
+    // Pager, hot path: consumes up to `max` (<= kMaxBatch) backup
+    // descriptors (whole packets, as pollPrimary) and calls
+    // sink(const RxPacket&) for each valid packet. The pager then owns its
+    // frames until it calls releaseBackup(packet.frames, packet.nframes) --
+    // right after placing the payload, or after copying it out of the UMEM
+    // when faults back up (heldBackup() near frameCount() starves the fill
+    // ring). Invalid packets are counted and their frames recycled at once.
+    // Returns descriptors (frames) consumed.
     template <typename Sink>
     uint32_t peekBackup(uint32_t max, Sink&& sink) noexcept;
     // Gives held backup frames back to the fill ring; any thread (e.g. a
@@ -142,6 +172,7 @@ public:
     QueueStats stats() const;
     uint32_t queue() const noexcept { return cfg_.queue; }
     bool zeroCopy() const noexcept { return primary_.zeroCopy(); }
+    bool multiBuffer() const noexcept { return primary_.multiBuffer(); }
     const Umem& umem() const noexcept { return umem_; }
     Umem& umem() noexcept { return umem_; }
     const QueueConfig& config() const noexcept { return cfg_; }
@@ -154,9 +185,22 @@ private:
     {
         c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }
-    // Validates the frame of `d`; on Ok fills *pkt. *frame gets the frame
-    // address to recycle, or ~0 if the descriptor is not inside the UMEM.
-    MetaStatus inspect(const xdp_desc& d, RingKind ring, RxPacket* pkt, uint64_t* frame) const noexcept;
+    // Validates the packet of the n descriptors at rx index `at`; on Ok fills
+    // *pkt. frames[0 .. *nf) get the frames to recycle (descriptors outside
+    // the UMEM have none).
+    MetaStatus inspect(const RxRing& rx, uint32_t at, uint32_t n, RingKind ring, RxPacket* pkt, uint64_t* frames,
+                       uint32_t* nf) const noexcept;
+    // Descriptors of the packet at rx index `at` among the `avail` peeked
+    // there (1 .. avail), or 0 if it goes on beyond them.
+    static uint32_t packetDescs(const RxRing& rx, uint32_t at, uint32_t avail) noexcept;
+    // Splits n (<= kMaxBatch) peeked descriptors at `first` into packets:
+    // calls each(at, count) for whole packets while they fit `max`
+    // descriptors (the first one always), drops the descriptors of a packet
+    // longer than kMaxBatch (and, through *skipping, the rest of it in later
+    // calls). Returns the descriptors to release.
+    template <typename Each>
+    uint32_t forEachPacket(const RxRing& rx, uint32_t first, uint32_t n, uint32_t max, bool* skipping,
+                           RingCounters& cnt, uint64_t* frames, uint32_t* nf, Each&& each) const noexcept;
     void recycle(const uint64_t* frames, uint32_t n) noexcept;
 
     QueueConfig cfg_;
@@ -167,29 +211,125 @@ private:
     XskSocket backup_;
     RingCounters primaryCnt_; // worker
     RingCounters backupCnt_;  // pager
+    bool primarySkip_ = false; // worker: dropping the rest of an overlong packet
+    bool backupSkip_ = false;  // pager: same
     std::atomic<uint64_t> held_{0};  // pager and releasers
     std::atomic<uint64_t> kicks_{0}; // worker and pager
 };
 
-inline MetaStatus QueueSockets::inspect(const xdp_desc& d, RingKind ring, RxPacket* pkt,
-                                        uint64_t* frame) const noexcept
+inline MetaStatus QueueSockets::inspect(const RxRing& rx, uint32_t at, uint32_t n, RingKind ring, RxPacket* pkt,
+                                        uint64_t* frames, uint32_t* nf) const noexcept
 {
-    const uint64_t f = umem_.frameOf(d.addr);
-    if (f >= umem_.bytes()) {
-        *frame = ~0ull;
+    const uint32_t frameSize = umem_.frameSize();
+    bool bad = n > kMaxFrags;
+    uint32_t fragLen = 0;
+    *nf = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const xdp_desc& d = rx.at(at + i);
+        const uint64_t f = umem_.frameOf(d.addr);
+        if (f >= umem_.bytes()) {
+            bad = true;
+            continue;
+        }
+        frames[(*nf)++] = f;
+        // The first descriptor is checked by validateMeta, the others here:
+        // every byte inside its own frame.
+        if (i > 0 && !bad) {
+            if (d.len > frameSize - (d.addr - f))
+                bad = true;
+            else
+                fragLen += d.len;
+        }
+    }
+    if (bad)
         return MetaStatus::BadDescriptor;
-    }
-    *frame = f;
-    const uint8_t* base = umem_.base() + f;
-    FrameView v{{base, umem_.frameSize()}, uint32_t(d.addr - f), d.len};
+    const xdp_desc& d0 = rx.at(at);
+    const uint8_t* base = umem_.base() + frames[0];
+    const FrameView v{{base, frameSize}, uint32_t(d0.addr - frames[0]), d0.len, fragLen};
     MetaStatus st = validateMeta(v, cfg_.regionBytes, flows_, ring, &pkt->meta);
-    if (st == MetaStatus::Ok) {
-        pkt->payload = base + v.pktOff + pkt->meta.payload_off;
-        pkt->tail = (pkt->meta.flags & NPF_META_F_TRUNCATED) ? truncatedTail(v, pkt->meta) : 0;
-        pkt->frame = f;
-        pkt->queue = cfg_.queue;
+    if (st != MetaStatus::Ok)
+        return st;
+    const npf_meta& m = pkt->meta;
+    pkt->payload = base + v.pktOff + m.payload_off;
+    pkt->tail = (m.flags & NPF_META_F_TRUNCATED) ? truncatedTail(v, m) : 0;
+    pkt->frame = frames[0];
+    pkt->queue = cfg_.queue;
+    pkt->nframes = n;
+    std::copy(frames, frames + n, pkt->frames.begin());
+    // The payload: from payload_off in the first frame, through the fragments
+    // (validateMeta and truncatedTail bound meta.len + tail by the packet).
+    uint32_t want = m.len + pkt->tail;
+    pkt->pieces = 0;
+    if (n == 1) {
+        pkt->piece[0] = {pkt->payload, want};
+        pkt->pieces = 1;
+        return MetaStatus::Ok;
     }
-    return st;
+    uint32_t skip = m.payload_off;
+    for (uint32_t i = 0; i < n && want; i++) {
+        const xdp_desc& d = rx.at(at + i);
+        const uint8_t* data = umem_.base() + d.addr;
+        uint32_t len = d.len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        data += skip;
+        len -= skip;
+        skip = 0;
+        const uint32_t take = std::min(len, want);
+        pkt->piece[pkt->pieces++] = {data, take};
+        want -= take;
+    }
+    return MetaStatus::Ok;
+}
+
+inline uint32_t QueueSockets::packetDescs(const RxRing& rx, uint32_t at, uint32_t avail) noexcept
+{
+    for (uint32_t i = 0; i < avail; i++)
+        if (!(rx.at(at + i).options & XDP_PKT_CONTD))
+            return i + 1;
+    return 0;
+}
+
+template <typename Each>
+uint32_t QueueSockets::forEachPacket(const RxRing& rx, uint32_t first, uint32_t n, uint32_t max, bool* skipping,
+                                     RingCounters& cnt, uint64_t* frames, uint32_t* nf, Each&& each) const noexcept
+{
+    uint32_t used = 0;
+    auto dropDescs = [&](uint32_t k) {
+        for (uint32_t i = 0; i < k; i++) {
+            const uint64_t f = umem_.frameOf(rx.at(first + used + i).addr);
+            if (f < umem_.bytes())
+                frames[(*nf)++] = f;
+        }
+        used += k;
+    };
+    if (*skipping) {
+        const uint32_t k = packetDescs(rx, first, n);
+        *skipping = k == 0;
+        dropDescs(k ? k : n);
+    }
+    while (used < n) {
+        uint32_t k = packetDescs(rx, first + used, n - used);
+        if (k == 0) {
+            // The kernel publishes whole packets: the rest of this one is
+            // beyond the peeked descriptors. The next call gets it unless it
+            // alone is longer than kMaxBatch (a 64 KiB frame in 2 KiB frames
+            // takes 37): drop that.
+            if (used > 0 || n < kMaxBatch)
+                break;
+            bump(cnt.badMeta[size_t(MetaStatus::BadDescriptor)]);
+            *skipping = true;
+            dropDescs(n);
+            break;
+        }
+        if (used > 0 && used + k > max)
+            break;
+        each(first + used, k);
+        used += k;
+    }
+    return used;
 }
 
 template <typename Sink>
@@ -203,38 +343,38 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) n
     RxRing& rx = primary_.rx();
     const uint64_t token = epoch.begin ? epoch.begin(epoch.ctx) : 0;
     max = std::min(max, kMaxBatch);
-    const uint32_t n = rx.peek(max, &first);
+    const uint32_t n = rx.peek(kMaxBatch, &first);
     uint64_t ok = 0, bytes = 0;
     constexpr bool kBatchSink = std::is_invocable_v<Sink&, std::span<const RxPacket>>;
     RxPacket pkts[kBatchSink ? kMaxBatch : 1];
-    for (uint32_t i = 0; i < n; i++) {
-        RxPacket& pkt = pkts[kBatchSink ? ok : 0];
-        uint64_t f;
-        MetaStatus st = inspect(rx.at(first + i), RingKind::Primary, &pkt, &f);
-        if (st == MetaStatus::Ok) {
-            if constexpr (!kBatchSink)
-                sink(pkt);
-            ok++;
-            bytes += pkt.meta.len;
-        } else {
-            bump(primaryCnt_.badMeta[size_t(st)]);
-        }
-        if (f != ~0ull)
-            frames[nf++] = f;
-    }
+    const uint32_t used =
+        forEachPacket(rx, first, n, max, &primarySkip_, primaryCnt_, frames, &nf, [&](uint32_t at, uint32_t k) {
+            RxPacket& pkt = pkts[kBatchSink ? ok : 0];
+            uint32_t got;
+            MetaStatus st = inspect(rx, at, k, RingKind::Primary, &pkt, frames + nf, &got);
+            nf += got;
+            if (st == MetaStatus::Ok) {
+                if constexpr (!kBatchSink)
+                    sink(pkt);
+                ok++;
+                bytes += pkt.meta.len;
+            } else {
+                bump(primaryCnt_.badMeta[size_t(st)]);
+            }
+        });
     if constexpr (kBatchSink) {
         if (ok)
             sink(std::span<const RxPacket>(pkts, ok));
     }
-    if (n) {
-        rx.release(n);
+    if (used) {
+        rx.release(used);
         recycle(frames, nf);
         bump(primaryCnt_.packets, ok);
         bump(primaryCnt_.bytes, bytes);
     }
     if (epoch.end)
-        epoch.end(epoch.ctx, token, n < max);
-    return n;
+        epoch.end(epoch.ctx, token, used == n && n < kMaxBatch);
+    return used;
 }
 
 template <typename Sink>
@@ -244,33 +384,34 @@ uint32_t QueueSockets::peekBackup(uint32_t max, Sink&& sink) noexcept
     uint64_t bad[kMaxBatch];
     uint32_t first, nbad = 0;
     RxRing& rx = backup_.rx();
-    const uint32_t n = rx.peek(std::min(max, kMaxBatch), &first);
+    max = std::min(max, kMaxBatch);
+    const uint32_t n = rx.peek(kMaxBatch, &first);
     uint64_t ok = 0, bytes = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        RxPacket pkt;
-        uint64_t f;
-        MetaStatus st = inspect(rx.at(first + i), RingKind::Backup, &pkt, &f);
-        if (st == MetaStatus::Ok) {
-            // Counted as held before the sink runs: the sink may release at once.
-            held_.fetch_add(1, std::memory_order_relaxed);
-            sink(pkt);
-            ok++;
-            bytes += pkt.meta.len;
-        } else {
-            bump(backupCnt_.badMeta[size_t(st)]);
-            if (f != ~0ull)
-                bad[nbad++] = f;
-        }
-    }
-    if (n) {
+    const uint32_t used =
+        forEachPacket(rx, first, n, max, &backupSkip_, backupCnt_, bad, &nbad, [&](uint32_t at, uint32_t k) {
+            RxPacket pkt;
+            uint32_t got;
+            MetaStatus st = inspect(rx, at, k, RingKind::Backup, &pkt, bad + nbad, &got);
+            if (st == MetaStatus::Ok) {
+                // Counted as held before the sink runs: the sink may release at once.
+                held_.fetch_add(pkt.nframes, std::memory_order_relaxed);
+                sink(pkt);
+                ok++;
+                bytes += pkt.meta.len;
+            } else {
+                bump(backupCnt_.badMeta[size_t(st)]);
+                nbad += got;
+            }
+        });
+    if (used) {
         // The descriptors are copied out; the frames themselves stay ours
         // until released, so the RX slots can go back to the kernel now.
-        rx.release(n);
+        rx.release(used);
         recycle(bad, nbad);
         bump(backupCnt_.packets, ok);
         bump(backupCnt_.bytes, bytes);
     }
-    return n;
+    return used;
 }
 
 } // namespace npf::xsk

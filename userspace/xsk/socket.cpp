@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "sys/error.h"
@@ -16,6 +17,10 @@
 #endif
 #ifndef SOL_XDP
 #define SOL_XDP 283
+#endif
+// Linux 6.6 uapi (Debian's headers are 6.1).
+#ifndef XDP_USE_SG
+#define XDP_USE_SG (1 << 4)
 #endif
 
 namespace npf::xsk {
@@ -63,13 +68,14 @@ std::string where(uint32_t ifindex, uint32_t queue)
 } // namespace
 
 XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,
-                               bool needWakeup, uint32_t busyWaitMs, const std::string& name)
+                               bool needWakeup, bool multiBuffer, uint32_t busyWaitMs, const std::string& name)
 {
     XskSocket s;
     s.name_ = name;
     s.rxMap_ = setupRx(fd.get(), rxSize, &s.rx_, name);
     const uint16_t wake = needWakeup ? XDP_USE_NEED_WAKEUP : 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busyWaitMs);
+    s.multiBuffer_ = multiBuffer;
     auto bindWaiting = [&](uint16_t flags) {
         int r;
         while ((r = bindTo(fd.get(), ifindex, queue, flags, -1)) == -EBUSY &&
@@ -77,9 +83,31 @@ XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         return r;
     };
+    auto noMultiBuffer = [&](const char* why) {
+        s.multiBuffer_ = false;
+        NPF_WARN("%s: bound without XDP_USE_SG (%s): packets larger than a UMEM frame are dropped by the kernel",
+                 name.c_str(), why);
+    };
+    // With XDP_USE_SG when multi-buffer is wanted; a kernel that does not
+    // know the flag (before 6.6) refuses it with EINVAL and gets the bind without.
+    auto bindSg = [&](uint16_t flags) {
+        if (!s.multiBuffer_)
+            return bindWaiting(flags);
+        int r = bindWaiting(flags | XDP_USE_SG);
+        if (r != -EINVAL)
+            return r;
+        if ((r = bindWaiting(flags)) == 0)
+            noMultiBuffer("the kernel does not know the flag; jumbo frames need Linux >= 6.6");
+        return r;
+    };
     int rc = -EOPNOTSUPP;
     if (mode != BindMode::Copy) {
-        rc = bindWaiting(XDP_ZEROCOPY | wake);
+        rc = bindSg(XDP_ZEROCOPY | wake);
+        // A driver with zero-copy but without zero-copy multi-buffer: Auto
+        // takes copy mode with multi-buffer (below), ZeroCopy zero-copy without.
+        if (rc == -EOPNOTSUPP && s.multiBuffer_ && mode == BindMode::ZeroCopy &&
+            (rc = bindWaiting(XDP_ZEROCOPY | wake)) == 0)
+            noMultiBuffer("the driver has no zero-copy multi-buffer support");
         s.zeroCopy_ = rc == 0;
         if (rc == -EOPNOTSUPP && mode == BindMode::ZeroCopy)
             throwErrno(-rc, "bind " + name + " to " + where(ifindex, queue) +
@@ -89,7 +117,7 @@ XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t
                       where(ifindex, queue).c_str());
     }
     if (rc == -EOPNOTSUPP)
-        rc = bindWaiting(XDP_COPY | wake);
+        rc = bindSg(XDP_COPY | wake);
     checkNeg(rc, "bind " + name + " to " + where(ifindex, queue) +
                      (mode == BindMode::ZeroCopy ? " (zero-copy)" : " (copy)") +
                      (rc == -EBUSY ? ": another AF_XDP socket owns this queue (another npf service?)" : ""));
@@ -109,6 +137,7 @@ XskSocket XskSocket::bindShared(const XskSocket& owner, uint32_t ifindex, uint32
              "bind " + name + " to " + where(ifindex, queue) + " sharing the UMEM of " + owner.name());
     s.fd_ = std::move(fd);
     s.zeroCopy_ = owner.zeroCopy_;
+    s.multiBuffer_ = owner.multiBuffer_;
     return s;
 }
 

@@ -29,12 +29,14 @@ public:
 
     // Binds `fd`, which already has the UMEM registered, as the first socket
     // of (ifindex, queue). BindMode::Auto tries zero-copy first and falls
-    // back to copy mode when the driver does not support it.
+    // back to copy mode when the driver does not support it. multiBuffer asks
+    // for XDP_USE_SG (see QueueConfig::multiBuffer).
     // EBUSY is retried for busyWaitMs (see QueueConfig::busyWaitMs).
     static XskSocket bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,
-                               bool needWakeup, uint32_t busyWaitMs, const std::string& name);
+                               bool needWakeup, bool multiBuffer, uint32_t busyWaitMs, const std::string& name);
     // Binds a new socket to the same (ifindex, queue), sharing the owner's
-    // UMEM and its fill ring (XDP_SHARED_UMEM).
+    // UMEM and its fill ring (XDP_SHARED_UMEM); it inherits the owner's
+    // mode, need_wakeup and multi-buffer setting (the kernel keeps them in the UMEM).
     static XskSocket bindShared(const XskSocket& owner, uint32_t ifindex, uint32_t queue, uint32_t rxSize,
                                 const std::string& name);
 
@@ -51,6 +53,8 @@ public:
     uint32_t rxProduced() const noexcept { return rx_.producedIndex(); }
     uint32_t rxConsumed() const noexcept { return rx_.consumedIndex(); }
     bool zeroCopy() const noexcept { return zeroCopy_; }
+    // Bound with XDP_USE_SG: a packet may span several RX descriptors.
+    bool multiBuffer() const noexcept { return multiBuffer_; }
     const std::string& name() const noexcept { return name_; }
 
 private:
@@ -58,6 +62,7 @@ private:
     MmapArea rxMap_;
     RxRing rx_;
     bool zeroCopy_ = false;
+    bool multiBuffer_ = false;
     std::string name_;
 };
 
