@@ -93,7 +93,8 @@ std::string attachError(const AttachOptions& o, int err, const LibLogCapture& ca
         what += ": " + kernel;
     what += std::string(": ") + std::strerror(err);
     if (kernel.find("MTU") != std::string::npos)
-        what += std::string(" — npf_xdp takes single-buffer frames only: lower the MTU or try --mode ") +
+        what += std::string(" — the driver cannot run a multi-buffer (frags) XDP program at this MTU: lower the "
+                            "MTU or try --mode ") +
                 toString(otherMode(o.mode));
     else if (err == EOPNOTSUPP)
         what += std::string(" — mode not supported, try --mode ") + toString(otherMode(o.mode));

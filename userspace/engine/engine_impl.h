@@ -26,7 +26,6 @@
 #include "region/epoch.h"
 #include "region/latency_histogram.h"
 #include "region/region.h"
-#include "sys/csum.h"
 #include "sys/fd.h"
 #include "xsk/queue.h"
 
@@ -87,17 +86,6 @@ inline uint16_t statusOf(const npf_meta& m) noexcept
     return (m.flags & NPF_META_F_TRUNCATED) ? NPF_CS_TRUNCATED : NPF_CS_OK;
 }
 
-// The datagram's UDP checksum holds (or it has none), given the ones'
-// complement sum of its first meta.len payload bytes (csumCopy/csumPartial).
-inline bool csumOk(const xsk::RxPacket& p, uint64_t placedSum) noexcept
-{
-    if (p.meta.flags & NPF_META_F_NO_CSUM)
-        return true;
-    uint64_t sum = placedSum + p.meta.csum;
-    if (p.tail)
-        sum = csumAddAt(sum, csumPartial(p.payload + p.meta.len, p.tail), p.meta.len);
-    return csumFold(sum) == 0xffff;
-}
 
 struct Engine::Impl {
     explicit Impl(const EngineConfig& cfg);
