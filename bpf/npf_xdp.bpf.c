@@ -119,6 +119,9 @@ int npf_xdp(struct xdp_md *ctx)
 	cur = bpf_map_lookup_elem(&npf_cursors, &fid);
 	if (!cur || READ_ONCE(cur->gen) != gen)
 		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+	/* Sockets bound, but no engine serves this flow (yet): fail open too. */
+	if (!(READ_ONCE(cur->flags) & NPF_CURSOR_F_SERVED))
+		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
 
 	/* A flow datagram's metadata is npf's: drop what an earlier program left
 	 * so npf_meta sits in the 32 bytes right before the packet. */

@@ -112,7 +112,8 @@ struct npf_post {
  * cons is the next seq; cons <= prod always; prod - cons <= ring size.
  * gen counts the allocations of this flow id; it changes only under the
  * flow lock (flock on the pin directory), with prod and cons reset, and so
- * does flags. */
+ * does NPF_CURSOR_F_ENGINE; NPF_CURSOR_F_SERVED belongs to the engine
+ * serving the flow. */
 struct npf_cursor {
 	__u64 prod;
 	__u32 gen;
@@ -126,6 +127,11 @@ struct npf_cursor {
  * it exits (an engine that takes it over after a crash inherits that), not
  * by npfctl (left to the operator). */
 #define NPF_CURSOR_F_ENGINE 0x1
+/* npf_cursor.flags: an engine serves the flow (set with its first published
+ * post, cleared when it stops or a new engine starts). XDP claims no post of
+ * a flow without it: its datagrams pass to the kernel (pass_no_socket), as
+ * when no socket is bound, so a restarting engine drops nothing. */
+#define NPF_CURSOR_F_SERVED 0x2
 
 /* ---- sockets -------------------------------------------------------- */
 
@@ -149,7 +155,7 @@ enum npf_stat {
 	NPF_STAT_PASS_NO_FLOW,      /* UDP to a port that is not a flow */
 	NPF_STAT_PASS_BAD_FLOW,     /* flow entry with an id out of range or a stale gen */
 	NPF_STAT_PASS_BAD_QUEUE,    /* rx queue >= NPF_MAX_QUEUES */
-	NPF_STAT_PASS_NO_SOCKET,    /* no socket bound: fail open, nothing consumed */
+	NPF_STAT_PASS_NO_SOCKET,    /* no socket bound, or no engine serves the flow: fail open */
 	NPF_STAT_PASS_TOO_BIG,      /* payload > NPF_MAX_PAYLOAD */
 	NPF_STAT_PASS_META_FAIL,    /* bpf_xdp_adjust_meta refused */
 	/* outcomes: XDP_DROP, a flow packet that cannot be placed */

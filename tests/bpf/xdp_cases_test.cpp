@@ -326,6 +326,10 @@ std::vector<Case> cases()
     // than the cursor's): passed untouched, nothing claimed.
     v.push_back(pass("flow_generation_stale", v4(100), NPF_STAT_PASS_BAD_FLOW,
                      base().noFlows().flow(flowKeyAny(kPort), 0, 1)));
+    // Sockets bound, but no engine serves the flow yet (its cursor never
+    // became NPF_CURSOR_F_SERVED): fail open, nothing claimed.
+    v.push_back(pass("flow_not_served", v4(100), NPF_STAT_PASS_NO_SOCKET,
+                     MapState{}.flow(flowKeyAny(kPort), 0).socketsOn(0)));
 
     // ---- checksums -----------------------------------------------------------------------
     auto corrupt = [](std::vector<uint8_t> p, size_t at) {

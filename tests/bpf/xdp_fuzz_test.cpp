@@ -278,6 +278,8 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
     if (!ipHdrOk || (e.udpCsumZero && key.family == NPF_FAMILY_IPV6))
         return e.stat = NPF_STAT_DROP_CSUM, e;
     npf_cursor c = harness_->cursor(*id);
+    if (!(c.flags & NPF_CURSOR_F_SERVED))
+        return e.stat = NPF_STAT_PASS_NO_SOCKET, e;
     if (static_cast<int64_t>(c.prod - c.cons) <= 0)
         return e.stat = NPF_STAT_DROP_RNR, e;
     npf_post post = harness_->post(*id, c.cons);

@@ -149,6 +149,7 @@ npf_post XdpHarness::post(uint32_t flow, uint64_t seq) const
 void XdpHarness::setCursor(uint32_t flow, uint64_t prod, uint64_t cons)
 {
     npf_cursor& c = cursors_.as<npf_cursor>()[flow];
+    c.flags = NPF_CURSOR_F_SERVED; // an engine serves every flow a case sets up
     c.cons = cons;
     __atomic_store_n(&c.prod, prod, __ATOMIC_RELEASE);
 }

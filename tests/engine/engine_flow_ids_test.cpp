@@ -1,7 +1,11 @@
 // Flow ids across processes: concurrent `npfctl flow add/del` never hand one
 // id to two flows, and a datagram of another flow never lands in an engine
 // flow's buffers, even when that flow's id is freed and reused under it.
+#include <bpf/bpf.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -9,6 +13,7 @@
 #include <thread>
 
 #include "engine_fixture.h"
+#include "sys/fd.h"
 
 namespace npf::e2e {
 namespace {
@@ -122,10 +127,20 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
     ASSERT_EQ(rc, 0) << out;
     ASSERT_EQ(flowIds(rig)[7302], ours.id()) << "the test needs the freed id reused";
     // The new flow's cursors were reset: posts published from now on (the
-    // application does not know) are what XDP hands the other port.
+    // application does not know) are what XDP hands the other port, once
+    // something serves it (as an engine serving port 7302 would mark it).
     for (uint32_t i = 0; i < 2 * Flow::kPostBurst; i++)
         ASSERT_TRUE(ours.post(eng->regionSize() - (i + 1) * 2048, 2048));
     ours.flush();
+    {
+        Fd cursors(bpf_obj_get((test::pinDirOf(rig.veth().rxNs(), rig.rxIf()) + "/npf_cursors").c_str()));
+        ASSERT_TRUE(cursors) << strerror(errno);
+        const uint32_t id = ours.id();
+        npf_cursor c{};
+        ASSERT_EQ(bpf_map_lookup_elem(cursors.get(), &id, &c), 0);
+        c.flags |= NPF_CURSOR_F_SERVED;
+        ASSERT_EQ(bpf_map_update_elem(cursors.get(), &id, &c, BPF_ANY), 0);
+    }
 
     constexpr uint32_t kCount = 200;
     const uint64_t rejected0 = eng->stats().rejected;

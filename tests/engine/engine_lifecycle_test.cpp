@@ -1,6 +1,8 @@
 // Engine lifetime: it detaches what it attached, whichever thread or network
 // namespace destroys it; it never detaches what npfctl attached.
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "engine_fixture.h"
 
@@ -63,6 +65,43 @@ TEST_F(EngineE2E, FailedStartDetachesWhatItAttached)
     }
     EXPECT_FALSE(attached(rig)) << "a failed start left npf_xdp attached: " << rig.statusJson();
     EXPECT_FALSE(std::filesystem::exists(test::pinDirOf(rig.veth().rxNs(), rig.rxIf())));
+}
+
+uint32_t size200(uint32_t) { return 200; }
+
+// An engine that starts while its flow's traffic flows (a restart): between
+// binding its sockets and posting its first buffers the flow is not served,
+// so XDP passes its datagrams to the kernel instead of dropping them.
+TEST_F(EngineE2E, EngineStartingUnderTrafficDropsNothing)
+{
+    using namespace std::chrono_literals;
+    Rig rig;
+    int rc = -1;
+    rig.npfctl("attach " + rig.rxIf(), &rc);
+    ASSERT_EQ(rc, 0);
+    rig.npfctl("flow add " + rig.rxIf() + " 7600", &rc);
+    ASSERT_EQ(rc, 0);
+    const Counters xdp0 = rig.xdp();
+    Sender tx(rig.veth(), {.count = 4000, .dstPort = 7600, .rate = 20000, .size = size200});
+    tx.start();
+    EngineInNs eng(rig, {.regionSize = 16ull << 20});
+    // Datagrams keep arriving at the bound sockets before the flow has buffers.
+    const uint64_t bound = rig.xdp()["rx_total"];
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (rig.xdp()["rx_total"] < bound + 50 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+    Flow& flow = eng->openFlow(7600);
+    Checker chk(*eng, flow, {.stride = 2048, .depth = 512}, size200);
+    chk.postInitial();
+    chk.pumpUntil(4000, 500ms); // until the stream has ended
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    Counters d = delta(rig.xdp(), xdp0);
+    EXPECT_EQ(d["drop_rnr"], 0u) << describe(d);
+    EXPECT_GE(d["pass_no_socket"], 50u) << "the test did not catch the start: " << describe(d);
+    EXPECT_EQ(d["pass_no_socket"] + chk.totals().completions, tx.sent()) << describe(d);
+    EXPECT_EQ(chk.totals().failures, 0u) << chk.totals().firstFailures;
+    rig.npfctl("detach " + rig.rxIf(), &rc);
 }
 
 } // namespace

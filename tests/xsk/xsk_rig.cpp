@@ -84,6 +84,7 @@ Rig::~Rig() = default;
 void Rig::post(uint64_t offset, uint32_t len)
 {
     auto* cur = cursors_.as<npf_cursor>();
+    cur[0].flags = NPF_CURSOR_F_SERVED;
     uint64_t prod = std::atomic_ref<__u64>(cur[0].prod).load(std::memory_order_relaxed);
     npf_post& slot = posts_.as<npf_post>()[prod & (NPF_POST_RING_SIZE - 1)];
     slot.offset = offset;

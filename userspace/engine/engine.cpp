@@ -39,6 +39,14 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     return ctl::Dataplane::open(cfg.ifname);
 }
 
+// No engine serves the flow any more, and its posts are gone: XDP passes
+// its datagrams to the kernel.
+void withdraw(npf_cursor* cur) noexcept
+{
+    __atomic_fetch_and(&cur->flags, ~uint32_t(NPF_CURSOR_F_SERVED), __ATOMIC_RELEASE);
+    __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
 void checkConfig(const EngineConfig& cfg)
 {
     auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
@@ -92,11 +100,10 @@ void Engine::Impl::setUp()
     maps.emplace(*dp);
 
     // Posts left by a previous engine point into a region that is gone:
-    // discard them before any socket is bound (XDP claims nothing until then).
-    for (const ctl::FlowInfo& f : ctl::listFlows(*dp)) {
-        npf_cursor* cur = maps->cursor(f.id);
-        __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
-    }
+    // discard them, and mark the flows unserved until this engine posts,
+    // before any socket is bound (XDP claims nothing until then).
+    for (const ctl::FlowInfo& f : ctl::listFlows(*dp))
+        withdraw(maps->cursor(f.id));
 
     RegionConfig rc;
     rc.size = cfg.regionSize;
@@ -160,8 +167,7 @@ Engine::Impl::~Impl()
     queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
     for (auto& f : flows) {
         // Withdraw the posts: they point into a region that is about to go.
-        npf_cursor* cur = f->impl_->cursor;
-        __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+        withdraw(f->impl_->cursor);
         if (!f->impl_->ownsEntry)
             continue;
         try {

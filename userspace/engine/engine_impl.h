@@ -61,6 +61,7 @@ struct Flow::Impl {
     // Application thread only.
     uint64_t prod;      // posts written
     uint64_t published; // posts visible to XDP (cursor->prod)
+    bool served = false; // NPF_CURSOR_F_SERVED set
     uint64_t polled;
     std::unique_ptr<uint32_t[]> postedLen; // per slot: the length protect() covered
 };

@@ -62,8 +62,15 @@ bool Flow::post(uint64_t offset, uint32_t len)
 void Flow::flush() noexcept
 {
     Impl& f = *impl_;
-    if (f.published != f.prod)
-        __atomic_store_n(&f.cursor->prod, f.published = f.prod, __ATOMIC_RELEASE);
+    if (f.published == f.prod)
+        return;
+    __atomic_store_n(&f.cursor->prod, f.published = f.prod, __ATOMIC_RELEASE);
+    // With its first buffers the flow is served: until then XDP passes its
+    // datagrams to the kernel instead of dropping them for want of a post.
+    if (!f.served) {
+        __atomic_fetch_or(&f.cursor->flags, NPF_CURSOR_F_SERVED, __ATOMIC_RELEASE);
+        f.served = true;
+    }
 }
 
 size_t Flow::poll(std::span<npf_completion> out) noexcept
