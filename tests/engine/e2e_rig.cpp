@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -283,6 +284,81 @@ bool waitForText(const std::string& path, const std::string& needle, int ms)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
+}
+
+TempDir::TempDir()
+{
+    char tmpl[] = "/tmp/npf-e2e-XXXXXX";
+    if (!mkdtemp(tmpl))
+        throw std::system_error(errno, std::generic_category(), "mkdtemp");
+    path = tmpl;
+}
+
+TempDir::~TempDir()
+{
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+}
+
+std::string streamBytes(uint32_t sid, uint32_t first, uint32_t n, uint32_t (*size)(uint32_t))
+{
+    std::string s;
+    for (uint32_t k = first; k < first + n; k++) {
+        std::vector<uint8_t> p = payloadFor(senderId(sid, k), size(k));
+        s.append(p.begin(), p.end());
+    }
+    return s;
+}
+
+KernelSocket::KernelSocket(Rig& rig, uint16_t port)
+{
+    test::NetnsGuard in(rig.veth().rxNs());
+    fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "kernel socket");
+    int buf = 16 << 20;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    inet_pton(AF_INET, rig.rxAddr().c_str(), &a.sin_addr);
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
+        throw std::system_error(errno, std::generic_category(), "bind kernel socket");
+}
+
+KernelSocket::~KernelSocket() { close(fd_); }
+
+bool KernelSocket::one(std::vector<std::string>* out, int timeoutMs)
+{
+    char buf[2048];
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, timeoutMs) <= 0)
+        return false;
+    ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n >= 0)
+        out->emplace_back(buf, size_t(n));
+    return true;
+}
+
+std::vector<std::string> KernelSocket::drain(std::chrono::milliseconds quiet)
+{
+    std::vector<std::string> out;
+    while (one(&out, int(quiet.count())))
+        ;
+    return out;
+}
+
+void KernelSocket::receive(std::vector<std::string>* out, size_t count, int ms, int quietMs)
+{
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (out->size() < count) {
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+        if (left <= 0 || !one(out, int(left)))
+            break;
+    }
+    while (one(out, quietMs))
+        ;
 }
 
 } // namespace npf::e2e

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -116,6 +117,38 @@ private:
 };
 
 std::string readFile(const std::string& path);
+
+// A fresh directory under /tmp, removed with its content.
+struct TempDir {
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string path;
+};
+
+// Concatenated payloads of sender `sid`, datagrams first .. first+n-1, datagram k of size(k) bytes.
+std::string streamBytes(uint32_t sid, uint32_t first, uint32_t n, uint32_t (*size)(uint32_t));
+
+// A plain kernel UDP socket bound to the flow port in the rx namespace: it
+// gets whatever XDP passes to the stack.
+class KernelSocket {
+public:
+    KernelSocket(Rig& rig, uint16_t port);
+    ~KernelSocket();
+    KernelSocket(const KernelSocket&) = delete;
+    KernelSocket& operator=(const KernelSocket&) = delete;
+
+    // Every datagram that arrives until none came for `quiet`.
+    std::vector<std::string> drain(std::chrono::milliseconds quiet);
+    // Receives until *out holds `count` datagrams or `ms` passed; then takes
+    // whatever else arrives within `quietMs` (a surplus is a failure too).
+    void receive(std::vector<std::string>* out, size_t count, int ms, int quietMs);
+
+private:
+    bool one(std::vector<std::string>* out, int timeoutMs); // one datagram within timeoutMs
+    int fd_ = -1;
+};
 // Waits up to `ms` for `needle` to appear in the file.
 bool waitForText(const std::string& path, const std::string& needle, int ms);
 

@@ -17,14 +17,6 @@ namespace fs = std::filesystem;
 
 constexpr uint16_t kPort = 7500;
 
-std::string tempDir()
-{
-    char tmpl[] = "/tmp/npf-iface-XXXXXX";
-    if (!::mkdtemp(tmpl))
-        throw std::runtime_error("mkdtemp");
-    return tmpl;
-}
-
 // Runs npf-recv on the rig's interface, deletes the interface, and returns
 // npf-recv's exit status and stderr.
 std::pair<int, std::string> recvThenDeleteLink(Rig& rig, const std::string& dir)
@@ -43,26 +35,25 @@ std::pair<int, std::string> recvThenDeleteLink(Rig& rig, const std::string& dir)
 TEST_F(EngineE2E, NpfRecvStopsWhenItsInterfaceIsDeletedAndRemovesItsPins)
 {
     Rig rig;
-    const std::string dir = tempDir();
+    TempDir dir;
     const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
     const std::string run = test::runDirOf(rig.veth().rxNs(), rig.rxIf());
-    auto [st, err] = recvThenDeleteLink(rig, dir);
+    auto [st, err] = recvThenDeleteLink(rig, dir.path);
     EXPECT_EQ(st, 4) << err; // npfctl's "no such interface"
     EXPECT_NE(err.find("is gone"), std::string::npos) << err;
     EXPECT_FALSE(fs::exists(pins)) << "npf-recv attached npf, so it must remove the pins it created:\n" << err;
     EXPECT_FALSE(fs::exists(run)) << "engine snapshot left behind";
-    fs::remove_all(dir);
 }
 
 TEST_F(EngineE2E, PinsOfADeletedInterfaceAreShownAndRemovedByDetachForce)
 {
     Rig rig;
-    const std::string dir = tempDir();
+    TempDir dir;
     int rc = -1;
     rig.npfctl("attach " + rig.rxIf(), &rc);
     ASSERT_EQ(rc, 0);
     const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
-    auto [st, err] = recvThenDeleteLink(rig, dir);
+    auto [st, err] = recvThenDeleteLink(rig, dir.path);
     EXPECT_EQ(st, 4) << err;
     EXPECT_TRUE(fs::exists(pins)) << "npfctl attached npf: its pins are the operator's to remove";
 
@@ -84,7 +75,6 @@ TEST_F(EngineE2E, PinsOfADeletedInterfaceAreShownAndRemovedByDetachForce)
     rig.npfctl("detach --force " + rig.rxIf(), &rc);
     EXPECT_EQ(rc, 0);
     EXPECT_FALSE(fs::exists(pins));
-    fs::remove_all(dir);
 }
 
 uint32_t size300(uint32_t) { return 300; }

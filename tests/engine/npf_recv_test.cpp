@@ -33,67 +33,7 @@ constexpr uint16_t kPort = 7300;
 
 uint32_t sizeVaried(uint32_t k) { return 1472 - (k * 37) % 600; }
 
-struct TempDir {
-    std::string path;
-    TempDir()
-    {
-        char tmpl[] = "/tmp/npf-e2e-XXXXXX";
-        if (!mkdtemp(tmpl))
-            throw std::system_error(errno, std::generic_category(), "mkdtemp");
-        path = tmpl;
-    }
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-// Concatenated payloads of sender `sid`, datagrams first .. first+n-1.
-std::string streamBytes(uint32_t sid, uint32_t first, uint32_t n)
-{
-    std::string s;
-    for (uint32_t k = first; k < first + n; k++) {
-        std::vector<uint8_t> p = payloadFor(senderId(sid, k), sizeVaried(k));
-        s.append(p.begin(), p.end());
-    }
-    return s;
-}
-
-// A plain kernel UDP socket bound to the flow port in the rx namespace.
-class KernelSocket {
-public:
-    KernelSocket(Rig& rig, uint16_t port)
-    {
-        test::NetnsGuard in(rig.veth().rxNs());
-        fd_ = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        int buf = 16 << 20;
-        setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf));
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        inet_pton(AF_INET, rig.rxAddr().c_str(), &a.sin_addr);
-        if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
-            throw std::system_error(errno, std::generic_category(), "bind kernel socket");
-    }
-    ~KernelSocket() { close(fd_); }
-    // Every datagram that arrives until none came for `quiet`.
-    std::vector<std::string> drain(std::chrono::milliseconds quiet)
-    {
-        std::vector<std::string> out;
-        char buf[2048];
-        pollfd p{fd_, POLLIN, 0};
-        while (poll(&p, 1, int(quiet.count())) > 0) {
-            ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
-            if (n >= 0)
-                out.emplace_back(buf, size_t(n));
-        }
-        return out;
-    }
-
-private:
-    int fd_ = -1;
-};
+std::string streamBytes(uint32_t sid, uint32_t first, uint32_t n) { return e2e::streamBytes(sid, first, n, sizeVaried); }
 
 std::vector<std::string> recvArgs(Rig& rig, const std::string& out, bool cold)
 {
