@@ -1,6 +1,7 @@
 // The pager thread: the fault path (backup rings, deferred payloads), CPU
-// faults from the userfaultfd, prefetch ahead of faulting flows, LOST
-// timeouts, and the stats snapshot.
+// faults from the userfaultfd, prefetch ahead of faulting flows, settling
+// claims (LOST on proof of a drop), and the stats snapshot; and the barrier
+// thread that waits for RCU grace periods on its behalf.
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
@@ -47,7 +48,6 @@ void Engine::Impl::pagerLoop() noexcept
             uint64_t v;
             (void)!::read(wakeFd.get(), &v, sizeof(v));
         }
-
         // CPU faults first: a thread is blocked on each of them.
         if (int n = region->serviceFaults(); n < 0)
             NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
@@ -94,7 +94,7 @@ bool Engine::Impl::socketGone(int fd) noexcept
 void Engine::Impl::failServing() noexcept
 {
     NPF_ERR("%s is gone (deleted, or moved out of this network namespace): the engine stops serving it",
-              cfg.ifname.c_str());
+            cfg.ifname.c_str());
     ifaceGone.store(true, std::memory_order_release);
     stop.store(true, std::memory_order_release);
     // Wake every application thread blocked in Flow::wait: Engine::failure() says why.
