@@ -26,6 +26,7 @@
 #include "bench_gen.skel.h"
 #include "netns.h"
 #include "packet_builder.h"
+#include "sys/csum.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
@@ -171,8 +172,7 @@ public:
         skel_ = bench_gen__open();
         if (!skel_)
             throwErrno("open the npfb_gen BPF object");
-        skel_->rodata->sport_base = c.sportBase;
-        skel_->rodata->nflows = c.flows ? c.flows : 1;
+        configureGenerator(skel_, c, frame_);
         if (int rc = bench_gen__load(skel_)) {
             bench_gen__destroy(skel_);
             throwErrno(-rc, "load the npfb_gen XDP program");
@@ -289,6 +289,11 @@ private:
             throwErrno("UDP socket for the sender");
         int sndbuf = 8 << 20;
         ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf));
+        // The stack checksums what it sends (the bench veth has tx offload
+        // off); SO_NO_CHECK sends 0 instead.
+        int noCheck = c_.udpCsum ? 0 : 1;
+        if (::setsockopt(fd.get(), SOL_SOCKET, SO_NO_CHECK, &noCheck, sizeof(noCheck)) < 0)
+            throwErrno("SO_NO_CHECK on the sender's socket");
         sockaddr_in src{}, dst{};
         src.sin_family = dst.sin_family = AF_INET;
         src.sin_port = htons(uint16_t(c_.sportBase + t % std::max(1u, c_.flows)));
@@ -359,9 +364,36 @@ std::vector<uint8_t> templateFrame(const TrafficConfig& c)
     return PacketBuilder()
         .eth({.dst = macAddr(c.dstMac), .src = macAddr(c.srcMac)})
         .ipv4({.src = ipv4Addr(c.srcAddr), .dst = ipv4Addr(c.dstAddr)})
-        .udp({.sport = c.sportBase, .dport = c.dport, .checksum = false})
+        .udp({.sport = c.sportBase, .dport = c.dport, .checksum = c.udpCsum})
         .payload(payload)
         .build();
+}
+
+void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame)
+{
+    skel->rodata->sport_base = c.sportBase;
+    skel->rodata->nflows = c.flows ? c.flows : 1;
+    skel->rodata->udp_csum = c.udpCsum;
+    if (!c.udpCsum)
+        return;
+    // Pseudo-header (addresses, protocol, UDP length) + the UDP datagram with
+    // the fields npfb_gen writes zeroed, summed in memory byte order as
+    // npfb_gen adds the rest.
+    const size_t udpLen =
+        frame.size() < NPFB_PAYLOAD_OFF ? 0 : size_t(frame[NPFB_UDP_OFF + 4]) << 8 | frame[NPFB_UDP_OFF + 5];
+    if (udpLen < 8 + sizeof(npfb_hdr) || NPFB_UDP_OFF + udpLen > frame.size())
+        throw std::invalid_argument("generator template frame of " + std::to_string(frame.size()) +
+                                    " bytes: no UDP datagram with a bench header");
+    std::vector<uint8_t> b(12 + udpLen, 0);
+    std::memcpy(b.data(), frame.data() + 14 + 12, 8); // IPv4 source and destination
+    b[9] = IPPROTO_UDP;
+    std::memcpy(b.data() + 10, frame.data() + NPFB_UDP_OFF + 4, 2); // UDP length
+    std::memcpy(b.data() + 12, frame.data() + NPFB_UDP_OFF, udpLen);
+    uint8_t* udp = b.data() + 12;
+    std::memset(udp, 0, 2);                    // source port
+    std::memset(udp + 6, 0, 2);                // checksum
+    std::memset(udp + 8, 0, sizeof(npfb_hdr)); // magic, flow, seq, tstamp
+    skel->rodata->csum_fixed = npf::csumFold(npf::csumPartial(b.data(), b.size()));
 }
 
 std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c) { return std::make_unique<LiveGenerator>(c); }

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+struct bench_gen;
+
 namespace npf::bench {
 
 struct TrafficConfig {
@@ -23,6 +25,7 @@ struct TrafficConfig {
     uint16_t sportBase = 40000;
     uint32_t flows = 1;    // source ports sportBase .. sportBase + flows - 1
     uint32_t payload = 1472;
+    bool udpCsum = true;   // false: UDP checksum 0, "none" over IPv4 (not verified by anyone)
     double pps = 0;        // offered rate, all threads together; 0 = as fast as it goes
     std::vector<int> cpus{0}; // one sending thread per entry, pinned there
 };
@@ -42,8 +45,14 @@ public:
     virtual const char* kind() const = 0;
 };
 
-// The frame every generator run starts from (checksummed, UDP checksum 0).
+// The frame every generator run starts from: IPv4 header checksummed, UDP
+// checksum correct for it (or 0 without udpCsum).
 std::vector<uint8_t> templateFrame(const TrafficConfig& c);
+
+// Load-time settings of the npfb_gen program (bench_gen.skel.h) for traffic
+// c sent from template `frame`: source ports, flows, and for udpCsum the
+// fixed part of the UDP checksum (csum_fixed). Before bench_gen__load().
+void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame);
 
 std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c);
 std::unique_ptr<Sender> makeSocketSender(const TrafficConfig& c);

@@ -64,13 +64,13 @@ uint64_t parseSize(const std::string& s)
 int main(int argc, char** argv)
 {
     npf::bench::Options o;
-    std::string region = "64M", scenarios, json;
+    std::string region = "64M", scenarios, json, udpCsum = "on";
     bool printJson = false, noPlots = false;
     int verbose = 0;
     CLI::App app{"npf-bench: npf vs static pinning, AF_XDP, recvmmsg, io_uring, drop-on-fault and blocking receivers"};
     app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
     app.add_option("-s,--scenario", scenarios,
-                   "comma-separated: steady,cold,pressure,faultpath,stages,scaling (default all)");
+                   "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum (default all)");
     app.add_option("-c,--contenders", o.only, "run only these contenders (npf, npf-noprefetch, drop-on-fault, "
                                               "blocking, static-pinned, xdp-drop, recvmmsg, io_uring)")
         ->delimiter(',');
@@ -83,6 +83,10 @@ int main(int argc, char** argv)
     app.add_option("--rx-cpus", o.rxCpus, "CPUs of the receiving threads");
     app.add_option("--flows", o.flows, "source ports the generator cycles through")->check(CLI::Range(1, 1024));
     app.add_option("--sender", o.sender, "traffic source")->check(CLI::IsMember({"live", "socket"}));
+    app.add_option("--udp-csum", udpCsum,
+                   "UDP checksums of the generated datagrams: on (correct, verified by npf and the kernel) or off "
+                   "(0 = none, nothing to verify); the csum scenario runs both")
+        ->check(CLI::IsMember({"on", "off"}));
     app.add_option("-o,--out", o.outDir, "directory for JSON, data files and plots");
     app.add_option("--json", json, "JSON file (default <out>/npf-bench.json; '-' = stdout only)");
     app.add_flag("--print-json", printJson, "also print the JSON on stdout after the tables");
@@ -97,6 +101,7 @@ int main(int argc, char** argv)
     npf::log::setVerbosity(verbose > 1 ? verbose - 1 : 0, npf::log::Level::Warn);
     npf::log::routeLibbpf();
     o.verbose = verbose > 0;
+    o.udpCsum = udpCsum == "on";
     try {
         o.region = parseSize(region);
         if (o.region < (8u << 20) || o.region % 4096)
@@ -130,10 +135,13 @@ int main(int argc, char** argv)
         out["machine"] = machine();
         out["config"] = {{"quick", o.quick},        {"secondsPerContender", o.seconds}, {"coldRatePps", o.coldRate},
                          {"payload", o.payload},    {"regionMiB", o.region >> 20},      {"genCpus", o.genCpus},
-                         {"rxCpus", o.rxCpus},      {"flows", o.flows},                 {"sender", o.sender}};
-        printf("npf-bench: kernel %s, %u CPUs, generator on CPU(s) %s, receivers on CPU(s) %s, %.2f s per contender\n",
+                         {"rxCpus", o.rxCpus},      {"flows", o.flows},                 {"sender", o.sender},
+                         {"udpCsum", o.udpCsum}};
+        printf("npf-bench: kernel %s, %u CPUs (%s), generator on CPU(s) %s, receivers on CPU(s) %s, %.2f s per "
+               "contender, UDP checksums %s\n",
                out["machine"]["kernel"].get<std::string>().c_str(), std::thread::hardware_concurrency(),
-               out["config"]["genCpus"].dump().c_str(), out["config"]["rxCpus"].dump().c_str(), o.seconds);
+               out["machine"]["cpuModel"].get<std::string>().c_str(), out["config"]["genCpus"].dump().c_str(),
+               out["config"]["rxCpus"].dump().c_str(), o.seconds, o.udpCsum ? "on" : "off");
         Json sc = Json::object();
         for (auto& s : list) {
             if (npf::bench::g_interrupted)

@@ -57,6 +57,8 @@ public:
     // Adds n received packets to the bin of nowNs and the totals.
     void count(uint32_t n, uint64_t bytes, uint64_t nowNs) noexcept;
     void lost(uint64_t n) noexcept { lost_.fetch_add(n, std::memory_order_relaxed); }
+    // n datagrams the receiver refused as corrupt (npf: failed UDP checksum): counted as bad.
+    void rejected(uint64_t n) noexcept { bad_.fetch_add(n, std::memory_order_relaxed); }
 
     uint64_t packets() const noexcept { return packets_.load(std::memory_order_relaxed); }
     uint64_t bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }

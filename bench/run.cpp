@@ -64,9 +64,10 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
 {
     RunResult r;
     r.kind = spec.kind;
+    r.udpCsum = traffic.udpCsum;
     if (verbose)
-        fprintf(stderr, "npf-bench: %s, %u-byte payloads, %s sender at %s\n", spec.kind.c_str(), traffic.payload,
-                spec.sender.c_str(), traffic.pps > 0 ? (std::to_string(uint64_t(traffic.pps)) + " pps").c_str() : "max rate");
+        fprintf(stderr, "npf-bench: %s, %u-byte payloads, UDP checksums %s, %s sender at %s\n", spec.kind.c_str(),
+                traffic.payload, traffic.udpCsum ? "on" : "off", spec.sender.c_str(), traffic.pps > 0 ? (std::to_string(uint64_t(traffic.pps)) + " pps").c_str() : "max rate");
     try {
         std::unique_ptr<Receiver> rx = makeReceiver(spec.kind, rxc);
         std::unique_ptr<Sender> gen =
@@ -132,6 +133,7 @@ nlohmann::ordered_json RunResult::toJson() const
 {
     nlohmann::ordered_json j;
     j["contender"] = kind;
+    j["udpCsum"] = udpCsum;
     j["seconds"] = seconds;
     j["sent"] = sent;
     j["received"] = received;

@@ -38,6 +38,7 @@ struct RunSpec {
 
 struct RunResult {
     std::string kind;
+    bool udpCsum = true;
     uint64_t sent = 0, received = 0, bytes = 0, bad = 0, lostCompletions = 0;
     double seconds = 0, offeredPps = 0, pps = 0, steadyPps = 0;
     double rxCpuSeconds = 0, genCpuSeconds = 0;

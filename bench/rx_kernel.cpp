@@ -40,16 +40,20 @@ Fd udpSocket(const RxConfig& cfg)
     return fd;
 }
 
-// UDP RcvbufErrors of the namespace (/proc/net/snmp): datagrams dropped
-// because the socket's receive buffer was full. The bench's rx namespace has
-// no other UDP traffic.
-uint64_t udpRcvbufErrors()
+// UDP counters of the namespace (/proc/net/snmp; the bench's rx namespace
+// has no other UDP traffic): RcvbufErrors = dropped because the socket's
+// receive buffer was full, InCsumErrors = dropped for a wrong checksum.
+struct UdpSnmp {
+    uint64_t rcvbufErrors = 0, inCsumErrors = 0;
+};
+
+UdpSnmp udpSnmp()
 {
+    UdpSnmp v;
     FILE* f = fopen("/proc/net/snmp", "r");
     if (!f)
-        return 0;
+        return v;
     char line[1024];
-    uint64_t v = 0;
     bool header = true;
     while (fgets(line, sizeof(line), f)) {
         if (strncmp(line, "Udp: ", 5))
@@ -58,9 +62,10 @@ uint64_t udpRcvbufErrors()
             header = false;
             continue;
         }
-        unsigned long long in, noport, inerr, out, rcvbuf;
-        if (sscanf(line + 5, "%llu %llu %llu %llu %llu", &in, &noport, &inerr, &out, &rcvbuf) == 5)
-            v = rcvbuf;
+        unsigned long long in, noport, inerr, out, rcvbuf, sndbuf, csumerr;
+        if (sscanf(line + 5, "%llu %llu %llu %llu %llu %llu %llu", &in, &noport, &inerr, &out, &rcvbuf, &sndbuf,
+                   &csumerr) == 7)
+            v = {rcvbuf, csumerr};
     }
     fclose(f);
     return v;
@@ -88,7 +93,7 @@ class KernelReceiver : public Receiver {
 public:
     explicit KernelReceiver(const RxConfig& cfg)
         : cfg_(cfg), pass_(attachPassProgram(cfg)), mem_(cfg.regionSize, cfg.cold), fd_(udpSocket(cfg)),
-          rcvbufErrors0_(udpRcvbufErrors())
+          snmp0_(udpSnmp())
     {
     }
     ~KernelReceiver() override { stop(); }
@@ -107,7 +112,12 @@ public:
     }
     uint64_t pinnedBytes() const override { return 0; }
     uint64_t residentBytes() const override { return residentOf(mem_.p, mem_.len); }
-    nlohmann::json details() const override { return {{"udpRcvbufErrors", udpRcvbufErrors() - rcvbufErrors0_}}; }
+    nlohmann::json details() const override
+    {
+        const UdpSnmp now = udpSnmp();
+        return {{"udpRcvbufErrors", now.rcvbufErrors - snmp0_.rcvbufErrors},
+                {"udpInCsumErrors", now.inCsumErrors - snmp0_.inCsumErrors}};
+    }
 
 protected:
     virtual void loop(Meter& m) = 0;
@@ -115,7 +125,7 @@ protected:
     std::shared_ptr<void> pass_;
     Pageable mem_;
     Fd fd_;
-    uint64_t rcvbufErrors0_;
+    UdpSnmp snmp0_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
 };

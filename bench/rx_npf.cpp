@@ -82,7 +82,7 @@ private:
             if (!n)
                 continue;
             const uint64_t now = monoNs();
-            uint64_t bytes = 0, ok = 0, lost = 0;
+            uint64_t bytes = 0, ok = 0, lost = 0, badCsum = 0;
             for (size_t i = 0; i < n; i++) {
                 const npf_completion& c = batch[i];
                 if (c.offset != relTo_) { // the slots wrapped around the region
@@ -92,6 +92,8 @@ private:
                 relTo_ = c.offset + cfg_.bufLen;
                 if (c.status == NPF_CS_LOST) {
                     lost++;
+                } else if (c.status == NPF_CS_BAD_CSUM) {
+                    badCsum++;
                 } else {
                     m.onPayload(region + c.offset, c.len, now);
                     bytes += c.len;
@@ -102,6 +104,8 @@ private:
             releaseConsumed();
             if (lost)
                 m.lost(lost);
+            if (badCsum)
+                m.rejected(badCsum);
             if (ok)
                 m.count(uint32_t(ok), bytes, now);
         }

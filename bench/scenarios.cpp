@@ -105,6 +105,7 @@ TrafficConfig trafficFor(Env& env, const Options& o, double pps, uint32_t payloa
     t.pps = pps;
     t.flows = o.flows;
     t.cpus = o.genCpus;
+    t.udpCsum = o.udpCsum;
     return t;
 }
 
@@ -337,11 +338,101 @@ Json scaling(const Options& o)
     return {{"payloads", payloads}, {"queues", queues}};
 }
 
+double median(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Datagrams a contender refused for a wrong UDP checksum (npf: engine
+// counter; kernel sockets: the namespace's UDP InCsumErrors).
+uint64_t csumErrors(const RunResult& r)
+{
+    if (r.details.contains("udpInCsumErrors"))
+        return r.details["udpInCsumErrors"].get<uint64_t>();
+    return detail(r.details, "csum_errors");
+}
+
+// 6. The cost of UDP checksum verification end to end: the steady state
+// with correct checksums (npf and the kernel verify them) and with checksum
+// 0 (nothing to verify), alternating per contender and round so drift on a
+// shared VM hits both alike. static-pinned and xdp-drop do not look at the
+// checksum: they show what the generator's checksum costs, and the noise.
+Json csum(const Options& o)
+{
+    header("UDP checksum verification: steady state with checksums on vs off (0)");
+    Env env({});
+    const int rounds = o.quick ? 1 : 3;
+    const std::vector<std::string> kinds{"npf", "static-pinned", "xdp-drop", "recvmmsg"};
+    auto rx = rxFor(env, o, o.payload);
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    std::map<std::string, std::vector<RunResult>> on, off;
+    std::vector<RunResult> all;
+    for (int round = 0; round < rounds && !g_interrupted; round++)
+        for (auto& k : kinds) {
+            if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), k) == o.only.end())
+                continue;
+            for (bool c : round % 2 ? std::vector<bool>{true, false} : std::vector<bool>{false, true}) {
+                Options oc = o;
+                oc.udpCsum = c;
+                for (auto& r : runAll({k}, spec, trafficFor(env, oc, 0, o.payload), rx, oc)) {
+                    (c ? on : off)[k].push_back(r);
+                    all.push_back(r);
+                }
+            }
+        }
+    printf("%-15s %5s %9s %9s %9s %6s %9s %8s %9s\n", "contender", "csum", "offered", "recv", "steady", "bad",
+           "csumErr", "cpu ns/p", "lat p50");
+    for (auto& r : all) {
+        if (!r.error.empty() && r.received == 0) {
+            printf("%-15s %5s ERROR %s\n", r.kind.c_str(), r.udpCsum ? "on" : "off", r.error.c_str());
+            continue;
+        }
+        printf("%-15s %5s %8.3fM %8.3fM %8.3fM %6llu %9llu %8.0f %7.1fus\n", r.kind.c_str(), r.udpCsum ? "on" : "off",
+               r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.bad,
+               (unsigned long long)csumErrors(r), r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0,
+               r.latency.quantile(0.5) / 1e3);
+    }
+    printf("medians over %d round(s); on/off = median of the ratios of adjacent runs\n", rounds);
+    printf("%-15s %10s %10s %8s %12s %12s %8s\n", "contender", "off Mpps", "on Mpps", "on/off", "off cpu ns/p",
+           "on cpu ns/p", "on/off");
+    Json summary = Json::array();
+    auto nsPerPkt = [](const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; };
+    for (auto& k : kinds) {
+        const auto &a = off[k], &b = on[k];
+        if (a.empty() || b.empty())
+            continue;
+        std::vector<double> ppsOff, ppsOn, nsOff, nsOn, ppsRatio, nsRatio;
+        for (size_t i = 0; i < std::min(a.size(), b.size()); i++) {
+            ppsOff.push_back(a[i].pps);
+            ppsOn.push_back(b[i].pps);
+            nsOff.push_back(nsPerPkt(a[i]));
+            nsOn.push_back(nsPerPkt(b[i]));
+            if (a[i].pps > 0)
+                ppsRatio.push_back(b[i].pps / a[i].pps);
+            if (nsPerPkt(a[i]) > 0)
+                nsRatio.push_back(nsPerPkt(b[i]) / nsPerPkt(a[i]));
+        }
+        printf("%-15s %10.3f %10.3f %7.2fx %12.0f %12.0f %7.2fx\n", k.c_str(), median(ppsOff) / 1e6,
+               median(ppsOn) / 1e6, median(ppsRatio), median(nsOff), median(nsOn), median(nsRatio));
+        summary.push_back({{"contender", k},
+                           {"offPps", ppsOff},
+                           {"onPps", ppsOn},
+                           {"offCpuNsPerPacket", nsOff},
+                           {"onCpuNsPerPacket", nsOn},
+                           {"ppsOnOverOff", median(ppsRatio)},
+                           {"cpuOnOverOff", median(nsRatio)}});
+    }
+    return {{"payload", o.payload}, {"rounds", rounds}, {"summary", summary}, {"runs", runsJson(all)}};
+}
+
 const std::map<std::string, std::function<Json(const Options&)>>& table()
 {
     static const std::map<std::string, std::function<Json(const Options&)>> t{
         {"steady", steady}, {"cold", cold},       {"pressure", pressure},
-        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}};
+        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}, {"csum", csum}};
     return t;
 }
 
@@ -349,7 +440,7 @@ const std::map<std::string, std::function<Json(const Options&)>>& table()
 
 const std::vector<std::string>& scenarioNames()
 {
-    static const std::vector<std::string> n{"steady", "cold", "pressure", "faultpath", "stages", "scaling"};
+    static const std::vector<std::string> n{"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum"};
     return n;
 }
 

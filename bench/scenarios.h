@@ -19,6 +19,7 @@ struct Options {
     std::vector<int> genCpus{0}, rxCpus{1};
     uint32_t flows = 1;
     std::string sender = "live";
+    bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
     std::string outDir = "bench-results";
     bool verbose = false;
 };

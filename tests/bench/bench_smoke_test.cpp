@@ -29,14 +29,17 @@ TEST(BenchSmoke, QuickRunWritesJson)
     ASSERT_TRUE(f) << "no JSON written\n" << text;
     nlohmann::json j = nlohmann::json::parse(f); // throws (fails the test) if it does not parse
     ASSERT_TRUE(j.contains("scenarios"));
-    for (const char* s : {"steady", "cold", "pressure", "faultpath", "stages", "scaling"})
+    for (const char* s : {"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum"})
         EXPECT_TRUE(j["scenarios"].contains(s)) << s;
-    // Every contender of the steady state received traffic and saw no corrupt payload.
-    for (const auto& r : j["scenarios"]["steady"]["runs"]) {
-        EXPECT_FALSE(r.contains("error")) << r.dump();
-        EXPECT_GT(r["received"].get<uint64_t>(), 0u) << r["contender"];
-        EXPECT_EQ(r["badPayloads"].get<uint64_t>(), 0u) << r["contender"];
-    }
+    EXPECT_EQ(j["config"]["udpCsum"], true); // correct UDP checksums unless --udp-csum off
+    // Every contender of the steady state (and of the checksum on/off runs) received
+    // traffic and saw no corrupt payload: npf counts a failed UDP checksum as bad.
+    for (const char* s : {"steady", "csum"})
+        for (const auto& r : j["scenarios"][s]["runs"]) {
+            EXPECT_FALSE(r.contains("error")) << r.dump();
+            EXPECT_GT(r["received"].get<uint64_t>(), 0u) << s << " " << r["contender"];
+            EXPECT_EQ(r["badPayloads"].get<uint64_t>(), 0u) << s << " " << r["contender"];
+        }
     std::filesystem::remove_all(dir);
     std::filesystem::remove(dir + ".log");
 }
