@@ -27,8 +27,8 @@ done
 case "$MODE" in native|skb) ;; *) echo "demo: --mode must be native or skb" >&2; exit 2 ;; esac
 
 # Names are unique per run (pid); a run killed before its cleanup is swept by
-# the next one. Interface names stay under 15 characters; pins are global
-# (/sys/fs/bpf/npf/<ifname>), so a unique name also means unique pins.
+# the next one. Interface names stay under 15 characters; pins are keyed by
+# network namespace (/sys/fs/bpf/npf/netns-<inode>/<ifname>).
 TAG=npfdemo-$$
 NS_RX=$TAG-rx
 NS_TX=$TAG-tx
@@ -45,6 +45,7 @@ COUNT=5         # datagrams per UDP step
 NPFCTL=$ROOT/$BUILD/loader/npfctl
 NPF_RECV=$ROOT/$BUILD/apps/npf-recv
 PIN_ROOT=/sys/fs/bpf/npf
+PIN_DIR=      # this run's pin directory, once its namespace exists
 WORK=
 CREATED_PIN_ROOT=0
 ATTACHED=0
@@ -78,15 +79,16 @@ cleanup() {
   for ns in "$NS_RX" "$NS_TX"; do
     [ -e "/run/netns/$ns" ] && ip netns del "$ns" && note "deleted namespace $ns"
   done
-  if [ -e "$PIN_ROOT/$IF_RX" ]; then
-    note "removing leftover pins $PIN_ROOT/$IF_RX"
-    rm -rf "${PIN_ROOT:?}/$IF_RX"
+  if [ -n "$PIN_DIR" ] && [ -e "$PIN_DIR" ]; then
+    note "removing leftover pins $PIN_DIR"
+    rm -rf "${PIN_DIR:?}"
+    rmdir "${PIN_DIR%/*}" 2>/dev/null
   fi
   [ "$CREATED_PIN_ROOT" = 1 ] && rmdir "$PIN_ROOT" 2>/dev/null
   [ -n "$WORK" ] && rm -rf "$WORK"
   local left
   left=$(ip netns list | grep -c "^$TAG-" || true)
-  if [ "$left" != 0 ] || [ -e "$PIN_ROOT/$IF_RX" ]; then
+  if [ "$left" != 0 ] || { [ -n "$PIN_DIR" ] && [ -e "$PIN_DIR" ]; }; then
     echo "demo: cleanup left namespaces or pins behind (ip netns list; ls $PIN_ROOT)" >&2
     [ "$rc" = 0 ] && rc=1
   else
@@ -110,9 +112,11 @@ sweep_stale() {
       kill "$p" 2>/dev/null && note "stopped process $p left in $ns"
     done
     ip netns del "$ns" && note "removed namespace $ns of an earlier run"
-    if [ -d "$PIN_ROOT/npfd${pid}r" ]; then
-      rm -rf "${PIN_ROOT:?}/npfd${pid}r" && note "removed pins $PIN_ROOT/npfd${pid}r of an earlier run"
-    fi
+    for d in "$PIN_ROOT"/netns-*/"npfd${pid}r"; do
+      [ -d "$d" ] || continue
+      rm -rf "$d" && rmdir "${d%/*}" 2>/dev/null
+      note "removed pins $d of an earlier run"
+    done
     rm -rf "/tmp/npfdemo-$pid"
   done
 }
@@ -257,6 +261,7 @@ note "$NS_RX: $IF_RX $ADDR_RX/30 ($MAC_RX)   $NS_TX: $IF_TX $ADDR_TX/30 ($MAC_TX
 # npf keys its state by network namespace (the nsfs inode): pins under
 # /sys/fs/bpf/npf/netns-N/IF, the engine's snapshot under /run/npf/netns-N/IF.
 RUN_DIR="/run/npf/netns-$(stat -L -c %i "/run/netns/$NS_RX")/$IF_RX"
+PIN_DIR="$PIN_ROOT/netns-$(stat -L -c %i "/run/netns/$NS_RX")/$IF_RX"
 
 step "attaching npf to $IF_RX in $NS_RX (mode $MODE)"
 printf '    $ nsenter --net=/run/netns/%s %s attach %s --mode %s\n' "$NS_RX" "$BUILD/loader/npfctl" "$IF_RX" "$MODE"
@@ -344,5 +349,5 @@ ATTACHED=0
 if in_rx ip link show dev "$IF_RX" | grep -q 'prog/xdp'; then
   die "$IF_RX still has an XDP program after detach"
 fi
-[ ! -e "$PIN_ROOT/$IF_RX" ] || die "pins $PIN_ROOT/$IF_RX still exist after detach"
-note "$IF_RX has no XDP program and $PIN_ROOT/$IF_RX is gone"
+[ ! -e "$PIN_DIR" ] || die "pins $PIN_DIR still exist after detach"
+note "$IF_RX has no XDP program and $PIN_DIR is gone"
