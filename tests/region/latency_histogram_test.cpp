@@ -2,7 +2,7 @@
 
 #include <random>
 
-#include "region/latency_histogram.h"
+#include "sys/latency_histogram.h"
 
 namespace npf {
 namespace {

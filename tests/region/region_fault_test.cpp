@@ -8,7 +8,7 @@
 #include <fstream>
 #include <future>
 
-#include "region/latency_histogram.h"
+#include "sys/latency_histogram.h"
 #include "region_fixture.h"
 
 namespace npf::test {

@@ -24,7 +24,7 @@
 #include "order/completion_ring.h"
 #include "order/sequencer.h"
 #include "region/epoch.h"
-#include "region/latency_histogram.h"
+#include "sys/latency_histogram.h"
 #include "region/region.h"
 #include "sys/fd.h"
 #include "xsk/queue.h"

@@ -18,34 +18,6 @@ EngineStats::Latency latency(const LatencyHistogram& h)
     return {h.count(), h.p50(), h.p99(), h.p999(), h.max()};
 }
 
-// Sequencer histogram: bucket i counts [2^(i-1), 2^i) ns.
-EngineStats::Latency latency(const std::array<uint64_t, 40>& log2)
-{
-    EngineStats::Latency l;
-    for (uint64_t c : log2)
-        l.count += c;
-    auto quantile = [&](double q) -> uint64_t {
-        uint64_t want = static_cast<uint64_t>(q * static_cast<double>(l.count)), seen = 0;
-        for (size_t i = 0; i < log2.size(); i++) {
-            seen += log2[i];
-            if (seen > want)
-                return i ? (1ull << i) - 1 : 0;
-        }
-        return 0;
-    };
-    if (l.count) {
-        l.p50 = quantile(0.5);
-        l.p99 = quantile(0.99);
-        l.p999 = quantile(0.999);
-        for (size_t i = log2.size(); i-- > 0;)
-            if (log2[i]) {
-                l.max = i ? (1ull << i) - 1 : 0;
-                break;
-            }
-    }
-    return l;
-}
-
 nlohmann::ordered_json toJson(const EngineStats::Latency& l)
 {
     return {{"count", l.count}, {"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max}};
@@ -64,7 +36,7 @@ EngineStats Engine::Impl::snapshot() const
     s.placeErrors = placeErrors.load(std::memory_order_relaxed);
     s.csumErrors = csumErrors.load(std::memory_order_relaxed);
     s.faultDrops = faultDrops.load(std::memory_order_relaxed);
-    std::array<uint64_t, 40> publishLat{};
+    LatencyHistogram publishLat;
     for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
         Flow::Impl* f = flow(id);
         if (!f)
@@ -75,8 +47,7 @@ EngineStats Engine::Impl::snapshot() const
         s.completedLost += q.lost;
         s.completedBadCsum += q.badCsum;
         s.late += q.stale;
-        for (size_t i = 0; i < publishLat.size(); i++)
-            publishLat[i] += q.latencyLog2[i];
+        publishLat.merge(q.latency);
     }
     for (const auto& q : queues) {
         xsk::QueueStats qs = q->stats();

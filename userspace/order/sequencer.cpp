@@ -1,6 +1,5 @@
 #include "order/sequencer.h"
 
-#include <bit>
 #include <limits>
 
 #include "sys/error.h"
@@ -90,10 +89,8 @@ void Sequencer::account(const npf_completion& c, uint64_t nowNs, uint64_t doneNs
     }
     if (c.flags & NPF_CF_FAULT)
         add(fault_, 1);
-    if (doneNs && nowNs >= doneNs) {
-        const unsigned b = std::min<unsigned>(std::bit_width(nowNs - doneNs), latency_.size() - 1);
-        add(latency_[b], 1);
-    }
+    if (doneNs && nowNs >= doneNs)
+        latency_.recordSingleWriter(nowNs - doneNs);
 }
 
 SequencerStats Sequencer::stats() const noexcept
@@ -111,8 +108,7 @@ SequencerStats Sequencer::stats() const noexcept
     s.outOfWindow = ld(outOfWindow_);
     s.invalid = ld(invalid_);
     s.ringFull = ld(ringFull_);
-    for (size_t i = 0; i < latency_.size(); ++i)
-        s.latencyLog2[i] = ld(latency_[i]);
+    s.latency = latency_;
     return s;
 }
 

@@ -16,6 +16,7 @@
 #include <span>
 
 #include "npf/abi.h"
+#include "sys/latency_histogram.h"
 
 namespace npf {
 
@@ -47,8 +48,8 @@ struct SequencerStats {
     uint64_t invalid = 0;     // bad status, or len longer than the posted buffer (clamped)
     // publisher
     uint64_t ringFull = 0;    // publish() calls that stopped with completions ready but no room
-    // markDone -> publish latency, ns, bucket i counts [2^(i-1), 2^i) (only when doneNs given)
-    std::array<uint64_t, 40> latencyLog2{};
+    // complete -> publish latency, ns (only when doneNs given)
+    LatencyHistogram latency;
 };
 
 class Sequencer {
@@ -160,7 +161,7 @@ private:
     std::array<Epoch, 64> epochs_{};
     size_t epochHead_ = 0, epochCount_ = 0;
     Counter ok_{0}, truncated_{0}, lost_{0}, badCsum_{0}, lostTimeout_{0}, fault_{0}, ringFull_{0};
-    std::array<Counter, 40> latency_{};
+    LatencyHistogram latency_;
 };
 
 // ---- hot path, inline --------------------------------------------------------

@@ -14,13 +14,6 @@
 
 namespace npf {
 
-uint64_t monotonicNs() noexcept
-{
-    timespec ts;
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 namespace {
 
 constexpr uint64_t kPage = NPF_PAGE_SIZE;

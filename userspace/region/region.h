@@ -25,13 +25,14 @@
 
 #include "npf/abi.h"
 #include "region/epoch.h"
-#include "region/lazy_array.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
-#include "region/ticket_lock.h"
 #include "region/uffd.h"
+#include "sys/clock.h"
 #include "sys/fd.h"
+#include "sys/lazy_array.h"
 #include "sys/mmap_area.h"
+#include "sys/ticket_lock.h"
 
 namespace npf {
 
@@ -88,8 +89,6 @@ struct BatchTiming {
     uint32_t pages = 0;      // pages installed
     uint32_t copies = 0;     // UFFDIO_COPY calls
 };
-
-uint64_t monotonicNs() noexcept;
 
 class Region {
 public:

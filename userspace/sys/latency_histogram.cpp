@@ -1,4 +1,4 @@
-#include "region/latency_histogram.h"
+#include "sys/latency_histogram.h"
 
 #include <algorithm>
 #include <cmath>
