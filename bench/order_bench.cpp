@@ -32,8 +32,10 @@ std::vector<npf_post> postRing()
 Result singleThread(uint64_t n)
 {
     auto posts = postRing();
-    npf::Sequencer s(posts.data());
+    npf::Sequencer s(npf::PostSlots(posts.data()));
     npf::CompletionRing ring = npf::CompletionRing::create(4096, "bench");
+    npf::CompletionProducer producer(ring);
+    npf::CompletionConsumer consumer(ring);
     std::vector<npf_completion> out(256);
     const auto t0 = Clock::now();
     uint64_t done = 0, got = 0;
@@ -41,9 +43,9 @@ Result singleThread(uint64_t n)
         for (uint64_t i = 64; i-- > 0;)
             s.markDone(static_cast<uint32_t>(done + i), 1000, NPF_CS_OK, 0);
         done += 64;
-        s.publish(0, done, ring);
+        s.publish(0, done, producer);
         size_t k;
-        while ((k = ring.poll(out.size(), out.data())) != 0)
+        while ((k = consumer.poll(out.size(), out.data())) != 0)
             got += k;
     }
     return {"1 thread, batches of 64 in reverse", got, std::chrono::duration<double>(Clock::now() - t0).count()};
@@ -54,8 +56,10 @@ Result singleThread(uint64_t n)
 Result concurrent(uint64_t n, int workers)
 {
     auto posts = postRing();
-    npf::Sequencer s(posts.data(), {.reorderTimeout = std::chrono::hours(1)});
+    npf::Sequencer s(npf::PostSlots(posts.data()), {.reorderTimeout = std::chrono::hours(1)});
     npf::CompletionRing ring = npf::CompletionRing::create(4096, "bench");
+    npf::CompletionProducer producer(ring);
+    npf::CompletionConsumer consumer(ring);
     std::atomic<uint64_t> cons{0}, prod{NPF_POST_RING_SIZE};
     const auto t0 = Clock::now();
     std::vector<std::thread> ts;
@@ -76,8 +80,8 @@ Result concurrent(uint64_t n, int workers)
     std::vector<npf_completion> out(256);
     uint64_t got = 0;
     while (got < n) {
-        s.publish(0, cons.load(std::memory_order_acquire), ring);
-        const size_t k = ring.poll(out.size(), out.data());
+        s.publish(0, cons.load(std::memory_order_acquire), producer);
+        const size_t k = consumer.poll(out.size(), out.data());
         got += k;
         prod.store(got + NPF_POST_RING_SIZE, std::memory_order_release);
         if (!k)

@@ -202,8 +202,12 @@ struct npf_completion_ring {
 	__u64 waiting;   /* consumer asleep on the eventfd (see completion_ring.cpp) */
 	__u64 pad1[6];
 	__u32 size;      /* entries, a power of two */
-	__u32 pad2[15];
+	__u32 magic;     /* NPF_RING_MAGIC */
+	__u32 version;   /* NPF_ABI_VERSION of the creator */
+	__u32 pad2[13];
 };
+
+#define NPF_RING_MAGIC 0x4e504352 /* "NPCR" */
 
 #ifdef __cplusplus
 static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");

@@ -37,6 +37,13 @@ CompletionRing attachCopy(const CompletionRing& r)
     return CompletionRing::attach(Fd(::dup(r.memfd())), Fd(::dup(r.eventFd())), "copy");
 }
 
+// A ring with both sides on one mapping.
+struct Ends {
+    CompletionRing ring;
+    CompletionProducer prod{ring};
+    CompletionConsumer cons{ring};
+};
+
 TEST(CompletionRing, CreateRejectsBadSizes)
 {
     for (uint32_t n : {0u, 1u, 3u, 1000u})
@@ -45,7 +52,7 @@ TEST(CompletionRing, CreateRejectsBadSizes)
 
 TEST(CompletionRing, FifoAcrossManyWraps)
 {
-    CompletionRing r = CompletionRing::create(8, "fifo");
+    Ends r{CompletionRing::create(8, "fifo")};
     std::vector<npf_completion> out(8);
     uint64_t next = 0, want = 0;
     for (int round = 0; round < 1000; ++round) {
@@ -53,38 +60,40 @@ TEST(CompletionRing, FifoAcrossManyWraps)
         std::vector<npf_completion> b;
         for (size_t i = 0; i < k; ++i)
             b.push_back(entry(next++));
-        ASSERT_EQ(r.write(b), k);
-        ASSERT_EQ(r.ready(), k);
-        ASSERT_EQ(r.poll(out.size(), out.data()), k);
+        ASSERT_EQ(r.prod.write(b), k);
+        ASSERT_EQ(r.cons.ready(), k);
+        ASSERT_EQ(r.cons.poll(out.size(), out.data()), k);
         for (size_t i = 0; i < k; ++i)
             ASSERT_TRUE(same(out[i], entry(want++)));
     }
-    EXPECT_EQ(r.stats().pushed, next);
-    EXPECT_EQ(r.stats().full, 0u);
+    EXPECT_EQ(r.prod.stats().pushed, next);
+    EXPECT_EQ(r.prod.stats().full, 0u);
 }
 
 TEST(CompletionRing, FullRingReportsBackPressureAndNeverOverwrites)
 {
-    CompletionRing r = CompletionRing::create(16, "full");
+    Ends r{CompletionRing::create(16, "full")};
     for (uint64_t i = 0; i < 16; ++i)
-        ASSERT_TRUE(r.push(entry(i)));
-    EXPECT_EQ(r.room(), 0u);
-    EXPECT_FALSE(r.push(entry(16)));
+        ASSERT_TRUE(r.prod.push(entry(i)));
+    EXPECT_EQ(r.prod.room(), 0u);
+    EXPECT_FALSE(r.prod.push(entry(16)));
     std::vector<npf_completion> b = {entry(16), entry(17), entry(18)};
     npf_completion out[16];
-    ASSERT_EQ(r.poll(2, out), 2u);
-    EXPECT_EQ(r.write(b), 2u); // partial: only what fits
-    EXPECT_EQ(r.stats().full, 2u);
-    ASSERT_EQ(r.poll(16, out), 16u);
+    ASSERT_EQ(r.cons.poll(2, out), 2u);
+    EXPECT_EQ(r.prod.write(b), 2u); // partial: only what fits
+    EXPECT_EQ(r.prod.stats().full, 2u);
+    ASSERT_EQ(r.cons.poll(16, out), 16u);
     for (uint64_t i = 0; i < 16; ++i)
         EXPECT_TRUE(same(out[i], entry(i + 2))) << i;
 }
 
 TEST(CompletionRing, SecondMappingSeesEntriesAndCursors)
 {
-    CompletionRing prod = CompletionRing::create(64, "two");
-    CompletionRing cons = attachCopy(prod);
-    EXPECT_EQ(cons.size(), 64u);
+    CompletionRing mine = CompletionRing::create(64, "two");
+    CompletionRing theirs = attachCopy(mine);
+    CompletionProducer prod(mine);
+    CompletionConsumer cons(theirs);
+    EXPECT_EQ(theirs.size(), 64u);
     for (uint64_t i = 0; i < 100; ++i) {
         ASSERT_TRUE(prod.push(entry(i)));
         npf_completion c;
@@ -98,35 +107,37 @@ TEST(CompletionRing, SecondMappingSeesEntriesAndCursors)
 
 TEST(CompletionRing, NoWakeupWhenConsumerIsNotWaiting)
 {
-    CompletionRing r = CompletionRing::create(2048, "nowake");
+    Ends r{CompletionRing::create(2048, "nowake")};
     for (uint64_t i = 0; i < 1000; ++i)
-        ASSERT_TRUE(r.push(entry(i)));
-    EXPECT_EQ(r.stats().wakeups, 0u);
-    EXPECT_EQ(r.wait(1000ms), 1000); // ready already: returns at once
+        ASSERT_TRUE(r.prod.push(entry(i)));
+    EXPECT_EQ(r.prod.stats().wakeups, 0u);
+    EXPECT_EQ(r.cons.wait(1000ms), 1000); // ready already: returns at once
 }
 
 TEST(CompletionRing, WaitTimesOut)
 {
-    CompletionRing r = CompletionRing::create(8, "timeout");
+    Ends r{CompletionRing::create(8, "timeout")};
     const auto t0 = Clock::now();
-    EXPECT_EQ(r.wait(30ms), 0);
+    EXPECT_EQ(r.cons.wait(30ms), 0);
     const auto took = Clock::now() - t0;
     EXPECT_GE(took, 30ms);
     EXPECT_LT(took, 2s);
-    EXPECT_FALSE(r.consumerWaiting());
+    EXPECT_FALSE(r.prod.consumerWaiting());
 }
 
 // The consumer is another process that attached the ring from its fds and
 // sleeps on the eventfd; the producer pushes once it sees it waiting.
 TEST(CompletionRing, ForkedConsumerBlocksAndIsWoken)
 {
-    CompletionRing prod = CompletionRing::create(64, "fork");
+    CompletionRing ring = CompletionRing::create(64, "fork");
+    CompletionProducer prod(ring);
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
         int code = 0;
         try {
-            CompletionRing cons = attachCopy(prod);
+            CompletionRing theirs = attachCopy(ring);
+            CompletionConsumer cons(theirs);
             const int n = cons.wait(10s);
             npf_completion c[4];
             if (n != 3 || cons.poll(4, c) != 3)
@@ -157,7 +168,7 @@ TEST(CompletionRing, ForkedConsumerBlocksAndIsWoken)
 // so every push races with the consumer going to sleep and nothing later
 // would paper over a missed signal: a lost wakeup shows up as a wait() that
 // times out while an entry is pending.
-void raceWakeups(CompletionRing& prod, CompletionRing& cons)
+void raceWakeups(CompletionProducer& prod, CompletionConsumer& cons)
 {
     constexpr uint64_t kItems = 50'000;
     std::atomic<uint64_t> consumed{0}, timeouts{0}, bad{0};
@@ -199,15 +210,17 @@ void raceWakeups(CompletionRing& prod, CompletionRing& cons)
 
 TEST(CompletionRing, NoLostWakeupsTwoMappings)
 {
-    CompletionRing prod = CompletionRing::create(256, "race2");
-    CompletionRing cons = attachCopy(prod);
+    CompletionRing mine = CompletionRing::create(256, "race2");
+    CompletionRing theirs = attachCopy(mine);
+    CompletionProducer prod(mine);
+    CompletionConsumer cons(theirs);
     raceWakeups(prod, cons);
 }
 
 TEST(CompletionRing, NoLostWakeupsOneMappingTwoThreads)
 {
-    CompletionRing r = CompletionRing::create(256, "race1");
-    raceWakeups(r, r);
+    Ends r{CompletionRing::create(256, "race1")};
+    raceWakeups(r.prod, r.cons);
 }
 
 TEST(CompletionRing, AttachRejectsWhatIsNotARing)
@@ -224,9 +237,24 @@ TEST(CompletionRing, AttachRejectsWhatIsNotARing)
     ASSERT_EQ(::ftruncate(liar.get(), 4096), 0);
     npf_completion_ring h{};
     h.size = 1u << 20;
+    h.magic = NPF_RING_MAGIC;
+    h.version = NPF_ABI_VERSION;
     ASSERT_EQ(::pwrite(liar.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
     EXPECT_THROW(CompletionRing::attach(std::move(liar), Fd(::eventfd(0, 0)), "liar"),
                  std::system_error);
+
+    // A ring of another ABI version, and a file without the magic.
+    for (auto [magic, version] : {std::pair{NPF_RING_MAGIC, NPF_ABI_VERSION + 1}, std::pair{0, NPF_ABI_VERSION}}) {
+        Fd other(::memfd_create("other", MFD_CLOEXEC));
+        ASSERT_TRUE(other);
+        ASSERT_EQ(::ftruncate(other.get(), 4096), 0);
+        h.size = 64;
+        h.magic = static_cast<__u32>(magic);
+        h.version = static_cast<__u32>(version);
+        ASSERT_EQ(::pwrite(other.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
+        EXPECT_THROW(CompletionRing::attach(std::move(other), Fd(::eventfd(0, 0)), "other"), std::system_error)
+            << "magic " << magic << " version " << version;
+    }
 }
 
 TEST(CompletionRing, SealedAgainstResize)
@@ -240,10 +268,11 @@ TEST(CompletionRing, SealedAgainstResize)
 // place or lose entries silently: the producer sees no room and counts it.
 TEST(CompletionRing, CorruptConsumerCursorStopsTheProducer)
 {
-    CompletionRing prod = CompletionRing::create(16, "corrupt");
+    CompletionRing ring = CompletionRing::create(16, "corrupt");
+    CompletionProducer prod(ring);
     ASSERT_TRUE(prod.push(entry(0)));
     MmapArea raw = MmapArea::map(CompletionRing::mappingSize(16), PROT_READ | PROT_WRITE, MAP_SHARED,
-                                 prod.memfd(), 0, "raw");
+                                 ring.memfd(), 0, "raw");
     auto* h = raw.as<npf_completion_ring>();
     h->cons = 1000;
     EXPECT_EQ(prod.room(), 0u);
@@ -251,11 +280,12 @@ TEST(CompletionRing, CorruptConsumerCursorStopsTheProducer)
     EXPECT_GT(prod.stats().badCons, 0u);
     h->cons = 0;
     h->prod = 99; // and a producer cursor out of range, seen by a consumer
-    CompletionRing cons = attachCopy(prod);
+    CompletionRing theirs = attachCopy(ring);
+    CompletionConsumer cons(theirs);
     npf_completion c;
     EXPECT_EQ(cons.poll(1, &c), 0u);
     EXPECT_EQ(cons.wait(0ms), -EPROTO);
-    EXPECT_GT(cons.stats().badProd, 0u);
+    EXPECT_GT(cons.badProd(), 0u);
 }
 
 } // namespace

@@ -33,8 +33,10 @@ TEST(SequencerConcurrent, ThreeWorkersOnePublisher)
     constexpr uint64_t kStart = (1ull << 32) - 1'000'000;
     constexpr uint64_t kCount = 3'000'000;
     PostRing posts;
-    Sequencer seq(posts.slots.data(), {.startSeq = kStart, .reorderTimeout = 1h});
+    Sequencer seq(PostSlots(posts.slots.data()), {.startSeq = kStart, .reorderTimeout = 1h});
     CompletionRing ring = CompletionRing::create(1024, "stress");
+    CompletionProducer producer(ring);
+    CompletionConsumer consumer(ring);
 
     std::atomic<uint64_t> cons{kStart};               // XDP's flow cursor
     std::atomic<uint64_t> prod{kStart + NPF_POST_RING_SIZE}; // posted by the app
@@ -65,8 +67,8 @@ TEST(SequencerConcurrent, ThreeWorkersOnePublisher)
     std::thread publisher([&] {
         std::vector<npf_completion> buf(256);
         while (expect < end) {
-            seq.publish(0, cons.load(std::memory_order_acquire), ring);
-            const size_t n = ring.poll(buf.size(), buf.data());
+            seq.publish(0, cons.load(std::memory_order_acquire), producer);
+            const size_t n = consumer.poll(buf.size(), buf.data());
             for (size_t i = 0; i < n; ++i) {
                 const npf_completion& c = buf[i];
                 if (c.seq != expect || c.len != lenOf(c.seq) || c.status != statusOf(c.seq) ||
@@ -97,7 +99,7 @@ TEST(SequencerConcurrent, ThreeWorkersOnePublisher)
     const SequencerStats st = seq.stats();
     EXPECT_EQ(st.ok + st.truncated, kCount);
     EXPECT_EQ(st.lost, 0u);
-    EXPECT_EQ(ring.stats().pushed, kCount);
+    EXPECT_EQ(producer.stats().pushed, kCount);
     std::printf("[ info ] %llu seqs, 3 workers + publisher/consumer: %.2f s, %.2f M seqs/s, ring full %llu\n",
                 static_cast<unsigned long long>(kCount), secs, kCount / secs / 1e6,
                 static_cast<unsigned long long>(st.ringFull));
@@ -114,7 +116,7 @@ TEST_P(SequencerRandom, InvariantsHold)
     const uint64_t start = GetParam() % 2 ? (1ull << 32) - 5000 : GetParam() * 977ull;
     std::mt19937_64 rng(GetParam());
     PostRing posts;
-    Sequencer s(posts.slots.data(), {.startSeq = start, .reorderTimeout = std::chrono::nanoseconds(kTimeout)});
+    Sequencer s(PostSlots(posts.slots.data()), {.startSeq = start, .reorderTimeout = std::chrono::nanoseconds(kTimeout)});
     VectorSink sink;
 
     struct Arrival {

@@ -32,13 +32,6 @@ void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept
 
 } // namespace
 
-CompletionRingStats CompletionRing::stats() const noexcept
-{
-    auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
-    return {ld(stats_->pushed), ld(stats_->full), ld(stats_->wakeups), ld(stats_->badCons),
-            ld(stats_->badProd)};
-}
-
 size_t CompletionRing::mappingSize(uint32_t entries) noexcept
 {
     const size_t bytes = sizeof(npf_completion_ring) + size_t(entries) * sizeof(npf_completion);
@@ -49,8 +42,6 @@ size_t CompletionRing::mappingSize(uint32_t entries) noexcept
 CompletionRing::CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept
     : memfd_(std::move(memfd)), eventFd_(std::move(eventFd)), map_(std::move(map)), size_(size)
 {
-    prod_ = Ref(hdr()->prod).load(std::memory_order_acquire);
-    cons_ = Ref(hdr()->cons).load(std::memory_order_acquire);
 }
 
 CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
@@ -74,6 +65,8 @@ CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
     auto* h = map.as<npf_completion_ring>();
     std::memset(h, 0, sizeof(*h));
     h->size = entries;
+    h->magic = NPF_RING_MAGIC;
+    h->version = NPF_ABI_VERSION;
     return CompletionRing(std::move(mfd), std::move(efd), std::move(map), entries);
 }
 
@@ -90,7 +83,14 @@ CompletionRing CompletionRing::attach(Fd memfd, Fd eventFd, const std::string& n
     {
         MmapArea head = MmapArea::map(sizeof(npf_completion_ring), PROT_READ, MAP_SHARED,
                                       memfd.get(), 0, what + " header");
-        entries = head.as<npf_completion_ring>()->size;
+        const npf_completion_ring* h = head.as<npf_completion_ring>();
+        if (h->magic != NPF_RING_MAGIC)
+            throwErrno(EINVAL, "attach " + what + ": no completion ring header (magic " +
+                                   std::to_string(h->magic) + ")");
+        if (h->version != NPF_ABI_VERSION)
+            throwErrno(EPROTO, "attach " + what + ": created for npf ABI " + std::to_string(h->version) +
+                                   ", this is ABI " + std::to_string(NPF_ABI_VERSION));
+        entries = h->size;
     }
     if (entries < 2 || (entries & (entries - 1)) ||
         mappingSize(entries) > static_cast<size_t>(st.st_size))
@@ -105,86 +105,108 @@ CompletionRing CompletionRing::attach(Fd memfd, Fd eventFd, const std::string& n
     return CompletionRing(std::move(memfd), std::move(eventFd), std::move(map), entries);
 }
 
-size_t CompletionRing::room() noexcept
+CompletionProducer::CompletionProducer(CompletionRing& ring) noexcept
+    : ring_(ring), prod_(Ref(ring.hdr()->prod).load(std::memory_order_acquire))
 {
-    const uint64_t cons = Ref(hdr()->cons).load(std::memory_order_acquire);
-    const uint64_t used = prod_ - cons;
-    if (used > size_) { // consumer wrote a cursor it cannot have reached
-        bump(stats_->badCons);
-        return 0;
-    }
-    return size_ - used;
 }
 
-size_t CompletionRing::write(std::span<const npf_completion> batch) noexcept
+CompletionProducerStats CompletionProducer::stats() const noexcept
+{
+    auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+    return {ld(pushed_), ld(full_), ld(wakeups_), ld(badCons_)};
+}
+
+size_t CompletionProducer::room() noexcept
+{
+    const uint64_t cons = Ref(ring_.hdr()->cons).load(std::memory_order_acquire);
+    const uint64_t used = prod_ - cons;
+    if (used > ring_.size_) { // consumer wrote a cursor it cannot have reached
+        bump(badCons_);
+        return 0;
+    }
+    return ring_.size_ - used;
+}
+
+size_t CompletionProducer::write(std::span<const npf_completion> batch) noexcept
 {
     const size_t n = std::min(batch.size(), room());
     if (n < batch.size())
-        bump(stats_->full);
+        bump(full_);
     if (!n)
         return 0;
-    npf_completion* e = entries();
-    const uint64_t mask = size_ - 1;
+    npf_completion* e = ring_.entries();
+    const uint64_t mask = ring_.size_ - 1;
     for (size_t i = 0; i < n; ++i)
         e[(prod_ + i) & mask] = batch[i];
     prod_ += n;
-    bump(stats_->pushed, n);
+    bump(pushed_, n);
     // Dekker pairing with wait(): the producer stores prod then loads the
     // wait word, the consumer stores the wait word then loads prod, all four
     // seq_cst, so in their single total order at least one side sees the
     // other's store: either the consumer sees the entries and does not sleep,
     // or we see it waiting and signal. No wakeup is lost. The exchange makes
     // one signal per sleep, not one per batch.
-    Ref(hdr()->prod).store(prod_, std::memory_order_seq_cst);
-    Ref w(waitWord(hdr()));
+    Ref(ring_.hdr()->prod).store(prod_, std::memory_order_seq_cst);
+    Ref w(waitWord(ring_.hdr()));
     if (w.load(std::memory_order_seq_cst) && w.exchange(0, std::memory_order_relaxed)) {
         const uint64_t one = 1;
-        if (::write(eventFd_.get(), &one, sizeof(one)) == sizeof(one))
-            bump(stats_->wakeups);
+        if (::write(ring_.eventFd(), &one, sizeof(one)) == sizeof(one))
+            bump(wakeups_);
     }
     return n;
 }
 
-bool CompletionRing::consumerWaiting() const noexcept
+bool CompletionProducer::consumerWaiting() const noexcept
 {
-    return Ref(waitWord(hdr())).load(std::memory_order_relaxed) != 0;
+    return Ref(waitWord(ring_.hdr())).load(std::memory_order_relaxed) != 0;
 }
 
-size_t CompletionRing::ready(std::memory_order order) noexcept
+void CompletionProducer::wake() noexcept
 {
-    const uint64_t prod = Ref(hdr()->prod).load(order);
+    const uint64_t one = 1;
+    (void)!::write(ring_.eventFd(), &one, sizeof(one));
+}
+
+CompletionConsumer::CompletionConsumer(CompletionRing& ring) noexcept
+    : ring_(ring), cons_(Ref(ring.hdr()->cons).load(std::memory_order_acquire))
+{
+}
+
+size_t CompletionConsumer::ready(std::memory_order order) noexcept
+{
+    const uint64_t prod = Ref(ring_.hdr()->prod).load(order);
     const uint64_t avail = prod - cons_;
-    if (avail > size_) {
-        bump(stats_->badProd);
+    if (avail > ring_.size_) {
+        bump(badProd_);
         return 0;
     }
     return avail;
 }
 
-size_t CompletionRing::poll(size_t max, npf_completion* out) noexcept
+size_t CompletionConsumer::poll(size_t max, npf_completion* out) noexcept
 {
     const size_t n = std::min(ready(), max);
     if (!n)
         return 0;
-    const npf_completion* e = entries();
-    const uint64_t mask = size_ - 1;
+    const npf_completion* e = ring_.entries();
+    const uint64_t mask = ring_.size_ - 1;
     for (size_t i = 0; i < n; ++i)
         out[i] = e[(cons_ + i) & mask];
     cons_ += n;
-    Ref(hdr()->cons).store(cons_, std::memory_order_release);
+    Ref(ring_.hdr()->cons).store(cons_, std::memory_order_release);
     return n;
 }
 
-int CompletionRing::wait(std::chrono::milliseconds timeout) noexcept
+int CompletionConsumer::wait(std::chrono::milliseconds timeout) noexcept
 {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + timeout;
-    Ref w(waitWord(hdr()));
+    Ref w(waitWord(ring_.hdr()));
     for (;;) {
-        const uint64_t badBefore = stats_->badProd.load(std::memory_order_relaxed);
+        const uint64_t badBefore = badProd();
         if (size_t n = ready())
             return static_cast<int>(std::min<size_t>(n, INT32_MAX));
-        if (stats_->badProd.load(std::memory_order_relaxed) != badBefore)
+        if (badProd() != badBefore)
             return -EPROTO;
         w.store(1, std::memory_order_seq_cst); // see write()
         if (size_t n = ready(std::memory_order_seq_cst)) {
@@ -196,13 +218,13 @@ int CompletionRing::wait(std::chrono::milliseconds timeout) noexcept
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
         }
-        pollfd p{eventFd_.get(), POLLIN, 0};
+        pollfd p{ring_.eventFd(), POLLIN, 0};
         const int rc = ::poll(&p, 1, ms);
         const int err = errno;
         w.store(0, std::memory_order_relaxed);
         if (rc > 0) {
             uint64_t v;
-            [[maybe_unused]] ssize_t r = ::read(eventFd_.get(), &v, sizeof(v)); // EAGAIN: raced, fine
+            [[maybe_unused]] ssize_t r = ::read(ring_.eventFd(), &v, sizeof(v)); // EAGAIN: raced, fine
         } else if (rc < 0 && err != EINTR) {
             return -err;
         }

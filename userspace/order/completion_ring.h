@@ -1,7 +1,4 @@
-// A flow's completion ring: npf_completion_ring header + entries in a sealed
-// memfd, so another process (the application, a sidecar) can map it, plus an
-// eventfd for blocking waits. Single producer (the service's publisher),
-// single consumer (the application).
+// A flow's completion ring (shared memory) and its two sides.
 #pragma once
 
 #include <atomic>
@@ -18,21 +15,20 @@
 
 namespace npf {
 
-struct CompletionRingStats {
-    uint64_t pushed = 0;  // entries made visible by the producer (this mapping)
-    uint64_t full = 0;    // producer calls that found no room
-    uint64_t wakeups = 0; // eventfd signals sent (only when the consumer was waiting)
-    uint64_t badCons = 0; // producer found the consumer's cursor out of range (wrote nothing)
-    uint64_t badProd = 0; // consumer found the producer's cursor out of range (read nothing)
-};
-
+// The shared memory of one flow's completion ring: an npf_completion_ring
+// header + entries in a sealed memfd, so another process (the application, a
+// sidecar) can map it, and an eventfd for blocking waits. Exactly one
+// CompletionProducer (the service's publisher) and one CompletionConsumer
+// (the application) use it, each through its own mapping or the same one;
+// both must not outlive it.
 class CompletionRing {
 public:
     // Creates a ring of `entries` (a power of two, >= 2) in a new memfd;
     // `name` names the memfd and appears in errors.
     static CompletionRing create(uint32_t entries, const std::string& name);
-    // Maps an existing ring (fds received from its creator); validates the
-    // header against the file size. Takes ownership of both fds.
+    // Maps an existing ring (fds received from its creator); checks the
+    // header's magic, ABI version and size against the file. Takes ownership
+    // of both fds.
     static CompletionRing attach(Fd memfd, Fd eventFd, const std::string& name);
 
     CompletionRing(CompletionRing&&) noexcept = default;
@@ -40,43 +36,16 @@ public:
     CompletionRing(const CompletionRing&) = delete;
     CompletionRing& operator=(const CompletionRing&) = delete;
 
-    // --- producer ------------------------------------------------------------
-
-    // Free entries (0 when full or when the consumer's cursor is corrupt).
-    size_t room() noexcept;
-    // Appends the first min(batch.size(), room()) entries, publishes them with
-    // one release store and wakes a waiting consumer. Returns entries written;
-    // fewer than batch.size() means back-pressure (counted `full`), nothing
-    // is overwritten.
-    size_t write(std::span<const npf_completion> batch) noexcept;
-    bool push(const npf_completion& c) noexcept { return write({&c, 1}) == 1; }
-
-    // True while the consumer is (about to be) asleep on the eventfd.
-    bool consumerWaiting() const noexcept;
-
-    // --- consumer ------------------------------------------------------------
-
-    // Copies up to max ready entries to out, frees them; never blocks.
-    size_t poll(size_t max, npf_completion* out) noexcept;
-    // Entries ready now, without consuming.
-    size_t ready() noexcept { return ready(std::memory_order_acquire); }
-    // Blocks until an entry is ready or timeout passes (negative = forever).
-    // Returns entries ready (> 0), 0 on timeout, -EPROTO on a corrupt
-    // producer cursor, or another -errno from poll(2).
-    int wait(std::chrono::milliseconds timeout) noexcept;
-
-    // --- both ----------------------------------------------------------------
-
     int memfd() const noexcept { return memfd_.get(); }
     int eventFd() const noexcept { return eventFd_.get(); }
     uint32_t size() const noexcept { return size_; }
-    CompletionRingStats stats() const noexcept;
     // Bytes of the mapping for a ring of `entries`.
     static size_t mappingSize(uint32_t entries) noexcept;
 
 private:
+    friend class CompletionProducer;
+    friend class CompletionConsumer;
     CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept;
-    size_t ready(std::memory_order order) noexcept;
     npf_completion_ring* hdr() const noexcept { return map_.as<npf_completion_ring>(); }
     npf_completion* entries() const noexcept
     {
@@ -87,14 +56,69 @@ private:
     Fd eventFd_;
     MmapArea map_;
     uint32_t size_ = 0; // cached: the shared header is writable by the other side
-    uint64_t prod_ = 0; // producer's copy of hdr->prod
-    uint64_t cons_ = 0; // consumer's copy of hdr->cons
-    // Each counter has one writer (producer or consumer side); relaxed
-    // atomics so stats() may be read from any thread.
-    struct Counters {
-        std::atomic<uint64_t> pushed{0}, full{0}, wakeups{0}, badCons{0}, badProd{0};
-    };
-    std::unique_ptr<Counters> stats_ = std::make_unique<Counters>();
+};
+
+struct CompletionProducerStats {
+    uint64_t pushed = 0;  // entries made visible
+    uint64_t full = 0;    // write() calls that found no room for everything
+    uint64_t wakeups = 0; // eventfd signals sent (only when the consumer was waiting)
+    uint64_t badCons = 0; // found the consumer's cursor out of range (wrote nothing)
+};
+
+// The producer side: one thread at a time (callers serialise).
+class CompletionProducer {
+public:
+    explicit CompletionProducer(CompletionRing& ring) noexcept;
+    CompletionProducer(const CompletionProducer&) = delete;
+    CompletionProducer& operator=(const CompletionProducer&) = delete;
+
+    // Free entries (0 when full or when the consumer's cursor is corrupt).
+    size_t room() noexcept;
+    // Appends the first min(batch.size(), room()) entries, publishes them with
+    // one store and wakes a waiting consumer. Returns entries written; fewer
+    // than batch.size() means back-pressure (counted `full`), nothing is
+    // overwritten.
+    size_t write(std::span<const npf_completion> batch) noexcept;
+    bool push(const npf_completion& c) noexcept { return write({&c, 1}) == 1; }
+    // True while the consumer is (about to be) asleep on the eventfd.
+    bool consumerWaiting() const noexcept;
+    // Wakes the consumer whether or not an entry is ready (it then finds
+    // none, and asks why: the service stopped).
+    void wake() noexcept;
+    // Any thread.
+    CompletionProducerStats stats() const noexcept;
+
+private:
+    CompletionRing& ring_;
+    uint64_t prod_; // our copy of hdr->prod
+    std::atomic<uint64_t> pushed_{0}, full_{0}, wakeups_{0}, badCons_{0};
+};
+
+// The consumer side: one thread.
+class CompletionConsumer {
+public:
+    explicit CompletionConsumer(CompletionRing& ring) noexcept;
+    CompletionConsumer(const CompletionConsumer&) = delete;
+    CompletionConsumer& operator=(const CompletionConsumer&) = delete;
+
+    // Copies up to max ready entries to out, frees them; never blocks.
+    size_t poll(size_t max, npf_completion* out) noexcept;
+    // Entries ready now, without consuming.
+    size_t ready() noexcept { return ready(std::memory_order_acquire); }
+    // Blocks until an entry is ready or timeout passes (negative = forever).
+    // Returns entries ready (> 0), 0 on timeout (or a bare wake()), -EPROTO on
+    // a corrupt producer cursor, or another -errno from poll(2).
+    int wait(std::chrono::milliseconds timeout) noexcept;
+    int eventFd() const noexcept { return ring_.eventFd(); }
+    // Times the producer's cursor was out of range (read nothing). Any thread.
+    uint64_t badProd() const noexcept { return badProd_.load(std::memory_order_relaxed); }
+
+private:
+    size_t ready(std::memory_order order) noexcept;
+
+    CompletionRing& ring_;
+    uint64_t cons_; // our copy of hdr->cons
+    std::atomic<uint64_t> badProd_{0};
 };
 
 } // namespace npf

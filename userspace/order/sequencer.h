@@ -16,6 +16,7 @@
 #include <span>
 
 #include "npf/abi.h"
+#include "order/post_ring.h"
 #include "sys/latency_histogram.h"
 
 namespace npf {
@@ -67,7 +68,7 @@ public:
     // read at publish time for the completion's offset and to bound len. The
     // owner must not reuse a slot before its seq is published:
     // post producer - head() <= NPF_POST_RING_SIZE.
-    explicit Sequencer(const npf_post* posts, SequencerConfig cfg = {});
+    explicit Sequencer(PostSlots posts, SequencerConfig cfg = {});
     Sequencer(const Sequencer&) = delete;
     Sequencer& operator=(const Sequencer&) = delete;
 
@@ -138,17 +139,9 @@ private:
     }
     void noteClaimed(uint64_t nowNs, uint64_t claimedCons) noexcept;
     uint64_t lostDeadline(uint64_t seq) noexcept;
-    uint64_t postOffset(uint64_t seq) const noexcept
-    {
-        return __atomic_load_n(&posts_[seq & kMask].offset, __ATOMIC_RELAXED);
-    }
-    uint32_t postLen(uint64_t seq) const noexcept
-    {
-        return __atomic_load_n(&posts_[seq & kMask].len, __ATOMIC_RELAXED);
-    }
     void account(const npf_completion& c, uint64_t nowNs, uint64_t doneNs) noexcept;
 
-    const npf_post* posts_;
+    const PostSlots posts_;
     const uint64_t timeoutNs_;
     std::unique_ptr<Slot[]> slots_;
 
@@ -252,11 +245,11 @@ size_t Sequencer::publish(uint64_t nowNs, uint64_t claimedCons, S& sink) noexcep
                     ready = true;
                     break;
                 }
-                c = {h, postOffset(h), s.len, s.status, s.flags};
-                const uint32_t plen = postLen(h);
-                if (c.len > plen) {
+                const Post post = posts_.at(h);
+                c = {h, post.offset, s.len, s.status, s.flags};
+                if (c.len > post.len) {
                     bump(invalid_);
-                    c.len = plen;
+                    c.len = post.len;
                 }
                 account(c, nowNs, s.doneNs);
                 // Retire before the completion becomes visible: whoever learns
@@ -275,7 +268,7 @@ size_t Sequencer::publish(uint64_t nowNs, uint64_t claimedCons, S& sink) noexcep
                                                      std::memory_order_acq_rel,
                                                      std::memory_order_relaxed))
                     continue;
-                c = {h, postOffset(h), 0, NPF_CS_LOST, 0};
+                c = {h, posts_.at(h).offset, 0, NPF_CS_LOST, 0};
                 add(lostTimeout_, 1);
                 account(c, nowNs, 0);
             } else {
