@@ -90,6 +90,7 @@ struct EngineStats {
     uint64_t csumErrors = 0;     // datagrams with a wrong UDP checksum (completed BAD_CSUM)
     uint64_t late = 0;           // datagrams that arrived after their seq completed LOST (dropped)
     uint64_t faultDrops = 0;     // FaultPolicy::Drop: datagrams dropped on a non-resident page (LOST)
+    uint64_t deferDrops = 0;     // deferred datagrams refused because the pager's queue was full (LOST)
     uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0, completedBadCsum = 0;
     uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
     uint64_t residentPages = 0;  // now

@@ -1,6 +1,5 @@
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -39,14 +38,6 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     return ctl::Dataplane::open(cfg.ifname);
 }
 
-// No engine serves the flow any more, and its posts are gone: XDP passes
-// its datagrams to the kernel.
-void withdraw(npf_cursor* cur) noexcept
-{
-    __atomic_fetch_and(&cur->flags, ~uint32_t(NPF_CURSOR_F_SERVED), __ATOMIC_RELEASE);
-    __atomic_store_n(&cur->prod, __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
-}
-
 void checkConfig(const EngineConfig& cfg)
 {
     auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
@@ -75,6 +66,8 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
         setUp();
     } catch (...) {
         // The destructor does not run for a half-built engine: undo the attach here.
+        workers.clear();
+        pager.reset();
         queues.clear();
         if (attachedByUs) {
             try {
@@ -98,12 +91,8 @@ void Engine::Impl::setUp()
         throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg.ifname +
                                          " (npfctl status " + cfg.ifname + ")");
     maps.emplace(*dp);
-
-    // Posts left by a previous engine point into a region that is gone:
-    // discard them, and mark the flows unserved until this engine posts,
-    // before any socket is bound (XDP claims nothing until then).
-    for (const ctl::FlowInfo& f : ctl::listFlows(*dp))
-        withdraw(maps->cursor(f.id));
+    flows = std::make_unique<FlowTable>(*dp, *maps, cfg);
+    flows->withdrawStale();
 
     RegionConfig rc;
     rc.size = cfg.regionSize;
@@ -127,10 +116,6 @@ void Engine::Impl::setUp()
     if (cfg.faultPolicy == FaultPolicy::Block)
         std::memset(maps->resident(), 0xff, dp->regionPages() / 64 * sizeof(uint64_t));
 
-    wakeFd.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!wakeFd)
-        throwErrno("eventfd for the npf pager");
-
     uint32_t nq = cfg.queues ? cfg.queues : dp->queues();
     if (nq > dp->queues())
         throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + std::to_string(nq) +
@@ -149,10 +134,21 @@ void Engine::Impl::setUp()
         qc.primaryRxSize = sizes.rxRingSize;
         qc.backupRxSize = sizes.rxRingSize;
         qc.regionBytes = cfg.regionSize;
-        queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flowSet, dp->xsks()));
-        fastTotal.push_back(std::make_unique<LatencyHistogram>());
+        queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flows->set(), dp->xsks()));
     }
     statsPath = cfg.statsPath.empty() ? ctl::engineStatsPath(cfg.ifname) : cfg.statsPath;
+    Pager::Hooks hooks;
+    hooks.tick = [this] { writeStatsFile(); };
+    hooks.gone = [this] {
+        ifaceGone.store(true, std::memory_order_release);
+        for (auto& w : workers)
+            w->requestStop();
+    };
+    pager = std::make_unique<Pager>(cfg, *region, *flows, queues, sizes.frameSize * sizes.framesPerPacket,
+                                    std::move(hooks));
+    for (uint32_t q = 0; q < nq; q++)
+        workers.push_back(std::make_unique<Worker>(cfg, *queues[q], *region, epochs, *flows, *pager,
+                                                   q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1));
 }
 
 Engine::Impl::~Impl()
@@ -164,18 +160,10 @@ Engine::Impl::~Impl()
     if (!moved)
         NPF_WARN("engine on %s: cannot enter its network namespace for teardown: %s", cfg.ifname.c_str(),
                  strerror(errno));
+    workers.clear();
+    pager.reset();
     queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
-    for (auto& f : flows) {
-        // Withdraw the posts: they point into a region that is about to go.
-        withdraw(f->impl_->cursor);
-        if (!f->impl_->ownsEntry)
-            continue;
-        try {
-            ctl::delFlow(*dp, f->impl_->spec, ctl::FlowEntry{f->impl_->id, f->impl_->gen});
-        } catch (const std::exception& e) {
-            NPF_WARN("removing flow %u: %s", f->impl_->id, e.what());
-        }
-    }
+    flows->close();
     ::unlink(statsPath.c_str());
     // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
     const std::string dir = statsPath.substr(0, statsPath.rfind('/'));
@@ -200,37 +188,17 @@ void Engine::Impl::detachOnExit() noexcept
 
 void Engine::Impl::startThreads()
 {
-    barrierThread = std::thread([this] { barrierLoop(); });
-    pager = std::thread([this] { pagerLoop(); });
-    for (size_t q = 0; q < queues.size(); q++) {
-        int cpu = q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1;
-        workers.emplace_back([this, q, cpu] { workerLoop(*queues[q], *fastTotal[q], cpu); });
-    }
+    pager->start();
+    for (auto& w : workers)
+        w->start();
 }
 
 void Engine::Impl::stopThreads() noexcept
 {
-    {
-        std::lock_guard<std::mutex> lock(barrierMu);
-        stop.store(true, std::memory_order_release);
-    }
-    barrierCv.notify_all();
-    wakePager();
-    for (auto& t : workers)
-        if (t.joinable())
-            t.join();
-    if (pager.joinable())
-        pager.join();
-    if (barrierThread.joinable())
-        barrierThread.join();
-    workers.clear();
-}
-
-void Engine::Impl::wakePager() noexcept
-{
-    uint64_t one = 1;
-    if (wakeFd)
-        (void)!::write(wakeFd.get(), &one, sizeof(one));
+    for (auto& w : workers)
+        w->stop();
+    if (pager)
+        pager->stop();
 }
 
 Engine::Engine(const EngineConfig& cfg) : impl_(std::make_unique<Impl>(cfg))
@@ -242,29 +210,7 @@ Engine::~Engine() = default;
 
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
-    Impl& e = *impl_;
-    ctl::FlowSpec spec = ctl::parseFlowSpec(std::to_string(port), addr);
-    std::lock_guard<std::mutex> lock(e.flowsMu);
-    for (auto& f : e.flows)
-        if (f->impl_->spec == spec)
-            throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + e.cfg.ifname);
-    ctl::FlowOrigin origin;
-    const ctl::FlowEntry entry = ctl::openEngineFlow(*e.dp, spec, &origin);
-    const bool owns = origin != ctl::FlowOrigin::FromOperator;
-    npf_cursor* cur = e.maps->cursor(entry.id);
-    uint64_t start = __atomic_load_n(&cur->cons, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&cur->prod, start, __ATOMIC_RELEASE);
-    auto impl = std::make_unique<Flow::Impl>(e, entry, spec, owns, start);
-    Flow::Impl* raw = impl.get();
-    e.flows.push_back(std::make_unique<Flow>(std::move(impl)));
-    e.flowById[entry.id].store(raw, std::memory_order_release);
-    e.flowSet.open(entry.id);
-    static constexpr const char* kOrigin[] = {
-        "", " (taken over from an engine that exited: removed when this one exits)",
-        " (added by npfctl: left in place when this engine exits)"};
-    NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), e.cfg.ifname.c_str(),
-             kOrigin[static_cast<int>(origin)]);
-    return *e.flows.back();
+    return impl_->flows->open(ctl::parseFlowSpec(std::to_string(port), addr), *impl_->region);
 }
 
 std::string Engine::failure() const

@@ -1,85 +1,76 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/engine_impl.h"
+#include "engine/flow_impl.h"
+#include "region/region.h"
 
 namespace npf {
 
-Flow::Impl::Impl(Engine::Impl& e, ctl::FlowEntry entry, const ctl::FlowSpec& s, bool owns, uint64_t startSeq)
-    : eng(e),
-      id(entry.id),
+ServedFlow::ServedFlow(ctl::FlowEntry entry, const ctl::FlowSpec& s, bool owns, const npf_post* postSlots,
+                       npf_cursor* cur, uint64_t startSeq, std::chrono::nanoseconds reorderTimeout,
+                       uint32_t completionRingSize)
+    : id(entry.id),
       gen(entry.gen),
       spec(s),
       ownsEntry(owns),
-      posts(e.maps->posts(entry.id)),
-      cursor(e.maps->cursor(entry.id)),
-      seq(posts, SequencerConfig{startSeq, e.cfg.reorderTimeout}),
-      ring(CompletionRing::create(e.cfg.completionRingSize, "npf-flow-" + std::to_string(s.port))),
+      cursor(cur),
+      posts(postSlots, cur),
+      seq(posts.slots(), SequencerConfig{startSeq, reorderTimeout}),
+      ring(CompletionRing::create(completionRingSize, "npf-flow-" + std::to_string(s.port))),
       settled(startSeq),
       sampled(startSeq),
-      prod(startSeq),
-      published(startSeq),
-      polled(startSeq),
-      postedLen(new uint32_t[NPF_POST_RING_SIZE]())
+      producer_(ring)
 {
 }
 
-void Flow::Impl::publish(uint64_t nowNs) noexcept
+void ServedFlow::publish(uint64_t nowNs) noexcept
 {
-    std::lock_guard<std::mutex> lock(publishMu);
-    seq.publish(nowNs, settled.load(std::memory_order_acquire), ring);
+    std::lock_guard<std::mutex> lock(publishMu_);
+    seq.publish(nowNs, settled.load(std::memory_order_acquire), producer_);
+}
+
+Flow::Impl::Impl(ServedFlow& s, Region& r, std::unique_ptr<PostProducer> p)
+    : served(s), region(r), posts(std::move(p)), completions(s.ring), polled(posts->start()),
+      postedLen(new uint32_t[NPF_POST_RING_SIZE]())
+{
 }
 
 Flow::Flow(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Flow::~Flow() = default;
 
-uint32_t Flow::id() const noexcept { return impl_->id; }
-uint16_t Flow::port() const noexcept { return impl_->spec.port; }
-int Flow::eventFd() const noexcept { return impl_->ring.eventFd(); }
-uint64_t Flow::outstanding() const noexcept { return impl_->prod - impl_->polled; }
+uint32_t Flow::id() const noexcept { return impl_->served.id; }
+uint16_t Flow::port() const noexcept { return impl_->served.spec.port; }
+int Flow::eventFd() const noexcept { return impl_->completions.eventFd(); }
+uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 
 bool Flow::post(uint64_t offset, uint32_t len)
 {
     Impl& f = *impl_;
-    const uint64_t size = f.eng.region->size();
+    const uint64_t size = f.region.size();
     if (len == 0 || len > size || offset > size - len)
         throw std::invalid_argument("post [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                     ") is outside the region of " + std::to_string(size) + " bytes");
     // A slot is reused only after the application polled its completion, so
     // the sequencer's window and postedLen[] stay valid.
-    if (f.prod - f.polled >= NPF_POST_RING_SIZE)
+    if (outstanding() >= NPF_POST_RING_SIZE)
         return false;
-    f.eng.region->protect(offset, len);
-    const uint64_t slot = f.prod & kPostMask;
-    f.postedLen[slot] = len;
-    __atomic_store_n(&f.posts[slot].offset, offset, __ATOMIC_RELAXED);
-    __atomic_store_n(&f.posts[slot].len, len, __ATOMIC_RELAXED);
-    if (++f.prod - f.published >= kPostBurst)
+    f.region.protect(offset, len);
+    f.postedLen[f.posts->produced() & PostSlots::kMask] = len;
+    f.posts->post(offset, len);
+    if (f.posts->unpublished() >= kPostBurst)
         flush();
     return true;
 }
 
-void Flow::flush() noexcept
-{
-    Impl& f = *impl_;
-    if (f.published == f.prod)
-        return;
-    __atomic_store_n(&f.cursor->prod, f.published = f.prod, __ATOMIC_RELEASE);
-    // With its first buffers the flow is served: until then XDP passes its
-    // datagrams to the kernel instead of dropping them for want of a post.
-    if (!f.served) {
-        __atomic_fetch_or(&f.cursor->flags, NPF_CURSOR_F_SERVED, __ATOMIC_RELEASE);
-        f.served = true;
-    }
-}
+void Flow::flush() noexcept { impl_->posts->publish(); }
 
 size_t Flow::poll(std::span<npf_completion> out) noexcept
 {
     flush();
     Impl& f = *impl_;
-    size_t n = f.ring.poll(out.size(), out.data());
+    size_t n = f.completions.poll(out.size(), out.data());
     for (size_t i = 0; i < n; i++) {
-        f.eng.region->unprotect(out[i].offset, f.postedLen[out[i].seq & kPostMask]);
+        f.region.unprotect(out[i].offset, f.postedLen[out[i].seq & PostSlots::kMask]);
         f.polled++;
     }
     return n;
@@ -90,7 +81,7 @@ size_t Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeo
     size_t n = poll(out);
     if (n || out.empty())
         return n;
-    if (impl_->ring.wait(timeout) <= 0)
+    if (impl_->completions.wait(timeout) <= 0)
         return 0;
     return poll(out);
 }

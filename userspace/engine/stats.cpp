@@ -8,6 +8,7 @@
 
 #include "ctl/stats.h"
 #include "engine/engine_impl.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 
 namespace npf {
@@ -27,28 +28,36 @@ nlohmann::ordered_json toJson(const EngineStats::Latency& l)
 
 EngineStats Engine::Impl::snapshot() const
 {
+    auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     EngineStats s;
-    s.fastPath = fastPath.load(std::memory_order_relaxed);
-    s.faultPath = faultPath.load(std::memory_order_relaxed);
-    s.deferred = deferredCount.load(std::memory_order_relaxed);
-    s.rejected = rejected.load(std::memory_order_relaxed);
-    s.mismatch = mismatch.load(std::memory_order_relaxed);
-    s.placeErrors = placeErrors.load(std::memory_order_relaxed);
-    s.csumErrors = csumErrors.load(std::memory_order_relaxed);
-    s.faultDrops = faultDrops.load(std::memory_order_relaxed);
+    const Pager::Counters& pc = pager->counters();
+    s.faultPath = ld(pc.faultPath);
+    s.placeErrors = ld(pc.placeErrors);
+    s.faultDrops = ld(pc.faultDrops);
+    s.csumErrors = ld(pc.csumErrors);
+    s.rejected = ld(pc.claims.rejected);
+    s.mismatch = ld(pc.claims.mismatch);
+    LatencyHistogram fast;
+    for (const auto& w : workers) {
+        const Worker::Counters& wc = w->counters();
+        s.fastPath += ld(wc.fastPath);
+        s.deferred += ld(wc.deferred);
+        s.deferDrops += ld(wc.deferDrops);
+        s.csumErrors += ld(wc.csumErrors);
+        s.rejected += ld(wc.claims.rejected);
+        s.mismatch += ld(wc.claims.mismatch);
+        fast.merge(w->latency());
+    }
     LatencyHistogram publishLat;
-    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
-        Flow::Impl* f = flow(id);
-        if (!f)
-            continue;
-        SequencerStats q = f->seq.stats();
+    flows->forEach([&](const ServedFlow& f) {
+        const SequencerStats q = f.seq.stats();
         s.completedOk += q.ok;
         s.completedTruncated += q.truncated;
         s.completedLost += q.lost;
         s.completedBadCsum += q.badCsum;
         s.late += q.stale;
         publishLat.merge(q.latency);
-    }
+    });
     for (const auto& q : queues) {
         xsk::QueueStats qs = q->stats();
         s.badMeta += qs.badMeta();
@@ -63,14 +72,11 @@ EngineStats Engine::Impl::snapshot() const
     s.evicted = r.evicted;
     s.restored = r.restored;
     s.residentPages = r.residentPages;
-    s.steerToPickup = latency(steerToPickup);
-    s.pickupToImage = latency(pickupToImage);
-    s.imageToCopy = latency(imageToCopy);
+    s.steerToPickup = latency(pager->steerToPickup);
+    s.pickupToImage = latency(pager->pickupToImage);
+    s.imageToCopy = latency(pager->imageToCopy);
     s.copyToPublish = latency(publishLat);
-    s.faultTotal = latency(faultTotal);
-    LatencyHistogram fast;
-    for (const auto& h : fastTotal)
-        fast.merge(*h);
+    s.faultTotal = latency(pager->faultTotal);
     s.fastTotal = latency(fast);
     return s;
 }
@@ -87,6 +93,7 @@ std::string Engine::Impl::json() const
         {"deferred", s.deferred},          {"bad_meta", s.badMeta},
         {"rejected", s.rejected},          {"mismatch", s.mismatch},
         {"place_errors", s.placeErrors},   {"fault_drops", s.faultDrops},
+        {"defer_drops", s.deferDrops},
         {"csum_errors", s.csumErrors},     {"late", s.late},
         {"completed_ok", s.completedOk},
         {"completed_truncated", s.completedTruncated}, {"completed_lost", s.completedLost},

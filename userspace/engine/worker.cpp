@@ -1,58 +1,48 @@
-// The fast path: one worker per RX queue drains the primary ring and copies
-// payloads into resident pages.
+#include "engine/worker.h"
+
 #include <pthread.h>
 #include <sched.h>
 
-#include <cstring>
 #include <span>
 #include <string>
 
-#include "engine/engine_impl.h"
+#include "sys/clock.h"
 #include "sys/log.h"
 #include "sys/thread.h"
 #include "xsk/payload.h"
 
 namespace npf {
 
-Flow::Impl* claimPacket(Engine::Impl& e, const npf_meta& m, uint64_t* seq) noexcept
+Worker::Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, Region& region, EpochDomain& epochs,
+               FlowTable& flows, Pager& pager, int cpu)
+    : cfg_(cfg), queue_(queue), region_(region), epochs_(epochs), flows_(flows), pager_(pager), cpu_(cpu)
 {
-    Flow::Impl* f = e.flow(m.flow);
-    // A frame claimed for an earlier flow under this id: not ours to place.
-    if (!f || m.gen != static_cast<uint16_t>(f->gen)) {
-        e.rejected.fetch_add(1, std::memory_order_relaxed);
-        return nullptr;
-    }
-    Sequencer::Claim c = f->seq.claim(m.seq);
-    if (c.rc) {
-        e.rejected.fetch_add(1, std::memory_order_relaxed);
-        return nullptr;
-    }
-    const npf_post& p = f->posts[c.seq & kPostMask];
-    if (__atomic_load_n(&p.offset, __ATOMIC_RELAXED) != m.offset ||
-        m.len > __atomic_load_n(&p.len, __ATOMIC_RELAXED)) {
-        e.mismatch.fetch_add(1, std::memory_order_relaxed);
-        f->seq.complete(c.seq, 0, NPF_CS_LOST, 0);
-        return nullptr;
-    }
-    *seq = c.seq;
-    return f;
 }
 
-void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatency, int cpu) noexcept
-{
-    pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(q.queue())).c_str());
-    pinThread(cpu, "npf worker");
-    EpochDomain::Reader reader(epochs);
-    xsk::EpochHook hook;
-    hook.ctx = &reader;
-    hook.begin = [](void* r) noexcept -> uint64_t {
-        static_cast<EpochDomain::Reader*>(r)->enter();
-        return 0;
-    };
-    hook.end = [](void* r, uint64_t, bool) noexcept { static_cast<EpochDomain::Reader*>(r)->exit(); };
+Worker::~Worker() { stop(); }
 
-    const bool blocking = cfg.faultPolicy == FaultPolicy::Block;
-    const bool verify = cfg.verifyUdpChecksum;
+void Worker::start()
+{
+    if (cfg_.faultPolicy == FaultPolicy::Block)
+        thread_ = std::thread([this] { loop<true>(); });
+    else
+        thread_ = std::thread([this] { loop<false>(); });
+}
+
+void Worker::stop() noexcept
+{
+    stop_.store(true, std::memory_order_release);
+    if (thread_.joinable())
+        thread_.join();
+}
+
+template <bool kBlock>
+void Worker::loop() noexcept
+{
+    pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(queue_.queue())).c_str());
+    pinThread(cpu_, "npf worker");
+    EpochDomain::Reader reader(epochs_);
+    const bool verify = cfg_.verifyUdpChecksum;
     uint64_t touched = 0; // flows completed in this batch (bit per flow id)
     uint64_t placed = 0;  // datagrams placed in this batch
     uint64_t now = 0;     // time of the batch
@@ -69,12 +59,12 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
     // cost again. Claiming the whole batch up front keeps the copies free to
     // overlap; completions are plain release stores.
     auto sink = [&](std::span<const xsk::RxPacket> pkts) noexcept {
-        Flow::Impl* flows[xsk::kMaxBatch];
+        ServedFlow* flows[xsk::kMaxBatch];
         uint64_t seqs[xsk::kMaxBatch];
         uint16_t status[xsk::kMaxBatch];
         bool done[xsk::kMaxBatch];
         for (size_t i = 0; i < pkts.size(); i++)
-            flows[i] = claimPacket(*this, pkts[i].meta, &seqs[i]);
+            flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_.claims);
         now = monotonicNs();
         for (size_t i = 0; i < pkts.size(); i++) {
             const npf_meta& m = pkts[i].meta;
@@ -87,52 +77,63 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
             // the page was evicted after XDP steered the packet: the pager
             // places it. Block: write anyway; a missing page faults this
             // thread and the pager serves it through the userfaultfd.
-            if (blocking || region->isResident(m.offset, m.len)) {
-                status[i] = copy(region->base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
+            if (kBlock || region_.isResident(m.offset, m.len)) {
+                status[i] = copy(region_.base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
                 done[i] = true;
                 continue;
             }
-            std::vector<uint8_t> bytes(m.len);
-            if (!copy(bytes.data(), pkts[i])) {
-                status[i] = NPF_CS_BAD_CSUM;
-                done[i] = true;
+            const int rc = pager_.deferred().push(
+                Deferred{flows[i], seqs[i], m.offset, xsk::steeredAtNs(m, now), statusOf(m), m.len, nullptr},
+                [&](uint8_t* dst) noexcept { return copy(dst, pkts[i]); });
+            if (rc > 0) {
+                counters_.deferred.fetch_add(1, std::memory_order_relaxed);
+                deferredAny = true;
                 continue;
             }
-            std::lock_guard<std::mutex> lock(deferMu);
-            deferred.push_back({flows[i], seqs[i], m.offset, statusOf(m), xsk::steeredAtNs(m, now), std::move(bytes)});
-            deferredCount.fetch_add(1, std::memory_order_relaxed);
-            deferredAny = true;
+            // Refused by the copy: a wrong checksum. Full: counted, LOST.
+            status[i] = rc == 0 ? NPF_CS_BAD_CSUM : NPF_CS_LOST;
+            if (rc < 0) {
+                counters_.deferDrops.fetch_add(1, std::memory_order_relaxed);
+                NPF_WARN_RL("npf worker %u: the pager's deferred queue is full: datagram completed LOST",
+                            queue_.queue());
+            }
+            done[i] = true;
         }
         for (size_t i = 0; i < pkts.size(); i++) {
             if (!done[i])
                 continue;
             const npf_meta& m = pkts[i].meta;
-            if (status[i] == NPF_CS_BAD_CSUM) {
-                csumErrors.fetch_add(1, std::memory_order_relaxed);
-                flows[i]->seq.complete(seqs[i], 0, NPF_CS_BAD_CSUM, 0, now);
+            if (status[i] == NPF_CS_BAD_CSUM || status[i] == NPF_CS_LOST) {
+                if (status[i] == NPF_CS_BAD_CSUM)
+                    counters_.csumErrors.fetch_add(1, std::memory_order_relaxed);
+                flows[i]->seq.complete(seqs[i], 0, status[i], 0, now);
                 continue;
             }
-            region->markReferenced(m.offset, m.len);
+            region_.markReferenced(m.offset, m.len);
             flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
-            fastLatency.recordSingleWriter(now - xsk::steeredAtNs(m, now));
+            fastTotal_.recordSingleWriter(now - xsk::steeredAtNs(m, now));
             placed++;
         }
     };
 
     int idle = 0;
-    while (!stop.load(std::memory_order_acquire)) {
+    while (!stop_.load(std::memory_order_acquire)) {
         touched = 0;
         placed = 0;
         deferredAny = false;
-        uint32_t n = q.pollPrimary(xsk::kMaxBatch, sink, hook);
+        // The epoch section spans the ring peek and every region write of
+        // the batch: the pager punches no page this batch may still write.
+        reader.enter();
+        const uint32_t n = queue_.pollPrimary(xsk::kMaxBatch, sink);
+        reader.exit();
         if (placed)
-            fastPath.fetch_add(placed, std::memory_order_relaxed);
+            counters_.fastPath.fetch_add(placed, std::memory_order_relaxed);
         if (deferredAny)
-            wakePager();
+            pager_.wake();
         if (touched) {
             now = monotonicNs();
             for (uint64_t t = touched; t; t &= t - 1)
-                if (Flow::Impl* f = flow(static_cast<uint32_t>(__builtin_ctzll(t))))
+                if (ServedFlow* f = flows_.get(static_cast<uint32_t>(__builtin_ctzll(t))))
                     f->publish(now);
         }
         if (n) {
@@ -145,7 +146,7 @@ void Engine::Impl::workerLoop(xsk::QueueSockets& q, LatencyHistogram& fastLatenc
             sched_yield();
             continue;
         }
-        q.waitPrimary(10);
+        queue_.waitPrimary(10);
     }
 }
 

@@ -1,0 +1,61 @@
+#include "engine/flow_table.h"
+
+#include "ctl/errors.h"
+#include "engine/flow_impl.h"
+#include "sys/log.h"
+
+namespace npf {
+
+FlowTable::FlowTable(ctl::Dataplane& dp, MappedMaps& maps, const EngineConfig& cfg) : dp_(dp), maps_(maps), cfg_(cfg) {}
+
+void FlowTable::withdrawStale()
+{
+    for (const ctl::FlowInfo& f : ctl::listFlows(dp_))
+        PostProducer::withdraw(maps_.cursor(f.id));
+}
+
+Flow& FlowTable::open(const ctl::FlowSpec& spec, Region& region)
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Open& o : open_)
+        if (o.served->spec == spec)
+            throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
+    ctl::FlowOrigin origin;
+    const ctl::FlowEntry entry = ctl::openEngineFlow(dp_, spec, &origin);
+    npf_cursor* cursor = maps_.cursor(entry.id);
+    // The application's producer starts at cons (and pulls prod back to it):
+    // the engine's sequencer starts there too.
+    auto app = std::make_unique<PostProducer>(maps_.posts(entry.id), cursor);
+    auto served = std::make_unique<ServedFlow>(entry, spec, origin != ctl::FlowOrigin::FromOperator,
+                                               maps_.posts(entry.id), cursor, app->start(), cfg_.reorderTimeout,
+                                               cfg_.completionRingSize);
+    auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(*served, region, std::move(app)));
+    Flow& ref = *flow;
+    byId_[entry.id].store(served.get(), std::memory_order_release);
+    set_.open(entry.id);
+    open_.push_back({std::move(served), std::move(flow)});
+    static constexpr const char* kOrigin[] = {
+        "", " (taken over from an engine that exited: removed when this one exits)",
+        " (added by npfctl: left in place when this engine exits)"};
+    NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), cfg_.ifname.c_str(),
+             kOrigin[static_cast<int>(origin)]);
+    return ref;
+}
+
+void FlowTable::close() noexcept
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Open& o : open_) {
+        // Withdraw the posts: they point into a region that is about to go.
+        PostProducer::withdraw(o.served->cursor);
+        if (!o.served->ownsEntry)
+            continue;
+        try {
+            ctl::delFlow(dp_, o.served->spec, ctl::FlowEntry{o.served->id, o.served->gen});
+        } catch (const std::exception& e) {
+            NPF_WARN("removing flow %u: %s", o.served->id, e.what());
+        }
+    }
+}
+
+} // namespace npf

@@ -1,0 +1,94 @@
+// The engine's side of one open flow, shared by every engine thread:
+//   workers, pager  claim() and complete() seqs (the sequencer is thread-safe),
+//                   read the posts of claimed seqs
+//   any of them     publish() completions (serialised by publishMu_)
+//   pager           settles claims: sampled (its own), settled (read by publishers)
+// The application's side (posting, polling) is Flow::Impl (flow.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "ctl/flows.h"
+#include "npf/abi.h"
+#include "order/completion_ring.h"
+#include "order/post_ring.h"
+#include "order/sequencer.h"
+
+namespace npf {
+
+// Why a claim failed; one set per claiming thread (a worker or the pager).
+struct ClaimCounters {
+    std::atomic<uint64_t> rejected{0}; // not this flow's frame, or the sequencer refused the seq
+    std::atomic<uint64_t> mismatch{0}; // meta disagrees with the posted buffer (completed LOST)
+};
+
+class ServedFlow {
+public:
+    ServedFlow(ctl::FlowEntry entry, const ctl::FlowSpec& spec, bool ownsEntry, const npf_post* posts,
+               npf_cursor* cursor, uint64_t startSeq, std::chrono::nanoseconds reorderTimeout,
+               uint32_t completionRingSize);
+    ServedFlow(const ServedFlow&) = delete;
+    ServedFlow& operator=(const ServedFlow&) = delete;
+
+    // Claims the packet's seq and checks it against the posted buffer: true
+    // and *seq, or false when the frame must be dropped (counted; a mismatch
+    // completes the seq LOST so the flow never stalls on it).
+    bool claim(const npf_meta& m, uint64_t* seq, ClaimCounters& c) noexcept;
+    // Completes every ready seq in order into the completion ring.
+    void publish(uint64_t nowNs) noexcept;
+    // Wakes the application blocked in Flow::wait (the engine stopped).
+    void wakeApplication() noexcept { producer_.wake(); }
+
+    const uint32_t id;
+    const uint32_t gen; // of the id when this flow took it: npf_meta.gen must match
+    const ctl::FlowSpec spec;
+    const bool ownsEntry; // the engine added the npf_flows entry (and removes it)
+    npf_cursor* const cursor;
+    const PostReader posts;
+    Sequencer seq;
+    CompletionRing ring; // the shared memory; Flow::Impl consumes it
+
+    // Seqs below `settled` were claimed by XDP, an RCU grace period has
+    // passed since, and every RX ring has released what it held after it:
+    // one of them still missing was dropped, so it may complete LOST (see
+    // Pager::settleClaims). (Using cons itself would time out datagrams that
+    // are merely in flight between XDP and a ring, or queued behind a busy CPU.)
+    std::atomic<uint64_t> settled;
+    uint64_t sampled; // pager only: cons read before the grace period started
+    std::atomic<bool> faulted{false}; // the pager should prefetch ahead of this flow
+
+private:
+    std::mutex publishMu_;
+    CompletionProducer producer_; // under publishMu_
+};
+
+inline uint16_t statusOf(const npf_meta& m) noexcept
+{
+    return (m.flags & NPF_META_F_TRUNCATED) ? NPF_CS_TRUNCATED : NPF_CS_OK;
+}
+
+inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, ClaimCounters& c) noexcept
+{
+    // A frame claimed for an earlier flow under this id: not ours to place.
+    if (m.gen != static_cast<uint16_t>(gen)) {
+        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    const Sequencer::Claim cl = seq.claim(m.seq);
+    if (cl.rc) {
+        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    const Post p = posts.slot(cl.seq);
+    if (p.offset != m.offset || m.len > p.len) {
+        c.mismatch.fetch_add(1, std::memory_order_relaxed);
+        seq.complete(cl.seq, 0, NPF_CS_LOST, 0);
+        return false;
+    }
+    *s = cl.seq;
+    return true;
+}
+
+} // namespace npf

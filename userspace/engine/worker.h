@@ -1,0 +1,63 @@
+// One worker thread per RX queue: drains the queue's primary ring and copies
+// payloads into resident pages (the fast path). Every member is the worker
+// thread's; counters and the histogram are read by snapshots.
+#pragma once
+
+#include <atomic>
+#include <thread>
+
+#include "engine/flow_table.h"
+#include "engine/pager.h"
+#include "npf/engine.h"
+#include "region/epoch.h"
+#include "region/region.h"
+#include "sys/latency_histogram.h"
+#include "xsk/queue.h"
+
+namespace npf {
+
+class Worker {
+public:
+    Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, Region& region, EpochDomain& epochs, FlowTable& flows,
+           Pager& pager, int cpu);
+    ~Worker(); // stops and joins the thread
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    void start();
+    // Asks the thread to stop (any thread, returns at once); stop() also joins it.
+    void requestStop() noexcept { stop_.store(true, std::memory_order_release); }
+    void stop() noexcept;
+
+    // Any thread; relaxed.
+    struct Counters {
+        std::atomic<uint64_t> fastPath{0};   // placed
+        std::atomic<uint64_t> deferred{0};   // handed to the pager (page evicted meanwhile)
+        std::atomic<uint64_t> deferDrops{0}; // the pager's deferred queue was full (completed LOST)
+        std::atomic<uint64_t> csumErrors{0};
+        ClaimCounters claims;
+    };
+    const Counters& counters() const noexcept { return counters_; }
+    const LatencyHistogram& latency() const noexcept { return fastTotal_; }
+
+private:
+    // FaultPolicy::Block (every datagram to the primary ring, the worker
+    // takes the page fault itself) is the loop without the residency check;
+    // chosen at construction, not per packet.
+    template <bool kBlock>
+    void loop() noexcept;
+
+    const EngineConfig& cfg_;
+    xsk::QueueSockets& queue_;
+    Region& region_;
+    EpochDomain& epochs_;
+    FlowTable& flows_;
+    Pager& pager_;
+    const int cpu_;
+    Counters counters_;
+    LatencyHistogram fastTotal_; // steered by XDP -> completed, ns
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+} // namespace npf
