@@ -3,7 +3,10 @@
 // docs/cli.md ("Counters") that must agree with them.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -136,6 +139,45 @@ TEST(EngineCounters, ParseToleratesMissingAndWrongKeys)
     want.fastPath = 5;
     want.faultTotal.p99 = 700;
     EXPECT_EQ(parseEngineStats(j), want);
+}
+
+// What `npfctl stats` reads back from an engine's snapshot file: table
+// order, latency quantiles flattened; nothing from a dead writer.
+TEST(EngineCounters, NpfctlRowsFromSnapshot)
+{
+    namespace fs = std::filesystem;
+    const std::string ifname = "npfct" + std::to_string(::getpid());
+    const fs::path path = engineStatsPath(ifname);
+    const fs::path nsDir = path.parent_path().parent_path();
+    const bool hadNsDir = fs::exists(nsDir);
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    std::ofstream out(path);
+    if (!out)
+        GTEST_SKIP() << "cannot write " << path << " (needs root)";
+    const EngineStats s = distinctStats();
+    out << engineStatsJson(s, ifname, ::getpid(), 1).dump();
+    out.close();
+
+    Counters c = engineCounters(ifname);
+    ASSERT_EQ(c.size(), kEngineCounters.size() + kEngineLatencies.size() * kLatencyFields.size());
+    size_t i = 0;
+    for (const auto& d : kEngineCounters) {
+        EXPECT_EQ(c[i].group, "engine");
+        EXPECT_EQ(c[i].name, d.name);
+        EXPECT_EQ(c[i].value, s.*d.member);
+        ++i;
+    }
+    EXPECT_EQ(c[i].group, "latency");
+    EXPECT_EQ(c[i].name, "steer_to_pickup_count");
+    EXPECT_EQ(c.back().name, "fast_total_max_ns");
+    EXPECT_EQ(c.back().value, s.fastTotal.max);
+
+    std::ofstream(path) << engineStatsJson(s, ifname, 0x7ffffff0, 1).dump(); // no such pid
+    EXPECT_TRUE(engineCounters(ifname).empty());
+    fs::remove_all(path.parent_path(), ec);
+    if (!hadNsDir)
+        fs::remove(nsDir, ec); // only if still empty
 }
 
 TEST(EngineCounters, FormatCounters)
