@@ -194,30 +194,6 @@ TEST(EngineCounters, FormatCounters)
     EXPECT_EQ(j.dump(), R"({"pinned_bytes":1048576,"fast_path":3})");
 }
 
-TEST(RegionCounters, SnapshotTableMatchesAtomics)
-{
-    // The same names address a struct of atomics (what Region::stats() reads).
-    struct Atomics {
-        std::atomic<uint64_t> packetBatches{0}, patches{0}, patchBytes{0}, patchesToResident{0};
-        std::atomic<uint64_t> packetFaults{0}, cpuFaults{0}, cpuFaultWakes{0}, pagesInstalled{0};
-        std::atomic<uint64_t> copyCalls{0}, eexist{0}, prefetched{0}, evicted{0}, spilled{0};
-        std::atomic<uint64_t> discarded{0}, restored{0}, evictBlocked{0}, graceWaits{0}, errors{0};
-    } a;
-    constexpr auto atomics = regionCounters<Atomics, std::atomic<uint64_t>>();
-    ASSERT_EQ(atomics.size(), kRegionCounters.size());
-    for (size_t i = 0; i < atomics.size(); ++i) {
-        EXPECT_STREQ(atomics[i].name, kRegionCounters[i].name);
-        (a.*atomics[i].member).store(100 + i);
-    }
-    RegionStats s;
-    for (size_t i = 0; i < kRegionCounters.size(); ++i)
-        s.*kRegionCounters[i].member = (a.*atomics[i].member).load();
-    EXPECT_EQ(s.packetBatches, 100u);
-    EXPECT_EQ(s.restored, 114u);
-    EXPECT_EQ(s.errors, 117u);
-    EXPECT_EQ(s.residentPages, 0u);
-}
-
 // docs/cli.md "Counters", as the tables say it should read.
 std::string expectedDocRows()
 {
