@@ -54,6 +54,7 @@ struct Options {
     uint16_t port = 0;
     uint32_t queues = 0, prefetch = 256;
     uint64_t count = 0;
+    int readyFd = -1; // --ready-fd: "ready\n" once every buffer is posted
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false, json = false, noUdpCsum = false;
     int verbose = 0;
@@ -229,6 +230,9 @@ int run(const Options& o)
 {
     const Sizes sz = parseSizes(o);
     checkAddr(o);
+    // Checked before anything is attached: a wrong number is a usage error.
+    if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
+        throw npf::ctl::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     npf::EngineConfig cfg;
     cfg.ifname = o.ifname;
     cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
@@ -265,6 +269,13 @@ int run(const Options& o)
              o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), sz.buf,
              static_cast<unsigned long long>(cfg.regionSize >> 20), o.cold ? "cold" : "warm",
              cfg.residentBudget ? o.budget.c_str() : "unlimited");
+    if (o.readyFd >= 0) {
+        // The readiness event for scripts and tests: datagrams sent from now on find a buffer.
+        static constexpr char kReady[] = "ready\n";
+        if (!writeAll(o.readyFd, reinterpret_cast<const uint8_t*>(kReady), sizeof(kReady) - 1))
+            NPF_WARN("npf-recv: --ready-fd %d: %s", o.readyFd, strerror(errno));
+        ::close(o.readyFd);
+    }
 
     Tally t;
     auto lastData = std::chrono::steady_clock::now();
@@ -372,6 +383,10 @@ int main(int argc, char** argv)
     app.add_option("--reorder-ms", o.reorderMs, "a datagram proven dropped completes LOST this many ms after the proof")
         ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
     app.add_flag("--no-udp-csum", o.noUdpCsum, "do not verify UDP checksums (see below)");
+    app.add_option("--ready-fd", o.readyFd,
+                   "once every buffer is posted (datagrams sent from then on find one), write \"ready\\n\" "
+                   "to this inherited file descriptor and close it")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");
     app.add_flag("-q,--quiet", o.quiet, "no summary on exit");
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");

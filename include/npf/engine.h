@@ -78,30 +78,23 @@ struct EngineConfig {
     std::string statsPath;                // JSON snapshot for `npfctl stats`; "" = /run/npf/<ifname>/engine.json
 };
 
-// Counters of the whole engine (monotonic unless noted).
+// Counters of the whole engine. Names, units and help of every field are in
+// npf/counters.h (kEngineCounters, kEngineLatencies), the one place that
+// defines them: a field added here fails to compile until it is listed there.
 struct EngineStats {
-    uint64_t fastPath = 0;       // datagrams placed by a worker (destination resident)
-    uint64_t faultPath = 0;      // datagrams placed by the pager (backup ring or deferred)
-    uint64_t deferred = 0;       // primary datagrams whose page was evicted meanwhile -> pager
-    uint64_t badMeta = 0;        // frames dropped by meta validation
-    uint64_t rejected = 0;       // seq rejected by the sequencer (duplicate, stale, out of window)
-    uint64_t mismatch = 0;       // meta disagrees with the posted buffer (completed LOST)
-    uint64_t placeErrors = 0;    // payloads the pager could not place (completed LOST)
-    uint64_t csumErrors = 0;     // datagrams with a wrong UDP checksum (completed BAD_CSUM)
-    uint64_t late = 0;           // datagrams that arrived after their seq completed LOST (dropped)
-    uint64_t faultDrops = 0;     // FaultPolicy::Drop: datagrams dropped on a non-resident page (LOST)
-    uint64_t deferDrops = 0;     // deferred datagrams refused because the pager's queue was full (LOST)
+    uint64_t fastPath = 0, faultPath = 0, deferred = 0, badMeta = 0, rejected = 0, mismatch = 0;
+    uint64_t placeErrors = 0, csumErrors = 0, late = 0, faultDrops = 0, deferDrops = 0;
     uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0, completedBadCsum = 0;
     uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
-    uint64_t residentPages = 0;  // now
-    uint64_t pinnedBytes = 0;    // UMEM, all queues
-    uint64_t kernelRxDropped = 0; // AF_XDP rx_dropped + rx_ring_full, all sockets
-    // Fault-path latency, ns: steered by XDP -> picked up by the pager -> page
-    // image ready -> UFFDIO_COPY done -> completion published. p50/p99/p999.
+    uint64_t residentPages = 0, pinnedBytes = 0; // gauges
+    uint64_t kernelRxDropped = 0;
+    // ns from one stage of a datagram to the next: p50/p99/p999/max.
     struct Latency {
         uint64_t count = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+        bool operator==(const Latency&) const = default;
     };
     Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
+    bool operator==(const EngineStats&) const = default;
 };
 
 class Engine;

@@ -1,5 +1,6 @@
 #include "checker.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -21,6 +22,14 @@ void Checker::postInitial()
 {
     for (uint32_t i = 0; i < plan_.depth; i++)
         repost();
+    flow_.flush();
+}
+
+uint32_t Checker::window(uint32_t want) const
+{
+    // Posts reach XDP in groups of kPostBurst: keep two groups in hand.
+    const uint32_t room = plan_.depth > 2 * Flow::kPostBurst ? plan_.depth - 2 * Flow::kPostBurst : 1;
+    return std::min(want, room);
 }
 
 void Checker::repost()
@@ -144,29 +153,53 @@ void Checker::verifyPending(size_t keep)
     }
 }
 
-bool Checker::pumpUntil(uint64_t total, std::chrono::milliseconds idle, size_t lag)
+size_t Checker::pumpOnce(std::chrono::milliseconds wait, size_t lag)
 {
     // A slot is posted again only after its completion was verified.
     if (plan_.slots < plan_.depth + lag + 1)
         throw std::invalid_argument("buffer plan: slots must exceed depth + lag");
     npf_completion batch[256];
+    const size_t n = wait.count() ? flow_.wait(batch, wait) : flow_.poll(batch);
+    for (size_t i = 0; i < n; i++)
+        handle(batch[i]);
+    verifyPending(lag);
+    for (size_t i = 0; i < n; i++)
+        repost();
+    if (n) {
+        flow_.flush();
+        done_.store(t_.completions, std::memory_order_release);
+    }
+    return n;
+}
+
+void Checker::pumpReady(size_t lag) { pumpOnce(std::chrono::milliseconds(0), lag); }
+
+bool Checker::pumpUntil(uint64_t total, size_t lag, std::chrono::milliseconds deadline)
+{
     auto last = std::chrono::steady_clock::now();
     while (t_.completions < total) {
-        size_t n = flow_.wait(batch, std::chrono::milliseconds(20));
-        auto now = std::chrono::steady_clock::now();
-        if (n == 0) {
-            if (now - last > idle)
-                break;
-            continue;
-        }
-        last = now;
-        for (size_t i = 0; i < n; i++)
-            handle(batch[i]);
-        verifyPending(lag);
-        for (size_t i = 0; i < n; i++)
-            repost();
+        const auto now = std::chrono::steady_clock::now();
+        if (pumpOnce(std::chrono::milliseconds(20), lag))
+            last = now;
+        else if (now - last > deadline)
+            break;
     }
     return t_.completions >= total;
+}
+
+bool Checker::pumpUntilSettled(const std::function<bool()>& settled, size_t lag, std::chrono::milliseconds deadline)
+{
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    for (;;) {
+        if (pumpOnce(std::chrono::milliseconds(20), lag))
+            continue;
+        if (settled()) {
+            pumpReady(lag); // what completed while settled() looked
+            return true;
+        }
+        if (std::chrono::steady_clock::now() > end)
+            return false;
+    }
 }
 
 } // namespace npf::e2e

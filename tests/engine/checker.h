@@ -5,6 +5,7 @@
 // checked at once or later (lag), to read buffers the pager may have evicted.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "npf/engine.h"
+#include "wait.h"
 
 namespace npf::e2e {
 
@@ -41,10 +43,29 @@ public:
             bool seqIsIndex = false);
 
     void postInitial();
-    // Polls until `total` completions arrived, or nothing arrived for `idle`.
-    // Bytes are verified once more than `lag` completions followed.
-    bool pumpUntil(uint64_t total, std::chrono::milliseconds idle, size_t lag = 0);
+    // Polls until `total` completions arrived (true), or none arrived for
+    // `deadline` (false: a failure bound, never waited out by a passing test). Bytes are verified once more than `lag`
+    // completions followed.
+    bool pumpUntil(uint64_t total, size_t lag = 0, std::chrono::milliseconds deadline = test::kDeadline);
+    // Polls until `settled()` holds while no completion is ready (every
+    // datagram sent is accounted for: nothing more can complete), or
+    // `deadline` passed (false).
+    bool pumpUntilSettled(const std::function<bool()>& settled, size_t lag = 0,
+                          std::chrono::milliseconds deadline = test::kDeadline);
+    // One poll without blocking: whatever is ready now.
+    void pumpReady(size_t lag = 0);
     void verifyPending(size_t keep = 0);
+
+    // Flow control for a Sender of this flow (SendPlan::window, ::done):
+    // completions polled whose buffers are posted again and visible to XDP.
+    // `senders` sharing the flow each get done() / senders: together they
+    // keep fewer than senders * window datagrams in flight.
+    uint32_t window(uint32_t want = 128) const;
+    uint64_t doneCount() const { return done_.load(std::memory_order_acquire); }
+    std::function<uint64_t()> done(uint32_t senders = 1) const
+    {
+        return [this, senders] { return doneCount() / senders; };
+    }
 
     const CheckTotals& totals() const { return t_; }
     uint64_t startSeq() const { return start_; }
@@ -63,6 +84,7 @@ private:
     void fail(const std::string& msg);
     void handle(const npf_completion& c);
     void repost();
+    size_t pumpOnce(std::chrono::milliseconds wait, size_t lag);
 
     Engine& eng_;
     Flow& flow_;
@@ -78,6 +100,7 @@ private:
     std::vector<uint32_t> order_;
     std::vector<uint32_t> postedLen_;
     CheckTotals t_;
+    std::atomic<uint64_t> done_{0};
 };
 
 } // namespace npf::e2e

@@ -15,11 +15,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
 #include "npf/abi.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 namespace npf::e2e {
 
@@ -73,6 +77,22 @@ Counters group(const std::string& out, const char* name)
 } // namespace
 
 Counters Rig::xdp() { return group(npfctl("stats " + rxIf() + " --json"), "xdp"); }
+uint64_t Rig::xdpStat(uint32_t stat)
+{
+    const std::string path = test::pinDirOf(veth_.rxNs(), rxIf()) + "/npf_stats";
+    const int fd = bpf_obj_get(path.c_str());
+    if (fd < 0)
+        return 0;
+    const int cpus = libbpf_num_possible_cpus();
+    std::vector<uint64_t> v(cpus > 0 ? size_t(cpus) : 1);
+    uint64_t sum = 0;
+    if (bpf_map_lookup_elem(fd, &stat, v.data()) == 0)
+        for (uint64_t x : v)
+            sum += x;
+    ::close(fd);
+    return sum;
+}
+
 Counters Rig::engineSnapshot() { return group(npfctl("stats " + rxIf() + " --json"), "engine"); }
 
 Counters Rig::rxEthtool()
@@ -191,12 +211,35 @@ void Sender::sendOne(uint32_t id, uint32_t size)
     }
 }
 
+// Blocks until datagram k is inside the flow control window.
+void Sender::awaitWindow(uint32_t k)
+{
+    uint64_t done = plan_.done(), seen = done;
+    auto progress = std::chrono::steady_clock::now();
+    while (k >= plan_.window + done) {
+        // Paces the sender; nothing depends on how long it sleeps.
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        done = plan_.done();
+        const auto now = std::chrono::steady_clock::now();
+        if (done != seen) {
+            seen = done;
+            progress = now;
+        } else if (now - progress > test::kDeadline) {
+            throw std::runtime_error("flow control: the receiver has been through with " + std::to_string(done) +
+                                     " datagrams for " + std::to_string(test::kDeadline.count()) +
+                                     " ms, datagram " + std::to_string(k) + " waits (one sent was never accounted for)");
+        }
+    }
+}
+
 void Sender::run()
 {
     try {
         test::NetnsGuard in(veth_.txNs());
         const auto t0 = std::chrono::steady_clock::now();
         for (uint32_t k = 0; k < plan_.count; k++) {
+            if (plan_.window)
+                awaitWindow(k);
             if (plan_.rate > 0 && (k & 7) == 0) {
                 auto due = t0 + std::chrono::nanoseconds(static_cast<int64_t>(k * 1e9 / plan_.rate));
                 if (due > std::chrono::steady_clock::now())
@@ -211,17 +254,33 @@ void Sender::run()
     }
 }
 
-Child::Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath)
+// The child's number for the write end of the ready pipe.
+constexpr int kReadyFd = 3;
+
+Child::Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath,
+             bool readyFd)
+    : stderrPath_(stderrPath)
 {
     std::vector<std::string> args = {"nsenter", "--net=" + netnsPath};
     args.insert(args.end(), argv.begin(), argv.end());
+    int pipeFds[2] = {-1, -1};
+    if (readyFd) {
+        if (pipe2(pipeFds, O_CLOEXEC) != 0)
+            throw std::system_error(errno, std::generic_category(), "ready pipe for " + argv.at(0));
+        args.insert(args.end(), {"--ready-fd", std::to_string(kReadyFd)});
+    }
     std::vector<char*> cargs;
     for (auto& a : args)
         cargs.push_back(a.data());
     cargs.push_back(nullptr);
     pid_ = fork();
-    if (pid_ < 0)
-        throw std::system_error(errno, std::generic_category(), "fork for " + argv.at(0));
+    if (pid_ < 0) {
+        const int err = errno;
+        for (int fd : pipeFds)
+            if (fd >= 0)
+                ::close(fd);
+        throw std::system_error(err, std::generic_category(), "fork for " + argv.at(0));
+    }
     if (pid_ == 0) {
         int err = ::open(stderrPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int null = ::open("/dev/null", O_RDWR);
@@ -231,13 +290,58 @@ Child::Child(const std::string& netnsPath, const std::vector<std::string>& argv,
             dup2(null, STDIN_FILENO);
             dup2(null, STDOUT_FILENO);
         }
+        if (readyFd) {
+            // dup2 clears close-on-exec on the copy; a pipe end that is fd 3 already keeps it.
+            if (pipeFds[1] == kReadyFd)
+                fcntl(kReadyFd, F_SETFD, 0);
+            else if (dup2(pipeFds[1], kReadyFd) < 0)
+                _exit(127);
+        }
         execvp("nsenter", cargs.data());
         _exit(127);
+    }
+    if (readyFd) {
+        ::close(pipeFds[1]); // only the child writes: end of file when it exits
+        readyFd_ = pipeFds[0];
+    }
+}
+
+::testing::AssertionResult Child::ready(std::chrono::milliseconds deadline)
+{
+    if (readyFd_ < 0)
+        return ::testing::AssertionFailure() << "child started without a ready pipe";
+    const auto end = std::chrono::steady_clock::now() + deadline;
+    std::string got;
+    for (;;) {
+        if (got.find("ready\n") != std::string::npos)
+            return ::testing::AssertionSuccess();
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
+        if (left <= 0)
+            return ::testing::AssertionFailure() << "not ready after " << deadline.count() << " ms; its stderr:\n"
+                                                 << readFile(stderrPath_);
+        pollfd p{readyFd_, POLLIN, 0};
+        int r = poll(&p, 1, int(left));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            continue;
+        char buf[64];
+        ssize_t n = ::read(readyFd_, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return ::testing::AssertionFailure() << "exited before it was ready (ready pipe closed"
+                                                 << (got.empty() ? "" : " after '" + got + "'") << "); its stderr:\n"
+                                                 << readFile(stderrPath_);
+        got.append(buf, size_t(n));
     }
 }
 
 Child::~Child()
 {
+    if (readyFd_ >= 0)
+        ::close(readyFd_);
     if (!reaped_ && pid_ > 0) {
         ::kill(pid_, SIGKILL);
         int st;
@@ -276,14 +380,25 @@ std::string readFile(const std::string& path)
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-bool waitForText(const std::string& path, const std::string& needle, int ms)
+std::function<uint64_t()> datagramsWritten(const std::string& path, uint32_t first, uint32_t (*size)(uint32_t))
 {
-    for (int waited = 0; waited <= ms; waited += 20) {
-        if (readFile(path).find(needle) != std::string::npos)
-            return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+    struct Progress {
+        uint64_t n = 0, bytes = 0; // whole datagrams so far, their bytes
+    };
+    auto p = std::make_shared<Progress>();
+    return [=]() {
+        std::error_code ec;
+        const uint64_t have = std::filesystem::file_size(path, ec);
+        while (!ec && p->bytes + size(first + uint32_t(p->n)) <= have)
+            p->bytes += size(first + uint32_t(p->n++));
+        return p->n;
+    };
+}
+
+std::function<uint64_t()> seenByXdp(Rig& rig)
+{
+    const uint64_t before = rig.xdpStat(NPF_STAT_RX_TOTAL);
+    return [&rig, before] { return rig.xdpStat(NPF_STAT_RX_TOTAL) - before; };
 }
 
 TempDir::TempDir()

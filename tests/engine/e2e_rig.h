@@ -4,9 +4,12 @@
 // veth counters from `ethtool -S`, and cleanup of whatever npf left behind.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -14,6 +17,7 @@
 
 #include "counters.h"
 #include "netns.h"
+#include "wait.h"
 
 namespace npf::e2e {
 
@@ -36,6 +40,9 @@ public:
 
     // `npfctl stats IF --json`: counters.xdp (empty if npf is not attached).
     Counters xdp();
+    // One XDP counter summed over CPUs, read from the pinned npf_stats map
+    // (0 if npf is not attached): cheap enough to poll, unlike npfctl.
+    uint64_t xdpStat(uint32_t stat);
     // counters.engine of the same output (the engine's 500 ms snapshot).
     Counters engineSnapshot();
     // `ethtool -S rxIf` (rx_queue_N_xdp_redirect, rx_queue_N_drops, ...).
@@ -66,6 +73,13 @@ struct SendPlan {
     uint16_t dstPort = 0;
     double rate = 0;       // datagrams/s; 0 = flat out
     uint32_t (*size)(uint32_t k) = nullptr;
+    // Flow control: datagram k goes out only once k < window + done(), done()
+    // being how many datagrams the receiver is through with. With a window
+    // below the posted buffers and the veth's ring no datagram can find no
+    // buffer or overflow a ring, however slowly the receiver runs: the test
+    // holds on a loaded machine. 0 = none (a burst that is meant to overrun).
+    uint32_t window = 0;
+    std::function<uint64_t()> done;
 };
 
 class Sender {
@@ -76,6 +90,12 @@ public:
     Sender(const Sender&) = delete;
     Sender& operator=(const Sender&) = delete;
 
+    // Sets SendPlan::window and ::done before start().
+    void flowControl(uint32_t window, std::function<uint64_t()> done)
+    {
+        plan_.window = window;
+        plan_.done = std::move(done);
+    }
     void start();
     void join();
     uint64_t sent() const { return sent_.load(); }
@@ -88,6 +108,7 @@ public:
 
 private:
     void run();
+    void awaitWindow(uint32_t k);
     test::VethPair& veth_;
     SendPlan plan_;
     int fd_ = -1;
@@ -100,7 +121,10 @@ private:
 // A child process in a namespace (nsenter execs, so the pid is the program's).
 class Child {
 public:
-    Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath);
+    // readyFd: argv is npf-recv's and gets "--ready-fd N" for a pipe whose
+    // read end ready() reads.
+    Child(const std::string& netnsPath, const std::vector<std::string>& argv, const std::string& stderrPath,
+          bool readyFd = false);
     ~Child(); // SIGKILL + reap if still running
     Child(const Child&) = delete;
     Child& operator=(const Child&) = delete;
@@ -110,10 +134,15 @@ public:
     // Waits up to `ms` for exit; returns true with *status (exit code, or 128+signal).
     bool wait(int ms, int* status);
     bool running();
+    // Reads the ready pipe until npf-recv's "ready" line. Fails, with the
+    // child's stderr, at end of file (it exited) or after `deadline`.
+    ::testing::AssertionResult ready(std::chrono::milliseconds deadline = test::kDeadline);
 
 private:
     pid_t pid_ = -1;
     bool reaped_ = false;
+    int readyFd_ = -1; // read end of the ready pipe
+    std::string stderrPath_;
 };
 
 std::string readFile(const std::string& path);
@@ -149,7 +178,12 @@ private:
     bool one(std::vector<std::string>* out, int timeoutMs); // one datagram within timeoutMs
     int fd_ = -1;
 };
-// Waits up to `ms` for `needle` to appear in the file.
-bool waitForText(const std::string& path, const std::string& needle, int ms);
+// A SendPlan::done for npf-recv: how many whole datagrams k = first, first+1, ...
+// of size(k) bytes the file at `path` (its output) holds so far.
+std::function<uint64_t()> datagramsWritten(const std::string& path, uint32_t first, uint32_t (*size)(uint32_t));
+// A SendPlan::done when the receiver may not take them all: how many packets
+// XDP on the rx interface has seen since this call (a window then only keeps
+// the veth's ring from overflowing).
+std::function<uint64_t()> seenByXdp(Rig& rig);
 
 } // namespace npf::e2e

@@ -126,8 +126,10 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
             ASSERT_EQ(sendto(fd, c.frame.data(), c.frame.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a)),
                       ssize_t(c.frame.size()))
                 << c.name << ": " << strerror(errno);
-            std::this_thread::sleep_for(5ms);
-            Counters d = delta(rig.xdp(), before);
+            // XDP has counted the frame once rx_total moved.
+            Counters d;
+            EXPECT_TRUE(test::waitUntil([&] { return (d = delta(rig.xdp(), before))["rx_total"] >= 1; }))
+                << c.name << ": XDP never saw the frame";
             if (std::string(c.counter) == "redir")
                 EXPECT_EQ(d["redir_primary"] + d["redir_backup"], 1u) << c.name << ": " << describe(d);
             else
@@ -138,9 +140,10 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
     uint64_t steered = 0;
     for (const BadCase& c : cases)
         steered += std::string(c.counter) == "redir";
-    Sender tx(rig.veth(), {.count = kGood, .dstPort = kPort, .rate = 20000, .size = goodSize});
+    Sender tx(rig.veth(), {.count = kGood, .dstPort = kPort, .size = goodSize, .window = chk.window(),
+                           .done = [&chk, steered] { return chk.doneCount() > steered ? chk.doneCount() - steered : 0; }});
     tx.start();
-    chk.pumpUntil(steered + kGood, 10s);
+    chk.pumpUntil(steered + kGood);
     tx.join();
     ASSERT_EQ(tx.error(), "");
     const CheckTotals& t = chk.totals();

@@ -66,6 +66,25 @@ EngineInNs::~EngineInNs()
     return ::testing::AssertionSuccess();
 }
 
+Baseline baseline(Rig& rig, Engine& eng) { return {eng.xdpCounters(), rig.vethDrops(), eng.stats().kernelRxDropped}; }
+
+std::function<bool()> allAccounted(Rig& rig, Engine& eng, const Checker& chk, Baseline b,
+                                   std::function<uint64_t()> sent)
+{
+    const uint64_t completions0 = chk.totals().completions;
+    return [&rig, &eng, &chk, b, sent, completions0] {
+        const auto x = eng.xdpCounters();
+        auto d = [&](npf_stat i) { return x[i] - b.xdp[i]; };
+        const uint64_t claimed = d(NPF_STAT_REDIR_PRIMARY) + d(NPF_STAT_REDIR_BACKUP) + d(NPF_STAT_REDIR_FAIL);
+        if (chk.totals().completions - completions0 != claimed)
+            return false;
+        // Native XDP on veth counts an AF_XDP socket's drops in the veth's rx
+        // drops too (see accounted()): only the rest fell before XDP.
+        const uint64_t veth = rig.vethDrops() - b.vethDrops, xsk = eng.stats().kernelRxDropped - b.kernelRxDropped;
+        return d(NPF_STAT_RX_TOTAL) + (veth >= xsk ? veth - xsk : veth) == sent();
+    };
+}
+
 std::string numbers(const EngineStats& s)
 {
     char buf[512];

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,8 +16,8 @@
 
 namespace npf::e2e {
 
-// Sender rate, datagrams/s: 40000 gave zero loss with margin on the 2-vCPU VM;
-// NPF_E2E_RATE overrides it (0 = flat out) to measure where loss begins.
+// Pace of the kill soak's senders, datagrams/s (NPF_E2E_RATE, default 40000;
+// 0 = flat out). The other tests use flow control (SendPlan::window) instead.
 double rate();
 
 class EngineE2E : public ::testing::Test {
@@ -45,6 +47,22 @@ private:
 // XDP redirects == completions; LOST == the engine's loss counters.
 ::testing::AssertionResult accounted(Rig& rig, const Counters& xdpBefore, uint64_t vethDropsBefore, uint64_t sent,
                                      const CheckTotals& t, const EngineStats& s);
+
+// Where the counters stood before a test sent: to tell when what it sent is
+// accounted for.
+struct Baseline {
+    std::array<uint64_t, NPF_STAT_MAX> xdp{};
+    uint64_t vethDrops = 0;
+    uint64_t kernelRxDropped = 0;
+};
+Baseline baseline(Rig& rig, Engine& eng);
+
+// For Checker::pumpUntilSettled: true once XDP saw every datagram of `sent()`
+// (or the veth dropped it before XDP) and every buffer XDP claimed since `b`
+// has completed. Then nothing more can complete. One flow on the interface,
+// native XDP.
+std::function<bool()> allAccounted(Rig& rig, Engine& eng, const Checker& chk, Baseline b,
+                                   std::function<uint64_t()> sent);
 
 // "fast=.. fault=.. lat p50/p99" line for the report.
 std::string numbers(const EngineStats& s);

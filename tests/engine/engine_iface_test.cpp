@@ -23,11 +23,11 @@ std::pair<int, std::string> recvThenDeleteLink(Rig& rig, const std::string& dir)
 {
     const std::string err = dir + "/err";
     Child recv(rig.veth().rxNs().path(), {NPF_RECV_PATH, rig.rxIf(), std::to_string(kPort), "-o", dir + "/out"},
-               err);
-    EXPECT_TRUE(waitForText(err, "buffers of", 10000)) << readFile(err);
+               err, true);
+    EXPECT_TRUE(recv.ready());
     EXPECT_EQ(test::sh(rig.veth().rxNs().exec() + "ip link del " + rig.rxIf()), 0);
     int st = -1;
-    EXPECT_TRUE(recv.wait(10000, &st)) << "npf-recv kept running after its interface was deleted:\n"
+    EXPECT_TRUE(recv.wait(int(test::kDeadline.count()), &st)) << "npf-recv kept running after its interface was deleted:\n"
                                        << readFile(err);
     return {st, readFile(err)};
 }
@@ -103,15 +103,19 @@ TEST_F(EngineE2E, SameNamedInterfacesInTwoNamespacesServeAtOnce)
     ca.postInitial();
     cb.postInitial();
     constexpr uint32_t kCount = 2000;
-    Sender ta(a.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .rate = 20000, .size = size300});
-    Sender tb(b.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .rate = 20000, .size = size300});
+    Sender ta(a.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .size = size300, .window = ca.window(),
+                         .done = ca.done()});
+    Sender tb(b.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .size = size300, .window = cb.window(),
+                         .done = cb.done()});
     ta.start();
     tb.start();
-    std::thread pumpB([&] { cb.pumpUntil(kCount, 5s); });
-    ca.pumpUntil(kCount, 5s);
+    std::thread pumpB([&] { cb.pumpUntil(kCount); });
+    ca.pumpUntil(kCount);
     pumpB.join();
     ta.join();
     tb.join();
+    ASSERT_EQ(ta.error(), "");
+    ASSERT_EQ(tb.error(), "");
     for (Checker* c : {&ca, &cb}) {
         const CheckTotals& t = c->totals();
         EXPECT_EQ(t.failures, 0u) << t.firstFailures;

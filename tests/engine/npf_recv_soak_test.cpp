@@ -84,12 +84,7 @@ uint64_t fileSize(const std::string& path)
 
 bool waitFor(const std::function<bool()>& done, int ms)
 {
-    for (auto end = Clock::now() + std::chrono::milliseconds(ms); !done();) {
-        if (Clock::now() > end)
-            return done();
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
+    return test::waitUntil(done, std::chrono::milliseconds(ms), 10ms);
 }
 
 struct Totals {
@@ -108,8 +103,8 @@ protected:
         if (cold)
             a.push_back("--cold");
         outBase_ = 0;
-        recv_ = std::make_unique<Child>(rig_->veth().rxNs().path(), a, err_);
-        ASSERT_TRUE(waitForText(err_, "buffers of", kDeadlineMs)) << "npf-recv not ready:\n" << readFile(err_);
+        recv_ = std::make_unique<Child>(rig_->veth().rxNs().path(), a, err_, true);
+        ASSERT_TRUE(recv_->ready(std::chrono::milliseconds(kDeadlineMs)));
         if (cycle > 0) {
             ASSERT_NE(readFile(err_).find("taken over"), std::string::npos)
                 << "restarted npf-recv did not take the flow over:\n" << readFile(err_);

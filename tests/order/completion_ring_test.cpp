@@ -1,4 +1,5 @@
 #include "order/completion_ring.h"
+#include "../common/wait.h" // header-only; this suite does not link npf_testcommon
 
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
@@ -151,9 +152,7 @@ TEST(CompletionRing, ForkedConsumerBlocksAndIsWoken)
         ::_exit(code);
     }
     const auto t0 = Clock::now();
-    while (!prod.consumerWaiting() && Clock::now() - t0 < 10s)
-        std::this_thread::sleep_for(1ms);
-    EXPECT_TRUE(prod.consumerWaiting());
+    EXPECT_TRUE(npf::test::waitUntil([&] { return prod.consumerWaiting(); }, 10s));
     std::vector<npf_completion> b = {entry(0), entry(1), entry(2)};
     EXPECT_EQ(prod.write(b), 3u);
     EXPECT_EQ(prod.stats().wakeups, 1u);

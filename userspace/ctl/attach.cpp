@@ -1,12 +1,12 @@
 #include "ctl/attach.h"
 
 #include <bpf/libbpf.h>
+#include <linux/if_ether.h>
 #include <xdp/libxdp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <string_view>
 
 #include "ctl/dataplane.h"
 #include "ctl/errors.h"
@@ -29,10 +29,6 @@ std::string describe(const XdpProgram& p)
 {
     return "'" + p.name + "' (id " + std::to_string(p.id) + ", " + toString(p.slot) + ")";
 }
-
-constexpr const char* kKernelMessage = "Kernel error message: ";
-// libxdp logs this when it gives up on its dispatcher; what follows is about our program.
-constexpr const char* kFallback = "Falling back to loading single prog without dispatcher";
 
 // Removes the pin directory unless released: a failed attach leaves no pins.
 class PinGuard {
@@ -84,23 +80,44 @@ void setPinPaths(Skeleton& sk, const std::string& ifname)
     }
 }
 
-// "attach npf_xdp to lo (native): <kernel's reason>: <strerror> — <what to do>"
-std::string attachError(const AttachOptions& o, int err, const LibLogCapture& cap)
+// "attach npf_xdp to lo (native): <strerror> — <what to do>", decided from
+// the error and the interface's state, never from what libbpf or libxdp
+// logged (-v shows that, the kernel's own reason included).
+std::string attachError(const AttachOptions& o, const Interface& itf, int err)
 {
-    std::string what = std::string("attach ") + NPF_PROG_NAME + " to " + o.ifname + " (" + toString(o.mode) + ")";
-    std::string kernel = cap.after(kKernelMessage);
-    if (!kernel.empty())
-        what += ": " + kernel;
-    what += std::string(": ") + std::strerror(err);
-    if (kernel.find("MTU") != std::string::npos)
-        what += std::string(" — the driver cannot run a multi-buffer (frags) XDP program at this MTU: lower the "
-                            "MTU or try --mode ") +
-                toString(otherMode(o.mode));
-    else if (err == EOPNOTSUPP)
-        what += std::string(" — mode not supported, try --mode ") + toString(otherMode(o.mode));
-    else if (err == EPERM || err == EACCES)
-        what += " — run as root";
-    return what;
+    std::string what = std::string("attach ") + NPF_PROG_NAME + " to " + o.ifname + " (" + toString(o.mode) +
+                       "): " + std::strerror(err);
+    const char* other = toString(otherMode(o.mode));
+    if (err == EPERM || err == EACCES)
+        return what + " — run as root";
+    if (err == EEXIST || err == EBUSY) {
+        what += " — another XDP program appeared meanwhile";
+        try {
+            if (std::vector<XdpProgram> now = queryXdp(itf.ifindex).programs; !now.empty())
+                what += ": " + describe(now.front());
+        } catch (const std::system_error&) { // which one is a detail
+        }
+        return what;
+    }
+    // Drivers without multi-buffer XDP refuse native mode above an MTU of
+    // their own (about a page per packet), with EINVAL, ERANGE (veth) or
+    // EOPNOTSUPP, the errno of a driver without native XDP too.
+    uint32_t mtu = 0;
+    if (o.mode == AttachMode::Native && (err == EINVAL || err == ERANGE || err == EOPNOTSUPP)) {
+        try {
+            mtu = linkMtu(itf.name);
+        } catch (const std::system_error&) { // unknown: no MTU hint
+        }
+    }
+    const bool jumbo = mtu > ETH_DATA_LEN;
+    if (err == EOPNOTSUPP)
+        return what + " — mode not supported, try --mode " + other +
+               (jumbo ? " (or an MTU below " + std::to_string(mtu) + ": the driver may not run multi-buffer XDP)"
+                      : "");
+    if (jumbo)
+        return what + " — the driver may not run a multi-buffer (frags) XDP program at MTU " + std::to_string(mtu) +
+               ": lower the MTU or try --mode " + other;
+    return what + " (-v shows what libbpf and libxdp said)";
 }
 
 } // namespace
@@ -154,6 +171,8 @@ AttachResult attach(const AttachOptions& opt)
     PinGuard pins(itf.name);
     setPinPaths(sk, itf.name);
 
+    // libbpf and libxdp log at npfctl's debug level (-v) while they work:
+    // libxdp probing its dispatcher on a kernel that refuses it is expected.
     LibLogCapture cap;
     std::unique_ptr<xdp_program, CloseProgram> prog(xdp_program__from_bpf_obj(sk->obj, nullptr));
     if (long err = libxdp_get_error(prog.get())) {
@@ -163,29 +182,25 @@ AttachResult attach(const AttachOptions& opt)
     }
     xdp_attach_mode mode = opt.mode == AttachMode::Native ? XDP_MODE_NATIVE : XDP_MODE_SKB;
     if (int err = xdp_program__attach(prog.get(), itf.ifindex, mode, 0)) {
-        cap.replayWarnings(kFallback, kKernelMessage);
         err = -err;
-        std::string what = attachError(opt, err, cap);
         if (err == EEXIST || err == EBUSY)
-            throw StateError(err, what + " — another XDP program appeared meanwhile");
-        throw Error(err, what);
+            throw StateError(err, attachError(opt, itf, err));
+        throw Error(err, attachError(opt, itf, err));
     }
     res.progId = xdp_program__id(prog.get());
 
-    // Not xdp_multiprog__get_from_ifindex: for a legacy (single) program
-    // libxdp 1.3 keeps a program fd open after xdp_multiprog__close, and a
+    // Whether libxdp used its dispatcher, from what the kernel now runs on
+    // the interface. Not xdp_multiprog__get_from_ifindex: libxdp 1.3 never
+    // closes the program fd it opens there (xdp_multiprog__from_id), and a
     // long-lived engine would then hold npf_xdp (and its maps) alive after
     // its interface is gone.
     const XdpState after = queryXdp(itf.ifindex);
     const XdpProgram* attached = after.npf();
     res.dispatcher = attached && attached->viaDispatcher;
-    if (!res.dispatcher) {
-        res.dispatcherUnavailable = cap.after("Compatibility check for dispatcher program failed: ");
-        NPF_INFO("libxdp multi-program dispatcher unavailable on this kernel%s: %s runs as the only XDP "
-                 "program on %s",
-                 res.dispatcherUnavailable.empty() ? "" : (" (" + res.dispatcherUnavailable + ")").c_str(),
+    if (!res.dispatcher)
+        NPF_INFO("libxdp multi-program dispatcher unavailable on this kernel: %s runs as the only XDP program "
+                 "on %s (-v shows libxdp's reason)",
                  NPF_PROG_NAME, itf.name.c_str());
-    }
     pins.release();
     return res;
 }

@@ -29,7 +29,6 @@ struct AttachResult {
     uint64_t regionPages = 0;
     std::string pinDir;
     bool dispatcher = false;            // false: libxdp fell back to a single program
-    std::string dispatcherUnavailable;  // why libxdp could not use its dispatcher, if known
     std::vector<XdpProgram> replaced;   // foreign programs removed (force)
     bool removedStalePins = false;
 };

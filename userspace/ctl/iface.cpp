@@ -2,7 +2,6 @@
 
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
-#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if.h>
@@ -12,8 +11,10 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "ctl/errors.h"
+#include "ctl/netlink.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/log.h"
@@ -70,6 +71,17 @@ uint32_t rxQueueCount(const std::string& ifname)
     return n == 0 ? 1 : n;
 }
 
+uint32_t linkMtu(const std::string& ifname)
+{
+    Fd sock(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!sock)
+        throwErrno("socket for the MTU of " + ifname);
+    ifreq ifr{};
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    checkErrno(::ioctl(sock.get(), SIOCGIFMTU, &ifr), "MTU of " + ifname + " (SIOCGIFMTU)");
+    return static_cast<uint32_t>(ifr.ifr_mtu);
+}
+
 std::vector<Interface> listInterfaces()
 {
     struct Free {
@@ -87,9 +99,6 @@ std::vector<Interface> listInterfaces()
 LinkRxDrops linkRxDrops(int ifindex)
 {
     const std::string what = "read the rx drop counters of interface " + std::to_string(ifindex);
-    Fd nl(::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_ROUTE));
-    if (!nl)
-        throwErrno("open rtnetlink socket to " + what);
     struct {
         nlmsghdr nh;
         ifinfomsg ifi;
@@ -100,31 +109,25 @@ LinkRxDrops linkRxDrops(int ifindex)
     req.nh.nlmsg_seq = 1;
     req.ifi.ifi_family = AF_UNSPEC;
     req.ifi.ifi_index = ifindex;
-    sockaddr_nl sa{};
-    sa.nl_family = AF_NETLINK;
-    checkErrno(::sendto(nl.get(), &req, sizeof(req), 0, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), what);
-    alignas(nlmsghdr) char buf[65536];
-    ssize_t n;
-    do
-        n = ::recv(nl.get(), buf, sizeof(buf), 0);
-    while (n < 0 && errno == EINTR);
-    checkErrno(n, what);
-    int len = static_cast<int>(n);
-    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-        if (h->nlmsg_type == NLMSG_ERROR)
-            throwErrno(-static_cast<nlmsgerr*>(NLMSG_DATA(h))->error, what);
-        if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
-            continue;
-        int alen = static_cast<int>(IFLA_PAYLOAD(h));
-        for (auto* a = IFLA_RTA(static_cast<ifinfomsg*>(NLMSG_DATA(h))); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+    std::optional<LinkRxDrops> drops;
+    netlinkRequest(NETLINK_ROUTE, req.nh, what, [&](const nlmsghdr& h) {
+        if (h.nlmsg_type != RTM_NEWLINK || h.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
+            return true;
+        int alen = static_cast<int>(IFLA_PAYLOAD(&h));
+        for (auto* a = IFLA_RTA(static_cast<const ifinfomsg*>(NLMSG_DATA(&h))); RTA_OK(a, alen);
+             a = RTA_NEXT(a, alen)) {
             if (a->rta_type != IFLA_STATS64 || RTA_PAYLOAD(a) < sizeof(rtnl_link_stats64))
                 continue;
             rtnl_link_stats64 st;
             std::memcpy(&st, RTA_DATA(a), sizeof(st));
-            return {st.rx_dropped, st.rx_missed_errors};
+            drops = LinkRxDrops{st.rx_dropped, st.rx_missed_errors};
+            return false;
         }
-    }
-    throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
+        return true;
+    });
+    if (!drops)
+        throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
+    return *drops;
 }
 
 } // namespace npf::ctl

@@ -25,6 +25,9 @@ Interface resolveInterface(const std::string& name);
 // to 1, with a note, for devices that do not report channels.
 uint32_t rxQueueCount(const std::string& ifname);
 
+// The interface's MTU (SIOCGIFMTU).
+uint32_t linkMtu(const std::string& ifname);
+
 // All interfaces of this namespace, by ifindex.
 std::vector<Interface> listInterfaces();
 

@@ -8,9 +8,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <memory>
-
 #include <cstring>
+#include <filesystem>
+#include <memory>
+#include <system_error>
 
 #include "ctl/errors.h"
 #include "npf/abi.h"
@@ -58,9 +59,16 @@ bool pinDirExists(const std::string& ifname)
 
 void makePinDir(const std::string& ifname)
 {
-    for (const std::string& d : {std::string(NPF_PIN_ROOT), netnsDir(), pinDir(ifname)})
-        if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST)
-            throwErrno("create pin directory " + d);
+    const std::string dir = pinDir(ifname);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec)
+        throw std::system_error(ec, "create pin directory " + dir);
+    // Only root may look inside, whatever the umask gave the new directories
+    // (bpffs itself is often 1777).
+    std::filesystem::permissions(NPF_PIN_ROOT, std::filesystem::perms::owner_all, ec);
+    if (ec)
+        throw std::system_error(ec, std::string("restrict ") + NPF_PIN_ROOT + " to its owner");
 }
 
 namespace {

@@ -1,7 +1,9 @@
 // AF_XDP sockets of this network namespace, through NETLINK_SOCK_DIAG (what
-// `ss --xdp` shows). Userspace cannot read an XSKMAP, so "queues with bound
-// sockets" comes from here: sockets bound to an interface and queue, whichever
-// process owns them. sock_diag is per network namespace.
+// `ss --xdp` shows): `npfctl status` lists those bound to the interface,
+// whichever process owns them. Which of them sit in npf_xsks sock_diag cannot
+// tell; the bound queues come from the map itself (xsk_slots.h). Kernels
+// without CONFIG_XDP_SOCKETS_DIAG (6.18 here) have no AF_XDP sock_diag:
+// xdpSockets() throws ENOENT and status lists no sockets.
 #pragma once
 
 #include <cstdint>
@@ -17,13 +19,7 @@ struct XdpSocket {
     uint32_t umemId = 0;  // sockets sharing a UMEM (XDP_SHARED_UMEM) have the same id
 };
 
-// All AF_XDP sockets of this namespace.
+// All AF_XDP sockets of this namespace; ENOENT without AF_XDP sock_diag.
 std::vector<XdpSocket> xdpSockets();
-
-// Those bound to `ifindex`.
-std::vector<XdpSocket> xdpSockets(int ifindex);
-
-// Sorted distinct queue ids of `socks`.
-std::vector<uint32_t> boundQueues(const std::vector<XdpSocket>& socks);
 
 } // namespace npf::ctl

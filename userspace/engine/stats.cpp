@@ -4,8 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <filesystem>
 
+#include "ctl/engine_stats.h"
 #include "ctl/stats.h"
 #include "engine/engine_impl.h"
 #include "sys/clock.h"
@@ -17,11 +18,6 @@ namespace {
 EngineStats::Latency latency(const LatencyHistogram& h)
 {
     return {h.count(), h.p50(), h.p99(), h.p999(), h.max()};
-}
-
-nlohmann::ordered_json toJson(const EngineStats::Latency& l)
-{
-    return {{"count", l.count}, {"p50_ns", l.p50}, {"p99_ns", l.p99}, {"p999_ns", l.p999}, {"max_ns", l.max}};
 }
 
 } // namespace
@@ -83,41 +79,18 @@ EngineStats Engine::Impl::snapshot() const
 
 std::string Engine::Impl::json() const
 {
-    EngineStats s = snapshot();
-    nlohmann::ordered_json j;
-    j["interface"] = cfg.ifname;
-    j["pid"] = ::getpid();
-    j["time_ns"] = monotonicNs();
-    j["counters"] = {
-        {"fast_path", s.fastPath},         {"fault_path", s.faultPath},
-        {"deferred", s.deferred},          {"bad_meta", s.badMeta},
-        {"rejected", s.rejected},          {"mismatch", s.mismatch},
-        {"place_errors", s.placeErrors},   {"fault_drops", s.faultDrops},
-        {"defer_drops", s.deferDrops},
-        {"csum_errors", s.csumErrors},     {"late", s.late},
-        {"completed_ok", s.completedOk},
-        {"completed_truncated", s.completedTruncated}, {"completed_lost", s.completedLost},
-        {"completed_bad_csum", s.completedBadCsum},
-        {"cpu_faults", s.cpuFaults},       {"packet_faults", s.packetFaults},
-        {"prefetched", s.prefetched},      {"evicted", s.evicted},
-        {"restored", s.restored},          {"resident_pages", s.residentPages},
-        {"pinned_bytes", s.pinnedBytes},   {"kernel_rx_dropped", s.kernelRxDropped},
-    };
-    j["latency"] = {
-        {"steer_to_pickup", toJson(s.steerToPickup)}, {"pickup_to_image", toJson(s.pickupToImage)},
-        {"image_to_copy", toJson(s.imageToCopy)},     {"complete_to_publish", toJson(s.copyToPublish)},
-        {"fault_total", toJson(s.faultTotal)},         {"fast_total", toJson(s.fastTotal)},
-    };
-    return j.dump();
+    return ctl::engineStatsJson(snapshot(), cfg.ifname, ::getpid(), monotonicNs()).dump();
 }
 
 void Engine::Impl::writeStatsFile() noexcept
 {
     try {
-        std::string dir = statsPath.substr(0, statsPath.rfind('/'));
-        for (size_t p = dir.find('/', 1); p != std::string::npos; p = dir.find('/', p + 1))
-            ::mkdir(dir.substr(0, p).c_str(), 0755);
-        ::mkdir(dir.c_str(), 0755);
+        std::error_code ec;
+        std::filesystem::create_directories(std::filesystem::path(statsPath).parent_path(), ec);
+        if (ec) {
+            NPF_WARN_RL("creating the directory of %s: %s", statsPath.c_str(), ec.message().c_str());
+            return;
+        }
         std::string tmp = statsPath + ".tmp";
         FILE* f = std::fopen(tmp.c_str(), "w");
         if (!f) {

@@ -473,26 +473,12 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
 
 RegionStats Region::stats() const noexcept
 {
-    auto g = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    static constexpr auto atomics = regionCounters<Counters, std::atomic<uint64_t>>();
+    static_assert(sizeof(Counters) == atomics.size() * sizeof(std::atomic<uint64_t>),
+                  "Region::Counters: one atomic per kRegionCounters entry");
     RegionStats s;
-    s.packetBatches = g(c_->packetBatches);
-    s.patches = g(c_->patches);
-    s.patchBytes = g(c_->patchBytes);
-    s.patchesToResident = g(c_->patchesToResident);
-    s.packetFaults = g(c_->packetFaults);
-    s.cpuFaults = g(c_->cpuFaults);
-    s.cpuFaultWakes = g(c_->cpuFaultWakes);
-    s.pagesInstalled = g(c_->pagesInstalled);
-    s.copyCalls = g(c_->copyCalls);
-    s.eexist = g(c_->eexist);
-    s.prefetched = g(c_->prefetched);
-    s.evicted = g(c_->evicted);
-    s.spilled = g(c_->spilled);
-    s.discarded = g(c_->discarded);
-    s.restored = g(c_->restored);
-    s.evictBlocked = g(c_->evictBlocked);
-    s.graceWaits = g(c_->graceWaits);
-    s.errors = g(c_->errors);
+    for (size_t i = 0; i < kRegionCounters.size(); ++i)
+        s.*kRegionCounters[i].member = (c_.get()->*atomics[i].member).load(std::memory_order_relaxed);
     s.residentPages = residentPages();
     return s;
 }

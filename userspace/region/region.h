@@ -15,6 +15,7 @@
 // page is present, so it never faults on itself.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "npf/abi.h"
+#include "npf/counters.h"
 #include "region/epoch.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
@@ -56,28 +58,50 @@ struct RegionConfig {
     std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
 };
 
-// Cumulative counters (monotonic, except residentPages).
+// Counters of a Region: the monotonic ones (kRegionCounters says what each
+// counts) and residentPages, pages present now.
 struct RegionStats {
-    uint64_t packetBatches = 0;    // applyPatches calls
-    uint64_t patches = 0;          // patches applied
-    uint64_t patchBytes = 0;
-    uint64_t patchesToResident = 0; // pieces copied into pages already present
-    uint64_t packetFaults = 0;     // pages installed for packet patches
-    uint64_t cpuFaults = 0;        // CPU fault events served
-    uint64_t cpuFaultWakes = 0;    // served by a wake (page already present / EEXIST)
-    uint64_t pagesInstalled = 0;   // by UFFDIO_COPY, all causes
-    uint64_t copyCalls = 0;        // UFFDIO_COPY ioctls
-    uint64_t eexist = 0;           // pages found present by UFFDIO_COPY
-    uint64_t prefetched = 0;       // pages installed by prefetch
-    uint64_t evicted = 0;          // pages punched out
-    uint64_t spilled = 0;          // pages saved to the spill file
-    uint64_t discarded = 0;        // released pages evicted without saving
-    uint64_t restored = 0;         // pages installed from saved content
-    uint64_t evictBlocked = 0;     // evictions that found no victim (all protected)
-    uint64_t graceWaits = 0;       // grace periods that had to wait
-    uint64_t errors = 0;           // failed ioctls / spill I/O
-    uint64_t residentPages = 0;    // present now
+    uint64_t packetBatches = 0, patches = 0, patchBytes = 0, patchesToResident = 0;
+    uint64_t packetFaults = 0, cpuFaults = 0, cpuFaultWakes = 0, pagesInstalled = 0;
+    uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
+    uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
+    uint64_t residentPages = 0;
 };
+
+// RegionStats's monotonic counters, for any struct C with the same field
+// names: RegionStats (V = uint64_t) and the region's own atomics
+// (Region::Counters, V = std::atomic<uint64_t>), which stats() copies by
+// looping over both.
+template <typename C, typename V = uint64_t>
+constexpr std::array<CounterDef<C, V>, 18> regionCounters()
+{
+    return {{
+        {"packet_batches", &C::packetBatches, "calls", "applyPatches calls"},
+        {"patches", &C::patches, "patches", "patches applied"},
+        {"patch_bytes", &C::patchBytes, "bytes", "bytes written by patches"},
+        {"patches_to_resident", &C::patchesToResident, "patches", "patch pieces copied into pages already present"},
+        {"packet_faults", &C::packetFaults, "pages", "pages installed for packet patches"},
+        {"cpu_faults", &C::cpuFaults, "faults", "CPU fault events served"},
+        {"cpu_fault_wakes", &C::cpuFaultWakes, "faults", "CPU faults served by a wake (page already present, EEXIST)"},
+        {"pages_installed", &C::pagesInstalled, "pages", "pages installed by UFFDIO_COPY, all causes"},
+        {"copy_calls", &C::copyCalls, "calls", "UFFDIO_COPY ioctls"},
+        {"eexist", &C::eexist, "pages", "pages UFFDIO_COPY found present"},
+        {"prefetched", &C::prefetched, "pages", "pages installed by prefetch"},
+        {"evicted", &C::evicted, "pages", "pages punched out"},
+        {"spilled", &C::spilled, "pages", "pages saved to the spill file"},
+        {"discarded", &C::discarded, "pages", "released pages evicted without saving"},
+        {"restored", &C::restored, "pages", "pages installed from saved content"},
+        {"evict_blocked", &C::evictBlocked, "evictions", "evictions that found no victim (all protected)"},
+        {"grace_waits", &C::graceWaits, "waits", "grace periods eviction had to wait for"},
+        {"errors", &C::errors, "errors", "failed ioctls and spill I/O"},
+    }};
+}
+
+inline constexpr auto kRegionCounters = regionCounters<RegionStats>();
+static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
+              "kRegionCounters: names snake_case and unique, each member once");
+static_assert(sizeof(RegionStats) == (kRegionCounters.size() + 1) * sizeof(uint64_t),
+              "kRegionCounters must list every field of RegionStats but residentPages");
 
 // CLOCK_MONOTONIC ns of one install call (the clock of bpf_ktime_get_ns), for
 // per-stage histograms. Zero when the stage did not happen.

@@ -73,13 +73,19 @@ XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t
     XskSocket s;
     s.name_ = name;
     s.rxMap_ = setupRx(fd.get(), rxSize, &s.rx_, name);
-    const uint16_t wake = needWakeup ? XDP_USE_NEED_WAKEUP : 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busyWaitMs);
     s.multiBuffer_ = multiBuffer;
-    auto bindWaiting = [&](uint16_t flags) {
+    // Auto sets neither XDP_ZEROCOPY nor XDP_COPY: the kernel then tries
+    // zero-copy and falls back to copy mode itself, also when the driver has
+    // zero-copy but not zero-copy multi-buffer (copy mode keeps XDP_USE_SG).
+    uint16_t flags = needWakeup ? XDP_USE_NEED_WAKEUP : 0;
+    if (mode == BindMode::ZeroCopy)
+        flags |= XDP_ZEROCOPY;
+    else if (mode == BindMode::Copy)
+        flags |= XDP_COPY;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(busyWaitMs);
+    auto bindWaiting = [&](uint16_t f) {
         int r;
-        while ((r = bindTo(fd.get(), ifindex, queue, flags, -1)) == -EBUSY &&
-               std::chrono::steady_clock::now() < deadline)
+        while ((r = bindTo(fd.get(), ifindex, queue, f, -1)) == -EBUSY && std::chrono::steady_clock::now() < deadline)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         return r;
     };
@@ -88,40 +94,25 @@ XskSocket XskSocket::bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t
         NPF_WARN("%s: bound without XDP_USE_SG (%s): packets larger than a UMEM frame are dropped by the kernel",
                  name.c_str(), why);
     };
-    // With XDP_USE_SG when multi-buffer is wanted; a kernel that does not
-    // know the flag (before 6.6) refuses it with EINVAL and gets the bind without.
-    auto bindSg = [&](uint16_t flags) {
-        if (!s.multiBuffer_)
-            return bindWaiting(flags);
-        int r = bindWaiting(flags | XDP_USE_SG);
-        if (r != -EINVAL)
-            return r;
-        if ((r = bindWaiting(flags)) == 0)
-            noMultiBuffer("the kernel does not know the flag; jumbo frames need Linux >= 6.6");
-        return r;
-    };
-    int rc = -EOPNOTSUPP;
-    if (mode != BindMode::Copy) {
-        rc = bindSg(XDP_ZEROCOPY | wake);
-        // A driver with zero-copy but without zero-copy multi-buffer: Auto
-        // takes copy mode with multi-buffer (below), ZeroCopy zero-copy without.
-        if (rc == -EOPNOTSUPP && s.multiBuffer_ && mode == BindMode::ZeroCopy &&
-            (rc = bindWaiting(XDP_ZEROCOPY | wake)) == 0)
-            noMultiBuffer("the driver has no zero-copy multi-buffer support");
-        s.zeroCopy_ = rc == 0;
-        if (rc == -EOPNOTSUPP && mode == BindMode::ZeroCopy)
-            throwErrno(-rc, "bind " + name + " to " + where(ifindex, queue) +
-                                " (zero-copy): the driver does not support it -- use copy mode");
-        if (rc == -EOPNOTSUPP)
-            NPF_DEBUG("%s: zero-copy not supported on %s, using copy mode", name.c_str(),
-                      where(ifindex, queue).c_str());
-    }
-    if (rc == -EOPNOTSUPP)
-        rc = bindSg(XDP_COPY | wake);
-    checkNeg(rc, "bind " + name + " to " + where(ifindex, queue) +
-                     (mode == BindMode::ZeroCopy ? " (zero-copy)" : " (copy)") +
-                     (rc == -EBUSY ? ": another AF_XDP socket owns this queue (another npf service?)" : ""));
+    int rc = bindWaiting(multiBuffer ? flags | XDP_USE_SG : flags);
+    if (multiBuffer && rc == -EINVAL && (rc = bindWaiting(flags)) == 0)
+        noMultiBuffer("the kernel does not know the flag; jumbo frames need Linux >= 6.6");
+    else if (multiBuffer && rc == -EOPNOTSUPP && mode == BindMode::ZeroCopy && (rc = bindWaiting(flags)) == 0)
+        noMultiBuffer("the driver has no zero-copy multi-buffer support");
+    const std::string what = "bind " + name + " to " + where(ifindex, queue) +
+                             (mode == BindMode::ZeroCopy ? " (zero-copy)" : mode == BindMode::Copy ? " (copy)" : "");
+    if (rc == -EOPNOTSUPP && mode == BindMode::ZeroCopy)
+        throwErrno(-rc, what + ": the driver does not support it -- use copy mode");
+    checkNeg(rc, what + (rc == -EBUSY ? ": another AF_XDP socket owns this queue (another npf service?)" : ""));
     s.fd_ = std::move(fd);
+
+    xdp_options opts{};
+    socklen_t len = sizeof(opts);
+    checkErrno(::getsockopt(s.fd_.get(), SOL_XDP, XDP_OPTIONS, &opts, &len), name + ": XDP_OPTIONS");
+    s.zeroCopy_ = opts.flags & XDP_OPTIONS_ZEROCOPY;
+    if (mode == BindMode::Auto && !s.zeroCopy_)
+        NPF_DEBUG("%s: no zero-copy on %s, the kernel bound it in copy mode", name.c_str(),
+                  where(ifindex, queue).c_str());
     return s;
 }
 

@@ -1,11 +1,14 @@
 // RAII AF_XDP socket with an RX ring, bound to (ifindex, queue).
 //
-// Raw syscalls rather than libxdp's xsk_socket__create(): we need to retry a
-// failed XDP_ZEROCOPY bind as XDP_COPY on the same socket (libxdp tears the
-// socket down on failure), we manage XSKMAP slots ourselves (libxdp would
-// load its own XDP program unless inhibited), and libxdp keeps a process-
-// global list of (ifindex, queue) contexts we do not want to share with
-// other users of the library. The ring protocol is small (ring.h).
+// Raw syscalls rather than libxdp's xsk_socket__create_shared(): a queue's
+// primary and backup sockets share one UMEM and its one fill ring, fed by
+// two threads under a lock (umem.h) through npf's own ring types (ring.h),
+// where libxdp picks shared rings from a per-UMEM list of (netns, ifindex,
+// queue) contexts and owns their mappings; the sockets go to XSKMAP slots
+// 2q / 2q+1 (libxdp's xsk_socket__update_xskmap uses key q); and a bind
+// that finds the queue still held by a just-closed socket (EBUSY) is retried
+// on the same socket with its UMEM and rings in place. Zero-copy versus copy
+// mode is the kernel's choice (BindMode::Auto), read back with XDP_OPTIONS.
 #pragma once
 
 #include <linux/if_xdp.h>
@@ -28,8 +31,9 @@ public:
     XskSocket() noexcept = default;
 
     // Binds `fd`, which already has the UMEM registered, as the first socket
-    // of (ifindex, queue). BindMode::Auto tries zero-copy first and falls
-    // back to copy mode when the driver does not support it. multiBuffer asks
+    // of (ifindex, queue). BindMode::Auto binds once with neither
+    // XDP_ZEROCOPY nor XDP_COPY: the kernel takes zero-copy when the driver
+    // can and copy mode otherwise; zeroCopy() says which. multiBuffer asks
     // for XDP_USE_SG (see QueueConfig::multiBuffer).
     // EBUSY is retried for busyWaitMs (see QueueConfig::busyWaitMs).
     static XskSocket bindOwner(Fd fd, uint32_t ifindex, uint32_t queue, uint32_t rxSize, BindMode mode,

@@ -1,0 +1,160 @@
+// One definition per counter: a table names each counter of a stats struct
+// once, with its unit and help line, and a static_assert ties the table to
+// the struct (like enum npf_stat and ctl::kStatNames). Everything that shows
+// counters loops over a table: the engine's JSON snapshot and `npfctl stats`
+// (ctl/engine_stats.h), npf-recv's summary, docs/cli.md "Counters" (checked
+// by tests/ctl/counters_test.cpp).
+//
+// Names map to Prometheus mechanically: npf_<name>, plus _total unless the
+// counter is a gauge. A counter in bytes ends its name in _bytes; other
+// units (datagrams, pages, ...) are counts and stay out of the name, as in
+// node_network_receive_packets_total. Latencies are ns here (ns in the JSON
+// keys as well); an exporter divides by 1e9 for _seconds.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "npf/engine.h"
+
+namespace npf {
+
+// One counter of `Stats`. (V = std::atomic<uint64_t> addresses the same
+// counter in a struct of atomics with the same field names, see RegionStats.)
+template <typename Stats, typename V = uint64_t>
+struct CounterDef {
+    const char* name;         // snake_case: JSON key, `npfctl stats` row, Prometheus npf_<name>[_total]
+    V Stats::*member;
+    const char* unit;         // what one count is: "datagrams", "pages", "bytes", ...
+    const char* help;         // one line
+    bool gauge = false;       // a level now (goes down too); otherwise monotonic since start
+};
+
+// EngineStats's counters, in the order of the JSON snapshot's "counters".
+inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
+    {"fast_path", &EngineStats::fastPath, "datagrams", "placed by a queue worker (destination page resident)"},
+    {"fault_path", &EngineStats::faultPath, "datagrams", "placed by the pager (backup ring, or deferred)"},
+    {"deferred", &EngineStats::deferred, "datagrams",
+     "taken from a primary ring after their page was evicted, handed to the pager"},
+    {"bad_meta", &EngineStats::badMeta, "frames", "dropped by meta validation"},
+    {"rejected", &EngineStats::rejected, "datagrams",
+     "seq rejected by the sequencer (duplicate, stale, out of window)"},
+    {"mismatch", &EngineStats::mismatch, "datagrams", "meta disagrees with the posted buffer (completed LOST)"},
+    {"place_errors", &EngineStats::placeErrors, "datagrams", "payload the pager could not place (completed LOST)"},
+    {"fault_drops", &EngineStats::faultDrops, "datagrams",
+     "dropped on a non-resident page under FaultPolicy::Drop (completed LOST)"},
+    {"defer_drops", &EngineStats::deferDrops, "datagrams",
+     "page evicted after steering while the pager's deferred queue was full (completed LOST)"},
+    {"csum_errors", &EngineStats::csumErrors, "datagrams", "wrong UDP checksum (completed BAD_CSUM)"},
+    {"late", &EngineStats::late, "datagrams", "arrived after their seq completed LOST (dropped)"},
+    {"completed_ok", &EngineStats::completedOk, "completions", "seqs completed OK"},
+    {"completed_truncated", &EngineStats::completedTruncated, "completions",
+     "seqs completed TRUNCATED (datagram longer than its buffer)"},
+    {"completed_lost", &EngineStats::completedLost, "completions", "seqs completed LOST"},
+    {"completed_bad_csum", &EngineStats::completedBadCsum, "completions", "seqs completed BAD_CSUM"},
+    {"cpu_faults", &EngineStats::cpuFaults, "faults", "CPU page faults on the region served by the pager"},
+    {"packet_faults", &EngineStats::packetFaults, "pages", "pages installed for datagrams (fault path)"},
+    {"prefetched", &EngineStats::prefetched, "pages", "pages installed ahead of posted buffers after a fault"},
+    {"evicted", &EngineStats::evicted, "pages", "pages evicted from the region"},
+    {"restored", &EngineStats::restored, "pages", "pages installed from saved (evicted) content"},
+    {"resident_pages", &EngineStats::residentPages, "pages", "region pages resident now", true},
+    {"pinned_bytes", &EngineStats::pinnedBytes, "bytes", "UMEM bytes pinned, all queues", true},
+    {"kernel_rx_dropped", &EngineStats::kernelRxDropped, "packets",
+     "dropped by the kernel at the AF_XDP sockets (rx_dropped + rx_ring_full)"},
+}};
+
+// One latency histogram of EngineStats (unit ns).
+struct LatencyDef {
+    const char* name; // JSON key under "latency"; `npfctl stats` rows latency.<name>_<quantile>
+    EngineStats::Latency EngineStats::*member;
+    const char* help;
+};
+
+inline constexpr std::array<LatencyDef, 6> kEngineLatencies = {{
+    {"steer_to_pickup", &EngineStats::steerToPickup, "fault path: steered by XDP -> picked up by the pager"},
+    {"pickup_to_image", &EngineStats::pickupToImage, "fault path: picked up -> page image ready"},
+    {"image_to_copy", &EngineStats::imageToCopy, "fault path: page image ready -> UFFDIO_COPY done"},
+    {"complete_to_publish", &EngineStats::copyToPublish, "seq complete -> completion published"},
+    {"fault_total", &EngineStats::faultTotal, "fault path: steered by XDP -> completion published"},
+    {"fast_total", &EngineStats::fastTotal, "fast path: steered by XDP -> placed by a worker"},
+}};
+
+// The fields of one histogram, as JSON keys.
+struct QuantileDef {
+    const char* name;
+    uint64_t EngineStats::Latency::*member;
+};
+
+inline constexpr std::array<QuantileDef, 5> kLatencyFields = {{
+    {"count", &EngineStats::Latency::count},
+    {"p50_ns", &EngineStats::Latency::p50},
+    {"p99_ns", &EngineStats::Latency::p99},
+    {"p999_ns", &EngineStats::Latency::p999},
+    {"max_ns", &EngineStats::Latency::max},
+}};
+
+namespace counters_detail {
+
+constexpr bool snakeCase(std::string_view s)
+{
+    if (s.empty() || s.front() < 'a' || s.front() > 'z' || s.back() == '_')
+        return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        char c = s[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        if (!ok || (c == '_' && s[i + 1] == '_'))
+            return false;
+    }
+    return true;
+}
+
+// Every name snake_case and unique, every member listed once.
+template <typename Table>
+constexpr bool wellFormed(const Table& t)
+{
+    for (size_t i = 0; i < t.size(); ++i) {
+        if (!snakeCase(t[i].name) || t[i].member == nullptr)
+            return false;
+        for (size_t k = 0; k < i; ++k)
+            if (std::string_view(t[i].name) == t[k].name || t[i].member == t[k].member)
+                return false;
+    }
+    return true;
+}
+
+// Prometheus: a byte count says so in its name.
+template <typename Table>
+constexpr bool unitsNamed(const Table& t)
+{
+    for (const auto& c : t)
+        if ((std::string_view(c.unit) == "bytes") != std::string_view(c.name).ends_with("_bytes"))
+            return false;
+    return true;
+}
+
+} // namespace counters_detail
+
+// Distinct members and a size that leaves no room for an unlisted one: a new
+// EngineStats field fails here until it has a table entry.
+static_assert(counters_detail::wellFormed(kEngineCounters) && counters_detail::unitsNamed(kEngineCounters),
+              "kEngineCounters: names snake_case and unique, each member once, _bytes names for bytes");
+static_assert(counters_detail::wellFormed(kEngineLatencies) && counters_detail::wellFormed(kLatencyFields));
+static_assert(sizeof(EngineStats::Latency) == kLatencyFields.size() * sizeof(uint64_t),
+              "kLatencyFields must list every field of EngineStats::Latency");
+static_assert(sizeof(EngineStats) == kEngineCounters.size() * sizeof(uint64_t) +
+                                         kEngineLatencies.size() * sizeof(EngineStats::Latency),
+              "kEngineCounters and kEngineLatencies must list every field of EngineStats");
+
+// The table entry of an EngineStats member (a compile error in a constant
+// expression when the member has none).
+constexpr const CounterDef<EngineStats>& counterDef(uint64_t EngineStats::*m)
+{
+    for (const auto& c : kEngineCounters)
+        if (c.member == m)
+            return c;
+    throw "EngineStats member missing from kEngineCounters";
+}
+
+} // namespace npf
