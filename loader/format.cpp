@@ -11,8 +11,13 @@ std::string join(const std::vector<uint32_t>& v)
     if (v.empty())
         return "-";
     std::string s;
-    for (uint32_t x : v)
-        s += (s.empty() ? "" : ",") + std::to_string(x);
+    // Appended piece by piece: `"," + std::to_string(x)` inserts at the front of
+    // a temporary, which GCC 12 -O2 flags with a bogus -Wrestrict (GCC PR 105329).
+    for (uint32_t x : v) {
+        if (!s.empty())
+            s += ',';
+        s += std::to_string(x);
+    }
     return s;
 }
 
