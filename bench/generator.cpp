@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <netinet/ether.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
@@ -14,6 +15,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_ether.h>
 #include <linux/if_link.h>
 
 #include <algorithm>
@@ -24,13 +26,12 @@
 
 #include "bench_abi.h"
 #include "bench_gen.skel.h"
-#include "netns.h"
-#include "packet_builder.h"
 #include "sys/csum.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
 #include "sys/thread.h"
+#include "topology.h"
 
 namespace npf::bench {
 namespace {
@@ -214,7 +215,7 @@ private:
             try {
                 enterNetns(c_.txNsPath);
                 if (attach && !if_nametoindex(kAnchor) &&
-                    npf::test::sh(std::string("ip link add ") + kAnchor + " type veth peer name " + kAnchor + "p") != 0)
+                    npf::topology::sh(std::string("ip link add ") + kAnchor + " type veth peer name " + kAnchor + "p") != 0)
                     throw std::runtime_error(std::string("cannot create the anchor veth ") + kAnchor);
                 const int ifindex = int(if_nametoindex(kAnchor));
                 if (!ifindex)
@@ -350,23 +351,79 @@ private:
 
 } // namespace
 
+namespace {
+
+void putMac(uint8_t* to, const std::string& text, const char* what)
+{
+    ether_addr mac;
+    if (!ether_aton_r(text.c_str(), &mac))
+        throw std::invalid_argument(std::string(what) + ": not a MAC address: '" + text + "'");
+    std::memcpy(to, mac.ether_addr_octet, ETH_ALEN);
+}
+
+void putIpv4(uint8_t* to, const std::string& text, const char* what)
+{
+    if (inet_pton(AF_INET, text.c_str(), to) != 1)
+        throw std::invalid_argument(std::string(what) + ": not an IPv4 address: '" + text + "'");
+}
+
+void put16(uint8_t* p, uint16_t v) // network order
+{
+    p[0] = uint8_t(v >> 8);
+    p[1] = uint8_t(v);
+}
+
+// ~sum in memory order, as RFC 1071 allows: no byte swaps.
+void putCsum(uint8_t* p, uint64_t sum, bool zeroIsFfff)
+{
+    uint16_t c = uint16_t(~npf::csumFold(sum));
+    if (c == 0 && zeroIsFfff)
+        c = 0xffff;
+    std::memcpy(p, &c, 2);
+}
+
+} // namespace
+
 std::vector<uint8_t> templateFrame(const TrafficConfig& c)
 {
-    using namespace npf::test;
     if (c.payload < sizeof(npfb_hdr))
         throw std::invalid_argument("payload of " + std::to_string(c.payload) + " bytes is smaller than the " +
                                     std::to_string(sizeof(npfb_hdr)) + "-byte bench header");
-    std::vector<uint8_t> payload(c.payload);
+    if (c.payload > 0xffff - (NPFB_PAYLOAD_OFF - 14))
+        throw std::invalid_argument("payload of " + std::to_string(c.payload) + " bytes does not fit an IPv4 datagram");
+    std::vector<uint8_t> f(NPFB_PAYLOAD_OFF + c.payload, 0);
+    // Ethernet
+    putMac(f.data(), c.dstMac, "destination MAC");
+    putMac(f.data() + 6, c.srcMac, "source MAC");
+    put16(f.data() + 12, ETH_P_IP);
+    // IPv4, no options, DF clear, TTL 64
+    uint8_t* ip = f.data() + 14;
+    ip[0] = 0x45;
+    put16(ip + 2, uint16_t(NPFB_PAYLOAD_OFF - 14 + c.payload));
+    ip[8] = 64;
+    ip[9] = IPPROTO_UDP;
+    putIpv4(ip + 12, c.srcAddr, "source address");
+    putIpv4(ip + 16, c.dstAddr, "destination address");
+    putCsum(ip + 10, npf::csumPartial(ip, 20), false);
+    // UDP, then the payload: the bench header (seq, flow, tstamp 0: npfb_gen writes them) and the pattern
+    uint8_t* udp = f.data() + NPFB_UDP_OFF;
+    const uint16_t udpLen = uint16_t(8 + c.payload);
+    put16(udp, c.sportBase);
+    put16(udp + 2, c.dport);
+    put16(udp + 4, udpLen);
+    uint8_t* payload = f.data() + NPFB_PAYLOAD_OFF;
     for (uint32_t i = 0; i < c.payload; i++)
         payload[i] = npfb_pattern(i);
-    npfb_hdr h{NPFB_MAGIC, 0, 0, 0};
-    std::memcpy(payload.data(), &h, sizeof(h));
-    return PacketBuilder()
-        .eth({.dst = macAddr(c.dstMac), .src = macAddr(c.srcMac)})
-        .ipv4({.src = ipv4Addr(c.srcAddr), .dst = ipv4Addr(c.dstAddr)})
-        .udp({.sport = c.sportBase, .dport = c.dport, .checksum = c.udpCsum})
-        .payload(payload)
-        .build();
+    const npfb_hdr h{NPFB_MAGIC, 0, 0, 0};
+    std::memcpy(payload, &h, sizeof(h));
+    if (c.udpCsum) {
+        uint8_t pseudo[12] = {};
+        std::memcpy(pseudo, ip + 12, 8); // source and destination
+        pseudo[9] = IPPROTO_UDP;
+        put16(pseudo + 10, udpLen);
+        putCsum(udp + 6, npf::csumPartial(udp, udpLen, npf::csumPartial(pseudo, sizeof(pseudo))), true);
+    }
+    return f;
 }
 
 void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame)

@@ -1,53 +1,34 @@
 #include "meter.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "bench_abi.h"
 
 namespace npf::bench {
 
-int LatHist::index(uint64_t ns) noexcept
+std::vector<std::pair<uint64_t, double>> latencyCdf(const LatencyHistogram& h)
 {
-    if (ns < kSub)
-        return int(ns);
-    const int msb = 63 - __builtin_clzll(ns);
-    const int sub = int((ns >> (msb - 4)) & (kSub - 1));
-    const int idx = (msb - 3) * kSub + sub;
-    return idx < kBuckets ? idx : kBuckets - 1;
-}
-
-uint64_t LatHist::upper(int idx) noexcept
-{
-    if (idx < kSub)
-        return uint64_t(idx);
-    const int msb = idx / kSub + 3;
-    const uint64_t sub = uint64_t(idx % kSub);
-    return ((kSub + sub + 1) << (msb - 4)) - 1;
-}
-
-uint64_t LatHist::quantile(double q) const noexcept
-{
-    if (n_ == 0)
-        return 0;
-    const uint64_t want = uint64_t(q * double(n_ - 1)) + 1;
-    uint64_t acc = 0;
-    for (int i = 0; i < kBuckets; i++) {
-        acc += counts_[size_t(i)];
-        if (acc >= want)
-            return upper(i);
-    }
-    return upper(kBuckets - 1);
-}
-
-std::vector<std::pair<uint64_t, double>> LatHist::cdf() const
-{
+    // The histogram shows quantiles only: quantile((r - 0.5) / n) lies in the
+    // bucket of the r-th smallest sample, so the last rank of each bucket is
+    // found by bisection (ranks only grow with the bucket).
     std::vector<std::pair<uint64_t, double>> out;
-    uint64_t acc = 0;
-    for (int i = 0; i < kBuckets; i++) {
-        if (!counts_[size_t(i)])
-            continue;
-        acc += counts_[size_t(i)];
-        out.emplace_back(upper(i), double(acc) / double(n_));
+    const uint64_t n = h.count();
+    auto bucketOfRank = [&](uint64_t r) {
+        return LatencyHistogram::bucketOf(h.quantile((double(r) - 0.5) / double(n)));
+    };
+    for (uint64_t r = 1; r <= n;) {
+        const int b = bucketOfRank(r);
+        uint64_t lo = r, hi = n; // the bucket's last rank is in [lo, hi]
+        while (lo < hi) {
+            const uint64_t mid = lo + (hi - lo + 1) / 2;
+            if (bucketOfRank(mid) == b)
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
+        out.emplace_back(std::min(LatencyHistogram::bucketHigh(b), h.max()), double(lo) / double(n));
+        r = lo + 1;
     }
     return out;
 }
@@ -79,7 +60,7 @@ bool Meter::onPayload(const uint8_t* p, uint32_t len, uint64_t nowNs) noexcept
     if (h.seq > maxSeq_)
         maxSeq_ = h.seq;
     if (nowNs > h.tstamp)
-        lat_.record(nowNs - h.tstamp);
+        lat_.recordSingleWriter(nowNs - h.tstamp);
     return true;
 }
 

@@ -4,46 +4,20 @@
 // bytes). One writer (the receiving thread); anyone may read the atomics.
 #pragma once
 
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
+
+#include "sys/clock.h"
+#include "sys/latency_histogram.h"
 
 namespace npf::bench {
 
-inline uint64_t monoNs() noexcept
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
-// Log-linear latency histogram: 16 sub-buckets per power of two of ns.
-class LatHist {
-public:
-    static constexpr int kSub = 16;
-    static constexpr int kBuckets = 64 * kSub;
-    void record(uint64_t ns) noexcept { counts_[index(ns)]++; n_++; }
-    uint64_t count() const noexcept { return n_; }
-    // Value (ns, bucket upper bound) at quantile q in [0, 1].
-    uint64_t quantile(double q) const noexcept;
-    // (ns, cumulative fraction) at every non-empty bucket.
-    std::vector<std::pair<uint64_t, double>> cdf() const;
-    void merge(const LatHist& o) noexcept
-    {
-        for (int i = 0; i < kBuckets; i++)
-            counts_[size_t(i)] += o.counts_[size_t(i)];
-        n_ += o.n_;
-    }
-    static int index(uint64_t ns) noexcept;
-    static uint64_t upper(int idx) noexcept;
-
-private:
-    std::vector<uint64_t> counts_ = std::vector<uint64_t>(kBuckets);
-    uint64_t n_ = 0;
-};
+// (ns, cumulative fraction) at the top of every non-empty bucket of h: the
+// fraction of samples at or below ns. h must not be written meanwhile.
+std::vector<std::pair<uint64_t, double>> latencyCdf(const LatencyHistogram& h);
 
 class Meter {
 public:
@@ -68,7 +42,7 @@ public:
     uint64_t t0() const noexcept { return t0_; }
     // Snapshot of the 1 ms bins.
     std::vector<uint32_t> bins() const;
-    const LatHist& latency() const noexcept { return lat_; }
+    const LatencyHistogram& latency() const noexcept { return lat_; }
 
 private:
     uint64_t t0_, len_;
@@ -76,7 +50,7 @@ private:
     size_t nbins_;
     std::atomic<uint64_t> packets_{0}, bytes_{0}, bad_{0}, lost_{0};
     uint64_t maxSeq_ = 0, checked_ = 0;
-    LatHist lat_;
+    LatencyHistogram lat_;
 };
 
 } // namespace npf::bench

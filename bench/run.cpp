@@ -9,18 +9,17 @@ namespace npf::bench {
 
 std::atomic<bool> g_interrupted{false};
 
-Env::Env(test::VethOptions opt) : veth_(opt), guard_(veth_.rxNs()) {}
+Env::Env(topology::VethOptions opt) : veth_(opt), guard_(veth_.rxNs()) {}
 
 TrafficConfig Env::traffic() const
 {
     TrafficConfig t;
-    auto& v = const_cast<test::VethPair&>(veth_);
-    t.txNsPath = v.txNs().path();
-    t.txIf = v.txIf();
-    t.srcMac = v.txMac();
-    t.dstMac = v.rxMac();
-    t.srcAddr = v.txAddr();
-    t.dstAddr = v.rxAddr();
+    t.txNsPath = veth_.txNs().path();
+    t.txIf = veth_.txIf();
+    t.srcMac = veth_.txMac();
+    t.dstMac = veth_.rxMac();
+    t.srcAddr = veth_.txAddr();
+    t.dstAddr = veth_.rxAddr();
     return t;
 }
 
@@ -73,7 +72,7 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         std::unique_ptr<Sender> gen =
             spec.sender == "socket" ? makeSocketSender(traffic) : makeLiveGenerator(traffic);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        const uint64_t t0 = monoNs();
+        const uint64_t t0 = monotonicNs();
         std::vector<std::unique_ptr<Meter>> meters;
         std::vector<Meter*> raw;
         for (size_t i = 0; i < rx->lanes(); i++) {
@@ -84,7 +83,7 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         rx->start(raw);
         gen->start(spec.seconds);
         gen->join();
-        const uint64_t tEnd = monoNs();
+        const uint64_t tEnd = monotonicNs();
         // Drain: until nothing arrives for 20 ms, at most drainSeconds.
         uint64_t last = 0;
         for (int i = 0; i < int(spec.drainSeconds * 50) + 1; i++) {
@@ -153,7 +152,7 @@ nlohmann::ordered_json RunResult::toJson() const
                       {"p50", latency.quantile(0.5)},
                       {"p99", latency.quantile(0.99)},
                       {"p999", latency.quantile(0.999)},
-                      {"max", latency.quantile(1.0)}};
+                      {"max", latency.max()}};
     j["details"] = details;
     if (!error.empty())
         j["error"] = error;

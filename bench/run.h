@@ -9,8 +9,8 @@
 
 #include "generator.h"
 #include "meter.h"
-#include "netns.h"
 #include "receiver.h"
+#include "topology.h"
 
 namespace npf::bench {
 
@@ -19,14 +19,14 @@ extern std::atomic<bool> g_interrupted;
 // A veth pair between two fresh namespaces; this thread stays in the rx one.
 class Env {
 public:
-    explicit Env(test::VethOptions opt);
-    test::VethPair& veth() { return veth_; }
+    explicit Env(topology::VethOptions opt);
+    topology::VethPair& veth() { return veth_; }
     TrafficConfig traffic() const; // addresses, MACs, namespace of the pair
     RxConfig rx() const;
 
 private:
-    test::VethPair veth_;
-    test::NetnsGuard guard_;
+    topology::VethPair veth_;
+    topology::NetnsGuard guard_;
 };
 
 struct RunSpec {
@@ -44,7 +44,7 @@ struct RunResult {
     double rxCpuSeconds = 0, genCpuSeconds = 0;
     uint64_t pinnedBytes = 0, residentBytes = 0;
     std::vector<uint32_t> bins; // received per 1 ms from the start of sending
-    LatHist latency;
+    LatencyHistogram latency;
     nlohmann::ordered_json details;
     std::string error;
 

@@ -150,7 +150,7 @@ private:
             int n = ::recvmmsg(fd_.get(), msgs, kBatch, MSG_WAITFORONE, nullptr);
             if (n <= 0)
                 continue;
-            const uint64_t now = monoNs();
+            const uint64_t now = monotonicNs();
             uint64_t bytes = 0;
             for (int i = 0; i < n; i++) {
                 m.onPayload(static_cast<uint8_t*>(iov[i].iov_base), msgs[i].msg_len, now);
@@ -218,7 +218,7 @@ private:
             if (io_uring_wait_cqe_timeout(&ring_, &c, &ts) < 0)
                 continue;
             const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, 64);
-            const uint64_t now = monoNs();
+            const uint64_t now = monotonicNs();
             uint64_t bytes = 0;
             uint32_t got = 0;
             int added = 0;

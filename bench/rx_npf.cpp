@@ -81,7 +81,7 @@ private:
             size_t n = flow_->wait(batch, std::chrono::milliseconds(10));
             if (!n)
                 continue;
-            const uint64_t now = monoNs();
+            const uint64_t now = monotonicNs();
             uint64_t bytes = 0, ok = 0, lost = 0, badCsum = 0;
             for (size_t i = 0; i < n; i++) {
                 const npf_completion& c = batch[i];

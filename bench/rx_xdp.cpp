@@ -163,7 +163,7 @@ private:
                 continue;
             }
             idle = 0;
-            const uint64_t now = monoNs();
+            const uint64_t now = monotonicNs();
             uint64_t bytes = 0;
             for (uint32_t i = 0; i < n; i++) {
                 const xdp_desc& d = rx.at(first + i);

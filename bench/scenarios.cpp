@@ -40,7 +40,7 @@ void writeCdf(const Options& o, const std::string& file, const RunResult& r)
 {
     std::ofstream f(o.outDir + "/" + file);
     f << "# latency_us cumulative_fraction\n";
-    for (auto& [ns, frac] : r.latency.cdf())
+    for (auto& [ns, frac] : latencyCdf(r.latency))
         f << double(ns) / 1e3 << " " << frac << "\n";
 }
 

@@ -7,9 +7,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <stdexcept>
 
+#include "sys/clock.h"
 #include "sys/error.h"
 
 namespace npf::test {
@@ -23,13 +23,6 @@ constexpr const char* kStatNames[] = {
     "drop_csum",     "redir_primary", "redir_backup",  "redir_fail",   "truncated",
 };
 static_assert(std::size(kStatNames) == NPF_STAT_MAX, "enum npf_stat changed: update kStatNames");
-
-uint64_t monoNs()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 MmapArea mapArray(bpf_map* map, const char* name)
 {
@@ -227,11 +220,11 @@ RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue, std::spa
                 .data_size_out = static_cast<uint32_t>(r.out.size()), .ctx_in = &ctxIn,
                 .ctx_out = &ctxOut, .ctx_size_in = sizeof(ctxIn), .ctx_size_out = sizeof(ctxOut),
                 .repeat = 1);
-    r.startNs = monoNs();
+    r.startNs = monotonicNs();
     checkNeg(bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.npf_xdp), &opts),
              "bpf_prog_test_run npf_xdp (" + std::to_string(pkt.size()) + " bytes, rx queue " +
                  std::to_string(queue) + ")");
-    r.endNs = monoNs();
+    r.endNs = monotonicNs();
     r.verdict = static_cast<int>(opts.retval);
     r.out.resize(opts.data_size_out);
     r.metaLen = ctxOut.data - ctxOut.data_meta;

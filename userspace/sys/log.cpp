@@ -7,24 +7,14 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <utility>
 
 namespace npf::log {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::Info)};
 std::mutex g_out;
-
-const char* tag(Level l)
-{
-    switch (l) {
-    case Level::Error: return "error";
-    case Level::Warn: return "warning";
-    case Level::Info: return "info";
-    case Level::Debug: return "debug";
-    case Level::Trace: return "trace";
-    }
-    return "?";
-}
+Sink g_sink; // empty: stderr; guarded by g_out
 
 void vwrite(Level l, const char* fmt, va_list ap)
 {
@@ -36,7 +26,15 @@ void vwrite(Level l, const char* fmt, va_list ap)
     while (len > 0 && buf[len - 1] == '\n')
         buf[--len] = '\0';
     std::lock_guard<std::mutex> lock(g_out);
-    fprintf(stderr, "npf: %s: %s\n", tag(l), buf);
+    if (!g_sink) {
+        fprintf(stderr, "npf: %s: %s\n", levelName(l), buf);
+        return;
+    }
+    try {
+        g_sink(l, std::string_view(buf, len));
+    } catch (...) {
+        // the sink's problem; the line is dropped (see npf/log.h)
+    }
 }
 
 int libbpfPrint(enum libbpf_print_level lvl, const char* fmt, va_list ap)
@@ -56,6 +54,24 @@ int libxdpPrint(enum libxdp_print_level lvl, const char* fmt, va_list ap)
 }
 
 } // namespace
+
+const char* levelName(Level l) noexcept
+{
+    switch (l) {
+    case Level::Error: return "error";
+    case Level::Warn: return "warning";
+    case Level::Info: return "info";
+    case Level::Debug: return "debug";
+    case Level::Trace: return "trace";
+    }
+    return "?";
+}
+
+void setSink(Sink sink)
+{
+    std::lock_guard<std::mutex> lock(g_out);
+    g_sink = std::move(sink);
+}
 
 void setLevel(Level l) noexcept { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
 
