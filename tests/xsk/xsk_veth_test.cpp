@@ -333,57 +333,6 @@ TEST_P(XskVeth, UnpacedStreamCountersAddUp)
     RecordProperty("worker_pps", std::to_string(sec > 0 ? uint64_t(workerPkts / sec) : 0));
 }
 
-// The epoch hook brackets each batch: begin() before the peek, end() with
-// the same token after it, drained only when the peek emptied the ring.
-TEST_P(XskVeth, EpochHookSaysDrainedOnlyWhenTheRingWasEmptied)
-{
-    Rig rig({.xdpFlags = GetParam()});
-    auto& qs = rig.queue(0);
-    constexpr uint32_t kN = 100;
-    for (uint32_t i = 0; i < kN; i++) {
-        rig.post(uint64_t(i) * 4096, 1472);
-        rig.setResident(i, true);
-    }
-    std::vector<std::vector<uint8_t>> payloads;
-    for (uint32_t i = 0; i < kN; i++)
-        payloads.push_back(payloadFor(i, 32));
-    ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (qs.primaryBacklog() < kN && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(1ms);
-    ASSERT_EQ(qs.primaryBacklog(), kN);
-
-    struct Log {
-        uint64_t next = 7;
-        std::vector<std::pair<uint64_t, bool>> ends;
-        size_t sinkCallsAtBegin = 0, sinkCalls = 0;
-    } log;
-    xsk::EpochHook hook{
-        [](void* c) noexcept {
-            auto* l = static_cast<Log*>(c);
-            l->sinkCallsAtBegin = l->sinkCalls;
-            return l->next++;
-        },
-        [](void* c, uint64_t token, bool drained) noexcept { static_cast<Log*>(c)->ends.emplace_back(token, drained); },
-        &log};
-    auto sink = [&](const RxPacket&) noexcept { log.sinkCalls++; };
-    EXPECT_EQ(qs.pollPrimary(64, sink, hook), 64u);
-    EXPECT_EQ(log.sinkCallsAtBegin, 0u) << "begin() must run before the batch";
-    EXPECT_EQ(qs.primaryBacklog(), kN - 64);
-    EXPECT_EQ(qs.pollPrimary(64, sink, hook), kN - 64);
-    EXPECT_EQ(log.sinkCallsAtBegin, 64u);
-    EXPECT_EQ(qs.pollPrimary(64, sink, hook), 0u);
-    ASSERT_EQ(log.ends.size(), 3u);
-    EXPECT_EQ(log.ends[0], std::make_pair(uint64_t(7), false));
-    EXPECT_EQ(log.ends[1], std::make_pair(uint64_t(8), true));
-    EXPECT_EQ(log.ends[2], std::make_pair(uint64_t(9), true));
-    EXPECT_EQ(log.sinkCalls, kN);
-}
-
-
-// A primary ring filled to 2000 of its 2048 slots (the UMEM has 2048 frames)
-// before the worker starts: nothing is dropped, and draining it measures
-// the worker's per-packet cost with a sink that copies like the real one.
 TEST_P(XskVeth, WorkerDrainsANearlyFullRing)
 {
     Rig rig({.xdpFlags = GetParam()});

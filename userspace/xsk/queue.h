@@ -63,22 +63,6 @@ struct RxPacket {
     std::array<uint64_t, kMaxFrags> frames;
 };
 
-// Epoch publication for the region's eviction grace period. XDP, not the
-// worker, checks the resident bits, so a frame steered to the primary ring
-// under an old bit may still sit in the ring after the worker's last batch.
-// A worker therefore may only claim epoch e once it has processed every
-// frame published before it read e: begin() runs before the ring is peeked
-// and returns the current epoch; end(token, drained) runs after every
-// region write of the batch is done, also for empty batches. drained is
-// true when the peek emptied the ring; only then may the token be
-// published. (The pager must additionally wait for in-flight XDP runs to
-// finish between clearing bits and advancing the epoch.)
-struct EpochHook {
-    uint64_t (*begin)(void* ctx) noexcept = nullptr;
-    void (*end)(void* ctx, uint64_t token, bool drained) noexcept = nullptr;
-    void* ctx = nullptr;
-};
-
 inline constexpr size_t kMetaStatusCount = size_t(MetaStatus::Count);
 inline constexpr uint32_t kMaxBatch = 64;
 
@@ -128,10 +112,11 @@ public:
     // sink(const RxPacket&) for each valid packet -- or, if the sink takes
     // std::span<const RxPacket>, once with all of them (the payload pointers
     // are valid only during the call) -- counts and drops the others,
-    // recycles all their frames to the fill ring, brackets the batch with the
-    // epoch hook. Returns the number of descriptors (frames) consumed.
+    // recycles all their frames to the fill ring. Returns the number of
+    // descriptors (frames) consumed. (The worker brackets the call with its
+    // epoch section: the peek and every region write of the batch are inside.)
     template <typename Sink>
-    uint32_t pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch = {}) noexcept;
+    uint32_t pollPrimary(uint32_t max, Sink&& sink) noexcept;
 
     // Pager, hot path: consumes up to `max` (<= kMaxBatch) backup
     // descriptors (whole packets, as pollPrimary) and calls
@@ -333,7 +318,7 @@ uint32_t QueueSockets::forEachPacket(const RxRing& rx, uint32_t first, uint32_t 
 }
 
 template <typename Sink>
-uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) noexcept
+uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink) noexcept
 {
     static_assert(std::is_nothrow_invocable_v<Sink&, const RxPacket&> ||
                       std::is_nothrow_invocable_v<Sink&, std::span<const RxPacket>>,
@@ -341,7 +326,6 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) n
     uint64_t frames[kMaxBatch];
     uint32_t first, nf = 0;
     RxRing& rx = primary_.rx();
-    const uint64_t token = epoch.begin ? epoch.begin(epoch.ctx) : 0;
     max = std::min(max, kMaxBatch);
     const uint32_t n = rx.peek(kMaxBatch, &first);
     uint64_t ok = 0, bytes = 0;
@@ -372,8 +356,6 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink, EpochHook epoch) n
         bump(primaryCnt_.packets, ok);
         bump(primaryCnt_.bytes, bytes);
     }
-    if (epoch.end)
-        epoch.end(epoch.ctx, token, used == n && n < kMaxBatch);
     return used;
 }
 
