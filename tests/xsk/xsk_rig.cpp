@@ -3,6 +3,8 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,9 +12,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
+#include "ctl/netlink.h"
 #include "sys/error.h"
+#include "wait.h"
 
 namespace npf::test {
 
@@ -122,6 +127,43 @@ uint64_t Rig::xdpStat(uint32_t stat) const
     return s;
 }
 
+uint64_t Rig::txDropped()
+{
+    return inNetns(veth_.txNs(), [&]() -> uint64_t {
+        const std::string what = "read the counters of " + veth_.txIf();
+        struct {
+            nlmsghdr nh;
+            ifinfomsg ifi;
+        } req{};
+        req.nh.nlmsg_len = sizeof(req);
+        req.nh.nlmsg_type = RTM_GETLINK;
+        req.nh.nlmsg_flags = NLM_F_REQUEST;
+        req.ifi.ifi_family = AF_UNSPEC;
+        req.ifi.ifi_index = int(if_nametoindex(veth_.txIf().c_str()));
+        if (!req.ifi.ifi_index)
+            throwErrno("if_nametoindex " + veth_.txIf());
+        std::optional<uint64_t> dropped;
+        ctl::netlinkRequest(NETLINK_ROUTE, req.nh, what, [&](const nlmsghdr& h) {
+            if (h.nlmsg_type != RTM_NEWLINK || h.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
+                return true;
+            int alen = int(IFLA_PAYLOAD(&h));
+            for (auto* a = IFLA_RTA(static_cast<const ifinfomsg*>(NLMSG_DATA(&h))); RTA_OK(a, alen);
+                 a = RTA_NEXT(a, alen)) {
+                if (a->rta_type == IFLA_STATS64 && RTA_PAYLOAD(a) >= sizeof(rtnl_link_stats64)) {
+                    rtnl_link_stats64 st;
+                    std::memcpy(&st, RTA_DATA(a), sizeof(st));
+                    dropped = st.tx_dropped;
+                    return false;
+                }
+            }
+            return true;
+        });
+        if (!dropped)
+            throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
+        return *dropped;
+    });
+}
+
 std::vector<uint8_t> payloadFor(uint32_t i, size_t len)
 {
     std::vector<uint8_t> p(len);
@@ -156,11 +198,12 @@ size_t sendDatagrams(VethPair& v, uint16_t dstPort, uint16_t srcPort, const std:
                 if (errno != ECONNREFUSED)
                     throwErrno("send datagram");
             sent++;
-            if (chunk && received && (sent % chunk == 0 || sent == payloads.size())) {
-                auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-                while (received->load() < base + sent && std::chrono::steady_clock::now() < deadline)
-                    std::this_thread::sleep_for(std::chrono::microseconds(50));
-            }
+            if (chunk && received && (sent % chunk == 0 || sent == payloads.size()) &&
+                !waitUntil([&] { return received->load() >= base + sent; }, kDeadline,
+                           std::chrono::microseconds(50)))
+                throw std::runtime_error("sent " + std::to_string(sent) + " datagrams, the receiver got " +
+                                         std::to_string(received->load() - base) + " within " +
+                                         std::to_string(kDeadline.count()) + " ms");
         }
         return sent;
     });

@@ -95,6 +95,10 @@ public:
     void setResident(uint64_t page, bool on);
     // Sum over CPUs of npf_stats[stat].
     uint64_t xdpStat(uint32_t stat) const;
+    // The tx veth's tx_dropped (read over rtnetlink in the tx namespace):
+    // datagrams the rx end had no room for, before XDP saw them (its ring
+    // in native mode, the backlog in skb mode).
+    uint64_t txDropped();
 
     VethPair& veth() { return veth_; }
     xsk::FlowSet& flows() { return flows_; }
@@ -119,8 +123,9 @@ private:
 
 // Sends each payload as one UDP datagram from a socket bound to `srcPort`
 // (0: any) in the tx namespace. After every `chunk` datagrams it waits until
-// `*received` reaches the number sent (or 2 s pass), so rings never overflow.
-// Returns the number sent.
+// `*received` reaches the number sent, so rings never overflow however slowly
+// the receiver runs; throws if it does not within kDeadline (a datagram sent
+// was never received). Returns the number sent.
 size_t sendDatagrams(VethPair& v, uint16_t dstPort, uint16_t srcPort, const std::vector<std::vector<uint8_t>>& payloads,
                      size_t chunk = 0, const std::atomic<uint64_t>* received = nullptr);
 

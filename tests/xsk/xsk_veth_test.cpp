@@ -12,6 +12,7 @@
 #include "sys/log.h"
 #include "xsk/payload.h"
 #include "xsk/sizing.h"
+#include "wait.h"
 #include "xsk_rig.h"
 
 namespace npf::test {
@@ -28,13 +29,13 @@ struct Rec {
     std::vector<uint8_t> payload;
 };
 
-// Polls both rings of every queue from the calling thread until `want`
-// packets arrived or the timeout expires. Backup frames are released at once.
-std::vector<Rec> collect(Rig& rig, size_t want, std::chrono::milliseconds timeout = 3s)
+// Polls both rings of every queue from the calling thread into `out` until
+// `done()` holds (then one more sweep, so a surplus already on a ring shows
+// up too) or kDeadline passed. Backup frames are released at once.
+template <class Done>
+void pump(Rig& rig, std::vector<Rec>& out, Done&& done)
 {
-    std::vector<Rec> out;
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    auto sweep = [&] {
         uint32_t got = 0;
         for (int q = 0; q < rig.queueCount(); q++) {
             auto& qs = rig.queue(q);
@@ -46,9 +47,22 @@ std::vector<Rec> collect(Rig& rig, size_t want, std::chrono::milliseconds timeou
                 qs.releaseBackup(p.frame);
             });
         }
-        if (!got)
-            std::this_thread::sleep_for(100us);
+        return got;
+    };
+    waitUntil([&] {
+        while (sweep()) {
+        }
+        return done();
+    }, kDeadline, 100us);
+    while (sweep()) {
     }
+}
+
+// The packets that arrive until there are `want` of them (or kDeadline passed).
+std::vector<Rec> collect(Rig& rig, size_t want)
+{
+    std::vector<Rec> out;
+    pump(rig, out, [&] { return out.size() >= want; });
     return out;
 }
 
@@ -204,10 +218,9 @@ TEST_P(XskVeth, WorkerAndPagerRecycleWithoutLeaks)
         }
         qs.releaseBackup(held.data(), uint32_t(held.size()));
     });
-    size_t sent = sendDatagrams(rig.veth(), rig.port(), 0, payloads, 16, &received);
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (received.load() < kN && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(1ms);
+    size_t sent = 0;
+    EXPECT_NO_THROW(sent = sendDatagrams(rig.veth(), rig.port(), 0, payloads, 16, &received));
+    EXPECT_TRUE(waitUntil([&] { return received.load() >= kN; })) << received.load() << " of " << kN;
     stop = true;
     worker.join();
     pager.join();
@@ -233,8 +246,10 @@ TEST_P(XskVeth, WorkerAndPagerRecycleWithoutLeaks)
 
 // Unpaced stream: the worker reposts buffers as XDP consumes them (like a
 // NIC RX ring), the pager releases backup frames at once. Whatever the veth
-// or the rings drop, the counters add up per socket:
-// XDP redirects == delivered + bad meta + kernel drops. Prints the rate.
+// or the rings drop, the counters add up: every datagram sent reached XDP or
+// was dropped by the veth, and per socket XDP redirects == delivered + bad
+// meta + kernel drops. The test waits until they do (nothing is in flight
+// any more), not for the stream to go quiet. Prints the rate, asserts none.
 TEST_P(XskVeth, UnpacedStreamCountersAddUp)
 {
     Rig rig({.xdpFlags = GetParam()});
@@ -291,12 +306,29 @@ TEST_P(XskVeth, UnpacedStreamCountersAddUp)
     for (uint32_t i = 0; i < kN; i++)
         payloads.push_back(payloadFor(i, kLen));
     auto s0 = std::chrono::steady_clock::now();
+    const uint64_t txDropped0 = rig.txDropped();
     size_t sent = sendDatagrams(rig.veth(), rig.port(), 0, payloads);
     double sendSec = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
-    for (uint64_t last = ~0ull; last != delivered.load();) {
-        last = delivered.load();
-        std::this_thread::sleep_for(200ms);
-    }
+    // Our datagrams never pass to the stack (a flow, sockets bound, 64 bytes):
+    // XDP's pass counters hold only stray packets of the kernel's own.
+    auto seenByXdp = [&] {
+        uint64_t n = 0;
+        for (uint32_t st = NPF_STAT_DROP_RNR; st <= NPF_STAT_REDIR_FAIL; st++)
+            n += rig.xdpStat(st);
+        return n;
+    };
+    auto settled = [&] {
+        QueueStats q = qs.stats();
+        return seenByXdp() + rig.txDropped() - txDropped0 == sent &&
+               rig.xdpStat(NPF_STAT_REDIR_PRIMARY) ==
+                   q.rxPrimary + q.kernelPrimary.rx_dropped + q.kernelPrimary.rx_ring_full &&
+               rig.xdpStat(NPF_STAT_REDIR_BACKUP) ==
+                   q.rxBackup + q.kernelBackup.rx_dropped + q.kernelBackup.rx_ring_full &&
+               q.backupHeld == 0;
+    };
+    EXPECT_TRUE(waitUntil(settled, kDeadline, 1ms))
+        << "not every datagram sent was accounted for: XDP saw " << seenByXdp() << ", the veth dropped "
+        << rig.txDropped() - txDropped0 << " of " << sent;
     stop = true;
     worker.join();
     pager.join();
@@ -317,7 +349,8 @@ TEST_P(XskVeth, UnpacedStreamCountersAddUp)
     EXPECT_LE(xdpTotal, kN + 16) << "XDP saw more than was sent (a few stray packets at most)";
     EXPECT_EQ(rig.xdpStat(NPF_STAT_REDIR_FAIL), 0u);
     EXPECT_GT(s.rxBackup, 0u);
-    EXPECT_GT(s.rxPrimary, kN / 4) << "most of the stream should have arrived";
+    EXPECT_EQ(seenByXdp() + rig.txDropped() - txDropped0, sent);
+    EXPECT_GT(s.rxPrimary, 0u);
 
     double sec = std::chrono::duration<double>(t1 - t0).count();
     std::printf("[ rate     ] %s: sent %zu in %.3f s (%.0f pps); worker %llu primary pkts in %.3f s = %.0f pps; "
@@ -346,9 +379,7 @@ TEST_P(XskVeth, WorkerDrainsANearlyFullRing)
     for (uint32_t i = 0; i < kN; i++)
         payloads.push_back(payloadFor(i, kLen));
     ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
-    auto deadline = std::chrono::steady_clock::now() + 3s;
-    while (qs.primaryBacklog() < kN && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(1ms);
+    waitUntil([&] { return qs.primaryBacklog() >= kN; });
     ASSERT_EQ(qs.primaryBacklog(), kN) << "datagrams lost before the ring";
 
     std::vector<uint8_t> region(512 * 4096);
@@ -389,7 +420,9 @@ TEST_P(XskVeth, FramesOfAnUnknownFlowAreCountedAndRecycled)
     for (uint32_t i = 0; i < kN; i++)
         payloads.push_back(payloadFor(i, 200));
     ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
-    EXPECT_TRUE(collect(rig, kN, 500ms).empty());
+    std::vector<Rec> recs;
+    pump(rig, recs, [&] { return qs.stats().badMeta() >= kN; });
+    EXPECT_TRUE(recs.empty()) << recs.size() << " frames of an unknown flow delivered";
     QueueStats s = qs.stats();
     EXPECT_EQ(s.badMetaPrimary[size_t(xsk::MetaStatus::UnknownFlow)], kN / 2);
     EXPECT_EQ(s.badMetaBackup[size_t(xsk::MetaStatus::UnknownFlow)], kN / 2);
@@ -423,9 +456,7 @@ TEST_P(XskVeth, ClosedSocketsLeaveTheirSlotsAndTrafficFailsOpen)
     ASSERT_EQ(rig.consumed(), kN);
     rig.closeSockets();
     ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads), kN);
-    auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) < kN && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(1ms);
+    waitUntil([&] { return rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) >= kN; });
     EXPECT_EQ(rig.xdpStat(NPF_STAT_PASS_NO_SOCKET), kN);
     EXPECT_EQ(rig.consumed(), kN) << "no post may be claimed without sockets";
 }
@@ -593,17 +624,16 @@ TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
             descs += p.nframes;
             backup += fromBackup;
         };
-        auto deadline = std::chrono::steady_clock::now() + 3s;
-        while (got < n && std::chrono::steady_clock::now() < deadline) {
+        waitUntil([&] {
             // Small batches: a packet cut off by the batch must wait for the next poll.
-            uint32_t k = qs.pollPrimary(7, [&](const RxPacket& p) noexcept { check(p, false); });
-            k += qs.peekBackup(5, [&](const RxPacket& p) noexcept {
-                check(p, true);
-                qs.releaseBackup(p.frames.data(), p.nframes);
-            });
-            if (!k)
-                std::this_thread::sleep_for(100us);
-        }
+            while (qs.pollPrimary(7, [&](const RxPacket& p) noexcept { check(p, false); }) +
+                   qs.peekBackup(5, [&](const RxPacket& p) noexcept {
+                       check(p, true);
+                       qs.releaseBackup(p.frames.data(), p.nframes);
+                   })) {
+            }
+            return got >= n;
+        }, kDeadline, 100us);
         ASSERT_EQ(got, n);
         QueueStats s = qs.stats();
         EXPECT_EQ(s.badMeta(), 0u);
@@ -619,12 +649,12 @@ TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
             rig.post(offsetOf(n + i), 9216);
         std::vector<std::vector<uint8_t>> jumbo(6, payloadFor(7, 8972));
         ASSERT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, jumbo), 6u);
-        deadline = std::chrono::steady_clock::now() + 1s;
         auto delivered = [&](const RxPacket&) noexcept { ADD_FAILURE() << "unknown flow delivered"; };
-        while (qs.stats().badMeta() < 6 && std::chrono::steady_clock::now() < deadline) {
+        waitUntil([&] {
             qs.pollPrimary(xsk::kMaxBatch, delivered);
             qs.peekBackup(xsk::kMaxBatch, delivered);
-        }
+            return qs.stats().badMeta() >= 6;
+        }, kDeadline, 100us);
         s = qs.stats();
         EXPECT_EQ(s.badMeta(), 6u);
         EXPECT_EQ(s.recycled, descs + 6 * ((off + 8972 + cap - 1) / cap));
