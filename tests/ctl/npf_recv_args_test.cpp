@@ -82,6 +82,24 @@ TEST(NpfRecvArgs, HelpExits0)
     EXPECT_NE(out.find("--region SIZE"), std::string::npos) << out;
 }
 
+// --ready-fd names a descriptor npf-recv inherits: one that is not open is a
+// usage error, found before anything is attached (the interface does not
+// exist: reaching it would exit 4, or 3 without root). The shell closes the
+// number for npf-recv alone, whatever the test process has open.
+TEST(NpfRecvArgs, ReadyFdNotOpenExits2)
+{
+    for (const char* fd : {"9", "5"}) { // one digit: sh redirects no higher number
+        SCOPED_TRACE(fd);
+        RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --ready-fd " + fd + " " + fd + ">&-");
+        EXPECT_EQ(r.status, kExitUsage) << r.err;
+        EXPECT_EQ(r.err, "npf-recv: error: --ready-fd: " + std::string(fd) + " is not an open file descriptor\n");
+    }
+    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --ready-fd -1");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_EQ(r.err.rfind("npf-recv: error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("--ready-fd"), std::string::npos) << r.err;
+}
+
 // Everything npf-recv does before it looks the interface up creates nothing,
 // as long as bpffs is mounted already (else it would mount it).
 TEST(NpfRecvArgs, MissingInterfaceExits4)
