@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "ctl/engine_stats.h"
 #include "ctl/errors.h"
 #include "ctl/exit_codes.h"
 #include "ctl/flows.h"
@@ -25,12 +26,21 @@
 #include "ctl/sizes.h"
 #include "ctl/stats.h"
 #include "npf/engine.h"
-#include "sys/fd.h"
-#include "sys/log.h"
+#include "npf/log.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// The output file descriptor, closed on every way out.
+struct OutFd {
+    int fd;
+    ~OutFd()
+    {
+        if (fd >= 0)
+            ::close(fd);
+    }
+};
 
 void onSignal(int) { g_stop.store(true); }
 
@@ -148,6 +158,14 @@ struct Summary {
     }
 };
 
+// Engine counters on the summary's "flow" (after npf-recv's own tally) and
+// "engine" lines, by their kEngineCounters names.
+using E = npf::EngineStats;
+constexpr std::initializer_list<npf::ctl::EngineCounter> kFlowCounters = {
+    &E::late, &E::rejected, &E::mismatch, &E::placeErrors, &E::deferDrops, &E::badMeta};
+constexpr std::initializer_list<npf::ctl::EngineCounter> kEngineLine = {
+    &E::fastPath, &E::faultPath, &E::deferred, &E::cpuFaults, &E::packetFaults, &E::prefetched, &E::evicted};
+
 void printText(const Summary& m)
 {
     using ull = unsigned long long;
@@ -158,11 +176,8 @@ void printText(const Summary& m)
             "%llu in XDP (dropped, passed to the kernel), %llu before XDP, %llu in flight at exit\n",
             ull(t.ok + t.truncated), ull(t.bytes), ull(t.lost + t.badCsum), ull(m.xdpNotSteered()),
             ull(m.beforeXdp()), ull(m.inFlight()));
-    fprintf(stderr,
-            "  flow     ok=%llu truncated=%llu lost=%llu bad_csum=%llu late=%llu rejected=%llu mismatch=%llu "
-            "place_errors=%llu bad_meta=%llu\n",
-            ull(t.ok), ull(t.truncated), ull(t.lost), ull(t.badCsum), ull(s.late), ull(s.rejected),
-            ull(s.mismatch), ull(s.placeErrors), ull(s.badMeta));
+    fprintf(stderr, "  flow     ok=%llu truncated=%llu lost=%llu bad_csum=%llu %s\n", ull(t.ok), ull(t.truncated),
+            ull(t.lost), ull(t.badCsum), npf::ctl::formatCounters(s, kFlowCounters).c_str());
     if (m.ifaceError.empty()) {
         fprintf(stderr, "  xdp      rx_total=%llu", ull(m.d.xdp[NPF_STAT_RX_TOTAL]));
         for (npf_stat i : kXdpNotSteered)
@@ -179,11 +194,7 @@ void printText(const Summary& m)
         fprintf(stderr, "  outside  kernel_rx_dropped=%llu  # interface counters unavailable\n",
                 ull(s.kernelRxDropped));
     }
-    fprintf(stderr,
-            "  engine   fast_path=%llu fault_path=%llu deferred=%llu cpu_faults=%llu packet_faults=%llu "
-            "prefetched=%llu evicted=%llu\n",
-            ull(s.fastPath), ull(s.faultPath), ull(s.deferred), ull(s.cpuFaults), ull(s.packetFaults),
-            ull(s.prefetched), ull(s.evicted));
+    fprintf(stderr, "  engine   %s\n", npf::ctl::formatCounters(s, kEngineLine).c_str());
     fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
@@ -202,9 +213,8 @@ void printJson(const Summary& m, const npf::Engine& eng)
     nlohmann::ordered_json j;
     j["datagrams"] = t.ok + t.truncated;
     j["bytes"] = t.bytes;
-    j["flow"] = {{"ok", t.ok},           {"truncated", t.truncated},  {"lost", t.lost},
-                 {"bad_csum", t.badCsum}, {"late", s.late},            {"rejected", s.rejected},
-                 {"mismatch", s.mismatch}, {"place_errors", s.placeErrors}, {"bad_meta", s.badMeta}};
+    j["flow"] = {{"ok", t.ok}, {"truncated", t.truncated}, {"lost", t.lost}, {"bad_csum", t.badCsum}};
+    npf::ctl::addCounters(j["flow"], s, kFlowCounters);
     if (m.ifaceError.empty()) {
         nlohmann::ordered_json x;
         for (size_t i = 0; i < NPF_STAT_MAX; i++)
@@ -244,9 +254,9 @@ int run(const Options& o)
     cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
     cfg.verifyUdpChecksum = !o.noUdpCsum;
 
-    npf::Fd out(o.output == "-" ? ::dup(STDOUT_FILENO)
-                                : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!out)
+    const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
+                                    : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (out.fd < 0)
         throw std::system_error(errno, std::generic_category(), "open output " + o.output);
 
     npf::Engine eng(cfg);
@@ -308,7 +318,7 @@ int run(const Options& o)
             } else {
                 (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
                 t.bytes += c.len;
-                if (!writeAll(out.get(), eng.region() + c.offset, c.len)) {
+                if (!writeAll(out.fd, eng.region() + c.offset, c.len)) {
                     NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
                     failed = true;
                 }
