@@ -19,7 +19,7 @@ struct UmemConfig {
 };
 
 enum class BindMode {
-    Auto,     // try XDP_ZEROCOPY, fall back to XDP_COPY when the driver cannot
+    Auto,     // neither flag: the kernel takes zero-copy if the driver can, else copy
     ZeroCopy, // XDP_ZEROCOPY or fail
     Copy,     // XDP_COPY
 };
