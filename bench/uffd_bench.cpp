@@ -1,0 +1,625 @@
+// The kernel's limit for npf's fault path: what each primitive that puts a page
+// into a userfaultfd-registered region costs on this machine, 4 KiB and 2 MiB
+// pages. Every fault-path number is quoted against these (ratio of the limit).
+//
+// Each case runs on a fresh region per trial (memfd + MAP_SHARED + UFFDIO_REGISTER,
+// as npf's Region does), so every install really fills a missing page; trials
+// alternate between cases (drift on a shared machine hits all alike) and the table
+// shows medians with the range over trials. Cases made of phases (fallocate, alias
+// write, CONTINUE) run them group by group (64 pages, or one 2 MiB page), one clock
+// read per phase and group, and report each phase and the sum.
+//
+// The 2 MiB cases need free hugetlb pages: when too few are free, the benchmark
+// raises vm.nr_hugepages by what it needs and puts the old value back at exit
+// (also on SIGINT/SIGTERM).
+//
+// Usage: npf-uffd-bench [--trials N] [--mib N] [--cpu N] [--json FILE]
+// Prints a table, then one JSON line. Root (or access to /dev/userfaultfd).
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <asm-generic/hugetlb_encode.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "region/uffd.h"
+#include "sys/clock.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+
+namespace {
+
+using npf::Fd;
+using npf::MmapArea;
+using npf::monotonicNs;
+using npf::throwErrno;
+using npf::Userfaultfd;
+using Json = nlohmann::ordered_json;
+
+constexpr size_t k4K = 4096, k2M = 2u << 20;
+constexpr size_t kGroup = 64;        // pages per group in phased 4 KiB cases
+constexpr size_t kStagePages = 256;  // the largest UFFDIO_COPY run
+constexpr unsigned kMfdHuge2M = MFD_HUGETLB | HUGETLB_FLAG_ENCODE_2MB;
+#define NPF_HUGE_DIR "/sys/kernel/mm/hugepages/hugepages-2048kB/"
+const char* const kHugeDir = NPF_HUGE_DIR;
+
+// ---- hugetlb pool ----------------------------------------------------------
+
+// What the signal handler writes back to nr_hugepages ("" when nothing to restore).
+char g_restoreText[32];
+volatile sig_atomic_t g_restoreArmed = 0;
+
+void restoreOnSignal(int sig)
+{
+    if (g_restoreArmed) {
+        int fd = ::open(NPF_HUGE_DIR "nr_hugepages", O_WRONLY);
+        if (fd >= 0) {
+            ssize_t n = ::write(fd, g_restoreText, ::strlen(g_restoreText));
+            (void)n;
+            ::close(fd);
+        }
+    }
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+}
+
+long readLong(const std::string& file)
+{
+    std::ifstream f(file);
+    long v = -1;
+    f >> v;
+    return f ? v : -1;
+}
+
+bool writeLong(const std::string& file, long v)
+{
+    std::ofstream f(file);
+    f << v << '\n';
+    f.flush();
+    return bool(f);
+}
+
+// Makes `need` 2 MiB hugetlb pages free for this process; gives back what it
+// added at destruction (and, through restoreOnSignal, on SIGINT/SIGTERM).
+class HugePool {
+public:
+    HugePool(const HugePool&) = delete;
+    HugePool& operator=(const HugePool&) = delete;
+    ~HugePool()
+    {
+        if (added_ == 0)
+            return;
+        g_restoreArmed = 0;
+        const long now = readLong(file("nr_hugepages"));
+        // Someone else changed the pool meanwhile: give back only what we added.
+        const long back = now == set_ ? old_ : std::max(0l, now - added_);
+        if (!writeLong(file("nr_hugepages"), back))
+            std::fprintf(stderr, "npf-uffd-bench: could not restore nr_hugepages to %ld: %s\n", back,
+                         std::strerror(errno));
+    }
+
+    // nullptr with *why set when the pages cannot be had.
+    static std::unique_ptr<HugePool> reserve(long need, std::string* why)
+    {
+        std::unique_ptr<HugePool> p(new HugePool);
+        p->old_ = readLong(file("nr_hugepages"));
+        if (p->old_ < 0) {
+            *why = "no 2 MiB huge page size here (" + std::string(kHugeDir) + " missing)";
+            return nullptr;
+        }
+        const long avail = readLong(file("free_hugepages")) - readLong(file("resv_hugepages"));
+        p->firstUse_ = p->old_ == 0;
+        if (avail < need) {
+            p->set_ = p->old_ + (need - avail);
+            std::snprintf(g_restoreText, sizeof g_restoreText, "%ld\n", p->old_);
+            g_restoreArmed = 1;
+            p->added_ = p->set_ - p->old_;
+            if (!writeLong(file("nr_hugepages"), p->set_) ||
+                readLong(file("free_hugepages")) - readLong(file("resv_hugepages")) < need) {
+                *why = "could not reserve " + std::to_string(need) + " free 2 MiB pages (nr_hugepages " +
+                       std::to_string(p->old_) + " -> " + std::to_string(readLong(file("nr_hugepages"))) +
+                       "); as root: echo " + std::to_string(p->set_) +
+                       " > /proc/sys/vm/nr_hugepages (2 MiB default huge page size), then run again";
+                return nullptr; // the destructor puts the old value back
+            }
+            p->firstUse_ = true;
+        }
+        return p;
+    }
+
+    long before() const noexcept { return old_; }
+    long added() const noexcept { return added_; }
+    // True when the pool pages we use were (probably) never touched since boot.
+    bool freshPages() const noexcept { return firstUse_; }
+
+private:
+    HugePool() = default;
+    static std::string file(const char* name) { return std::string(kHugeDir) + name; }
+
+    long old_ = -1, set_ = -1, added_ = 0;
+    bool firstUse_ = false;
+};
+
+// ---- regions ---------------------------------------------------------------
+
+// A memfd of `pages` pages of `page` bytes (hugetlb for 2 MiB) and its shared mapping.
+struct Memfd {
+    Fd fd;
+    MmapArea map;
+    size_t page = 0, pages = 0;
+
+    static Memfd create(size_t page, size_t pages, const char* who)
+    {
+        Memfd m;
+        m.page = page;
+        m.pages = pages;
+        m.fd.reset(::memfd_create(who, MFD_CLOEXEC | (page == k2M ? kMfdHuge2M : 0)));
+        if (!m.fd)
+            throwErrno(std::string("memfd_create ") + who);
+        if (::ftruncate(m.fd.get(), off_t(m.bytes())) != 0)
+            throwErrno(std::string("size memfd ") + who);
+        m.map = m.mapAgain(who);
+        return m;
+    }
+    // A second mapping of the same pages (the pager's unregistered alias).
+    MmapArea mapAgain(const char* who) const
+    {
+        return MmapArea::map(bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | (page == k2M ? 0 : MAP_NORESERVE),
+                             fd.get(), 0, who);
+    }
+    size_t bytes() const noexcept { return page * pages; }
+    uint8_t* at(size_t i) const noexcept { return map.as<uint8_t>() + i * page; }
+    off_t off(size_t i) const noexcept { return off_t(i * page); }
+};
+
+int zeropage(const Userfaultfd& u, void* dst, size_t len) noexcept
+{
+    uffdio_zeropage z{};
+    z.range.start = reinterpret_cast<uint64_t>(dst);
+    z.range.len = len;
+    return ::ioctl(u.fd(), UFFDIO_ZEROPAGE, &z) == 0 ? 0 : -errno;
+}
+
+int continueRange(const Userfaultfd& u, void* dst, size_t len) noexcept
+{
+    uffdio_continue c{};
+    c.range.start = reinterpret_cast<uint64_t>(dst);
+    c.range.len = len;
+    return ::ioctl(u.fd(), UFFDIO_CONTINUE, &c) == 0 ? 0 : -errno;
+}
+
+void check(int rc, const char* what, size_t page)
+{
+    if (rc < 0)
+        throwErrno(-rc, std::string(what) + " at page " + std::to_string(page));
+}
+
+// The installed bytes must equal `want` (a page that was never filled would
+// raise SIGBUS: the uffd is opened with UFFD_FEATURE_SIGBUS).
+void verify(const uint8_t* got, const uint8_t* want, size_t len, const char* what)
+{
+    if (std::memcmp(got, want, len) != 0)
+        throwErrno(EIO, std::string(what) + ": page content differs from what was installed");
+}
+
+// ---- cases -----------------------------------------------------------------
+
+// One timed line of the table.
+struct Row {
+    std::string name;
+    std::vector<double> ns; // ns per page, one per trial
+};
+
+// A case: one trial fills `rows` (ns per page each) on a fresh region.
+struct Case {
+    std::string name;
+    size_t page;
+    size_t perCall;
+    std::vector<Row> rows;
+    std::function<std::vector<double>()> trial;
+    std::string skip; // why not run
+    bool install;     // the last row is a whole install (a filled page mapped)
+};
+
+struct Bench {
+    const Userfaultfd& uffd;
+    size_t pages4k, pages2m;
+    MmapArea stage;   // kStagePages 4 KiB page images (the pager's staging)
+    MmapArea src2m;   // one 2 MiB page image
+    MmapArea resident; // pages4k resident pages, for memcpy
+
+    static MmapArea pattern(size_t len, unsigned seed, const char* who)
+    {
+        auto m = MmapArea::map(len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0, who);
+        auto* p = m.as<uint8_t>();
+        for (size_t i = 0; i < len; i++)
+            p[i] = uint8_t(i * 31 + seed + i / k4K);
+        return m;
+    }
+
+    const uint8_t* img(size_t k) const noexcept { return stage.as<uint8_t>() + (k % kStagePages) * k4K; }
+
+    // UFFDIO_COPY of runs of n 4 KiB pages from the staging buffer.
+    std::vector<double> copy4k(size_t n) const
+    {
+        auto r = Memfd::create(k4K, pages4k, "uffd-bench copy");
+        uffd.registerRange(r.map.get(), r.bytes(), UFFDIO_REGISTER_MODE_MISSING, "copy region");
+        const uint64_t t0 = monotonicNs();
+        for (size_t i = 0; i < pages4k; i += n) {
+            int64_t copied = 0;
+            long rc = uffd.copy(r.at(i), img(0), std::min(n, pages4k - i) * k4K, &copied);
+            check(int(rc < 0 ? rc : 0), "UFFDIO_COPY", i);
+        }
+        const double ns = double(monotonicNs() - t0);
+        verify(r.at(pages4k - 1), img((pages4k - 1) % n), k4K, "UFFDIO_COPY");
+        return {ns / double(pages4k)};
+    }
+
+    // UFFDIO_ZEROPAGE in runs of n, then a 4 KiB write into each page; by groups.
+    std::vector<double> zero4k(size_t n) const
+    {
+        auto r = Memfd::create(k4K, pages4k, "uffd-bench zeropage");
+        uffd.registerRange(r.map.get(), r.bytes(), UFFDIO_REGISTER_MODE_MISSING, "zeropage region");
+        const size_t g = std::max(n, kGroup);
+        uint64_t zero = 0, write = 0;
+        for (size_t i = 0; i < pages4k; i += g) {
+            const size_t end = std::min(i + g, pages4k);
+            const uint64_t t0 = monotonicNs();
+            for (size_t k = i; k < end; k += n)
+                check(zeropage(uffd, r.at(k), std::min(n, end - k) * k4K), "UFFDIO_ZEROPAGE", k);
+            const uint64_t t1 = monotonicNs();
+            for (size_t k = i; k < end; k++)
+                std::memcpy(r.at(k), img(k), k4K);
+            asm volatile("" ::: "memory");
+            zero += t1 - t0;
+            write += monotonicNs() - t1;
+        }
+        verify(r.at(pages4k - 1), img(pages4k - 1), k4K, "ZEROPAGE + write");
+        const double p = double(pages4k);
+        return {double(zero) / p, double(write) / p, double(zero + write) / p};
+    }
+
+    // Page-cache pages filled outside the registered mapping, then UFFDIO_CONTINUE
+    // in runs of n. Fill::Fallocate: fallocate, then a write through an unregistered
+    // alias mapping (which takes its own page-table fault per page); Fill::Populate:
+    // MADV_POPULATE_WRITE of the run on the alias (allocates and maps in one call),
+    // then the write; Fill::Pwrite: pwrite() to the memfd (allocates and copies in one
+    // call, no alias; 4 KiB only: hugetlbfs has no write()).
+    enum class Fill { Fallocate, Populate, Pwrite };
+    std::vector<double> minor(size_t page, size_t n, Fill how) const
+    {
+        const size_t pages = page == k2M ? pages2m : pages4k;
+        auto r = Memfd::create(page, pages, "uffd-bench minor");
+        auto alias = r.mapAgain("uffd-bench minor alias");
+        uffd.registerRange(r.map.get(), r.bytes(), UFFDIO_REGISTER_MODE_MINOR, "minor region");
+        auto image = [&](size_t k) { return page == k2M ? src2m.as<uint8_t>() : img(k); };
+        const size_t g = page == k2M ? n : std::max(n, kGroup);
+        uint64_t fill = 0, write = 0, cont = 0;
+        for (size_t i = 0; i < pages; i += g) {
+            const size_t end = std::min(i + g, pages);
+            const uint64_t t0 = monotonicNs();
+            for (size_t k = i; k < end; k += n) {
+                const size_t len = std::min(n, end - k) * page;
+                if (how == Fill::Pwrite) {
+                    if (::pwrite(r.fd.get(), img(k), len, r.off(k)) != ssize_t(len))
+                        throwErrno("pwrite page " + std::to_string(k));
+                } else if (how == Fill::Populate) {
+                    if (::madvise(alias.as<uint8_t>() + k * page, len, MADV_POPULATE_WRITE) != 0)
+                        throwErrno("MADV_POPULATE_WRITE page " + std::to_string(k));
+                } else if (::fallocate(r.fd.get(), 0, r.off(k), off_t(len)) != 0) {
+                    throwErrno("fallocate page " + std::to_string(k));
+                }
+            }
+            const uint64_t t1 = monotonicNs();
+            if (how != Fill::Pwrite) {
+                for (size_t k = i; k < end; k++)
+                    std::memcpy(alias.as<uint8_t>() + k * page, image(k), page);
+                asm volatile("" ::: "memory");
+            }
+            const uint64_t t2 = monotonicNs();
+            for (size_t k = i; k < end; k += n)
+                check(continueRange(uffd, r.at(k), std::min(n, end - k) * page), "UFFDIO_CONTINUE", k);
+            const uint64_t t3 = monotonicNs();
+            fill += t1 - t0;
+            write += t2 - t1;
+            cont += t3 - t2;
+        }
+        verify(r.at(pages - 1), image(pages - 1), page, "UFFDIO_CONTINUE");
+        const double p = double(pages);
+        if (how == Fill::Pwrite)
+            return {double(fill) / p, double(cont) / p, double(fill + cont) / p};
+        return {double(fill) / p, double(write) / p, double(cont) / p, double(fill + write + cont) / p};
+    }
+
+    // UFFDIO_WAKE of a page nobody waits on: what any uffd ioctl costs per call.
+    std::vector<double> wakeFloor() const
+    {
+        auto r = Memfd::create(k4K, kGroup, "uffd-bench wake");
+        uffd.registerRange(r.map.get(), r.bytes(), UFFDIO_REGISTER_MODE_MISSING, "wake region");
+        const uint64_t t0 = monotonicNs();
+        for (size_t i = 0; i < pages4k; i++)
+            check(uffd.wake(r.at(i % kGroup), k4K), "UFFDIO_WAKE", i);
+        return {double(monotonicNs() - t0) / double(pages4k)};
+    }
+
+    // UFFDIO_COPY of one 2 MiB page per call into a hugetlbfs region.
+    std::vector<double> copy2m() const
+    {
+        auto r = Memfd::create(k2M, pages2m, "uffd-bench copy 2M");
+        uffd.registerRange(r.map.get(), r.bytes(), UFFDIO_REGISTER_MODE_MISSING, "2 MiB copy region");
+        const uint64_t t0 = monotonicNs();
+        for (size_t i = 0; i < pages2m; i++) {
+            int64_t copied = 0;
+            long rc = uffd.copy(r.at(i), src2m.get(), k2M, &copied);
+            check(int(rc < 0 ? rc : 0), "UFFDIO_COPY 2 MiB", i);
+        }
+        const double ns = double(monotonicNs() - t0);
+        verify(r.at(pages2m - 1), src2m.as<uint8_t>(), k2M, "UFFDIO_COPY 2 MiB");
+        return {ns / double(pages2m)};
+    }
+
+    // fallocate(PUNCH_HOLE) of mapped, written pages in runs of n (eviction).
+    std::vector<double> punch(size_t page, size_t n) const
+    {
+        const size_t pages = page == k2M ? pages2m : pages4k;
+        auto r = Memfd::create(page, pages, "uffd-bench punch");
+        for (size_t k = 0; k < pages; k++)
+            std::memset(r.at(k), int(k), page);
+        const uint64_t t0 = monotonicNs();
+        for (size_t k = 0; k < pages; k += n)
+            if (::fallocate(r.fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, r.off(k),
+                            off_t(std::min(n, pages - k) * page)) != 0)
+                throwErrno("punch page " + std::to_string(k));
+        const double ns = double(monotonicNs() - t0);
+        if (r.at(pages - 1)[page - 1] != 0)
+            throwErrno(EIO, "punched page still holds data");
+        return {ns / double(pages)};
+    }
+
+    // memcpy of `len`-byte blocks over the resident buffer (memory speed).
+    std::vector<double> copyResident(size_t len) const
+    {
+        const size_t blocks = resident.size() / len;
+        const uint8_t* src = len == k2M ? src2m.as<uint8_t>() : img(0);
+        const uint64_t t0 = monotonicNs();
+        for (size_t k = 0; k < blocks; k++)
+            std::memcpy(resident.as<uint8_t>() + k * len, src, len);
+        asm volatile("" ::: "memory");
+        return {double(monotonicNs() - t0) / double(blocks)};
+    }
+};
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string cpuModel()
+{
+    std::ifstream f("/proc/cpuinfo");
+    for (std::string line; std::getline(f, line);)
+        if (line.rfind("model name", 0) == 0)
+            return line.substr(line.find(':') + 2);
+    return "?";
+}
+
+const char* pageName(size_t page) { return page == k2M ? "2 MiB" : "4 KiB"; }
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    int trials = 5, cpu = -1;
+    size_t mib = 64;
+    std::string jsonFile;
+    CLI::App app{"npf-uffd-bench: the kernel primitives of the fault path (UFFDIO_COPY, ZEROPAGE, CONTINUE, "
+                 "fallocate, memcpy), 4 KiB and 2 MiB pages"};
+    app.add_option("--trials", trials, "alternating trials per case; the table shows medians")
+        ->check(CLI::Range(1, 100));
+    app.add_option("--mib", mib, "region MiB per trial (4 KiB cases: MiB * 256 pages; 2 MiB cases: MiB / 2)")
+        ->check(CLI::Range(4, 4096));
+    app.add_option("--cpu", cpu, "pin the benchmark to this CPU (default: not pinned)");
+    app.add_option("--json", jsonFile, "also write the JSON line to this file");
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            if (::sched_setaffinity(0, sizeof set, &set) != 0)
+                throwErrno("pin to CPU " + std::to_string(cpu));
+        }
+        std::string why;
+        if (!npf::userfaultfdAvailable(&why))
+            throwErrno(EPERM, why);
+        const auto uffd = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_SIGBUS,
+                                            UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_SHMEM |
+                                                UFFD_FEATURE_MINOR_HUGETLBFS,
+                                            "uffd-bench");
+        const uint64_t feat = uffd.features();
+
+        Bench b{uffd, mib * 256, mib / 2, {}, {}, {}};
+        b.stage = Bench::pattern(kStagePages * k4K, 7, "staging");
+        b.src2m = Bench::pattern(k2M, 11, "2 MiB source");
+        b.resident = Bench::pattern(mib << 20, 3, "resident buffer");
+
+        std::signal(SIGINT, restoreOnSignal);
+        std::signal(SIGTERM, restoreOnSignal);
+        std::string hugeWhy;
+        std::unique_ptr<HugePool> pool;
+        if (!(feat & UFFD_FEATURE_MISSING_HUGETLBFS))
+            hugeWhy = "kernel lacks UFFD_FEATURE_MISSING_HUGETLBFS";
+        else
+            pool = HugePool::reserve(long(b.pages2m), &hugeWhy);
+
+        std::vector<Case> cases;
+        auto add = [&](std::string name, size_t page, size_t perCall, std::vector<std::string> rows,
+                       std::function<std::vector<double>()> f, std::string skip = {}) {
+            const bool install = name == "copy" || name.find("continue") != std::string::npos || name == "zeropage";
+            Case c{std::move(name), page, perCall, {}, std::move(f), std::move(skip), install};
+            for (auto& r : rows)
+                c.rows.push_back({std::move(r), {}});
+            cases.push_back(std::move(c));
+        };
+        const std::string noMinor = (feat & UFFD_FEATURE_MINOR_SHMEM) ? "" : "kernel lacks UFFD_FEATURE_MINOR_SHMEM";
+        for (size_t n : {1, 16, 64, 256})
+            add("copy", k4K, n, {"UFFDIO_COPY"}, [&b, n] { return b.copy4k(n); });
+        for (size_t n : {1, 64})
+            add("zeropage", k4K, n, {"UFFDIO_ZEROPAGE", "  write 4 KiB into it", "  ZEROPAGE + write"},
+                [&b, n] { return b.zero4k(n); });
+        for (size_t n : {1, 64})
+            add("continue", k4K, n,
+                {"fallocate", "  alias write 4 KiB", "  UFFDIO_CONTINUE", "  fallocate + write + CONTINUE"},
+                [&b, n] { return b.minor(k4K, n, Bench::Fill::Fallocate); }, noMinor);
+        add("populate-continue", k4K, kGroup,
+            {"MADV_POPULATE_WRITE alias", "  write 4 KiB", "  UFFDIO_CONTINUE", "  populate + write + CONTINUE"},
+            [&b] { return b.minor(k4K, kGroup, Bench::Fill::Populate); }, noMinor);
+        for (size_t n : {1, 64})
+            add("pwrite-continue", k4K, n, {"pwrite 4 KiB", "  UFFDIO_CONTINUE", "  pwrite + CONTINUE"},
+                [&b, n] { return b.minor(k4K, n, Bench::Fill::Pwrite); }, noMinor);
+        for (size_t n : {1, 64})
+            add("punch", k4K, n, {"fallocate(PUNCH_HOLE)"}, [&b, n] { return b.punch(k4K, n); });
+        add("wake", k4K, 1, {"UFFDIO_WAKE, no waiter (floor)"}, [&b] { return b.wakeFloor(); });
+        add("memcpy", k4K, 1, {"memcpy 4 KiB, resident"}, [&b] { return b.copyResident(k4K); });
+        add("memcpy", k2M, 1, {"memcpy 2 MiB, resident"}, [&b] { return b.copyResident(k2M); });
+        add("copy", k2M, 1, {"UFFDIO_COPY"}, [&b] { return b.copy2m(); }, hugeWhy);
+        add("continue", k2M, 1,
+            {"fallocate", "  alias write 2 MiB", "  UFFDIO_CONTINUE", "  fallocate + write + CONTINUE"},
+            [&b] { return b.minor(k2M, 1, Bench::Fill::Fallocate); },
+            !hugeWhy.empty() ? hugeWhy
+                             : (feat & UFFD_FEATURE_MINOR_HUGETLBFS) ? "" : "kernel lacks UFFD_FEATURE_MINOR_HUGETLBFS");
+        add("punch", k2M, 1, {"fallocate(PUNCH_HOLE)"}, [&b] { return b.punch(k2M, 1); }, hugeWhy);
+
+        // The first use of each pool page can cost more (the host backs guest memory
+        // lazily, the guest clears it): one UFFDIO_COPY pass before the trials,
+        // reported on its own.
+        std::optional<double> firstUse;
+        if (pool)
+            firstUse = b.copy2m()[0];
+
+        for (int t = 0; t < trials; t++)
+            for (size_t j = 0; j < cases.size(); j++) {
+                Case& c = cases[(j + size_t(t)) % cases.size()]; // rotate the start: no case always first
+                if (!c.skip.empty())
+                    continue;
+                auto ns = c.trial();
+                for (size_t r = 0; r < c.rows.size(); r++)
+                    c.rows[r].ns.push_back(ns[r]);
+            }
+
+        std::string shmemThp = "?";
+        {
+            std::ifstream f("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+            for (std::string w; f >> w;)
+                if (w.front() == '[')
+                    shmemThp = w.substr(1, w.size() - 2);
+        }
+        utsname u{};
+        ::uname(&u);
+        std::printf("npf-uffd-bench: %s, kernel %s, CPU %s, %d trials, %zu MiB per trial (%zu 4 KiB / %zu 2 MiB "
+                    "pages), shmem THP %s\n",
+                    cpuModel().c_str(), u.release, cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", trials, mib,
+                    b.pages4k, b.pages2m, shmemThp.c_str());
+        std::printf("%-17s %-5s %4s  %-30s %11s %9s %17s %9s %11s\n", "case", "page", "/call", "step", "pages/s",
+                    "ns/page", "ns/page range", "MB/s", "4K-equiv/s");
+        Json rows = Json::array(), skipped = Json::array();
+        auto print = [&](const std::string& cs, size_t page, size_t perCall, const std::string& step,
+                         const std::vector<double>& v) {
+            const double ns = median(v), lo = *std::min_element(v.begin(), v.end()),
+                         hi = *std::max_element(v.begin(), v.end());
+            const double pps = 1e9 / ns;
+            char range[40];
+            std::snprintf(range, sizeof range, "%.0f-%.0f", lo, hi);
+            std::printf("%-17s %-5s %4zu  %-30s %11.0f %9.0f %17s %9.0f %11.0f\n", cs.c_str(), pageName(page), perCall,
+                        step.c_str(), pps, ns, range, pps * double(page) / 1e6, pps * double(page / k4K));
+            rows.push_back({{"case", cs},           {"pageBytes", page},     {"pagesPerCall", perCall},
+                            {"step", step.substr(step.find_first_not_of(' '))},
+                            {"pagesPerSec", pps},   {"nsPerPage", ns},       {"nsPerPageMin", lo},
+                            {"nsPerPageMax", hi},   {"mbPerSec", pps * double(page) / 1e6},
+                            {"k4EquivPerSec", pps * double(page / k4K)},     {"trials", v}});
+        };
+        for (const Case& c : cases) {
+            if (!c.skip.empty()) {
+                std::printf("%-17s %-5s %4zu  skipped: %s\n", c.name.c_str(), pageName(c.page), c.perCall,
+                            c.skip.c_str());
+                skipped.push_back({{"case", c.name}, {"pageBytes", c.page}, {"pagesPerCall", c.perCall},
+                                   {"reason", c.skip}});
+                continue;
+            }
+            if (c.page == k2M && c.name == "copy" && firstUse)
+                print(c.name, c.page, c.perCall, "UFFDIO_COPY, first use of pool", {*firstUse});
+            for (const Row& r : c.rows)
+                print(c.name, c.page, c.perCall, r.name, r.ns);
+        }
+        // The limit lines: the fastest whole install (a filled page mapped) per page size.
+        Json limits = Json::object();
+        struct Limit {
+            const char* key;
+            size_t page;
+            bool onePerCall;
+        };
+        for (const Limit& l : {Limit{"4K", k4K, false}, Limit{"4K_1perCall", k4K, true}, Limit{"2M", k2M, false}}) {
+            const Case* best = nullptr;
+            double bestNs = 0;
+            for (const Case& c : cases)
+                if (c.page == l.page && c.install && c.skip.empty() && (!l.onePerCall || c.perCall == 1) &&
+                    (!best || median(c.rows.back().ns) < bestNs)) {
+                    best = &c;
+                    bestNs = median(c.rows.back().ns);
+                }
+            if (!best)
+                continue;
+            const std::string how = best->name + ", " + std::to_string(best->perCall) + " per call";
+            std::printf("limit %s%s: %.0f pages/s = %.0f 4K-equivalents/s (%s)\n", pageName(l.page),
+                        l.onePerCall ? ", 1 page per call" : "", 1e9 / bestNs, 1e9 / bestNs * double(l.page / k4K),
+                        how.c_str());
+            limits[l.key] = {{"how", how}, {"pagesPerSec", 1e9 / bestNs}, {"nsPerPage", bestNs}};
+        }
+        if (pool)
+            std::printf("hugetlb pool: nr_hugepages %ld before, %ld added for this run (restored at exit)%s\n",
+                        pool->before(), pool->added(),
+                        pool->freshPages() ? "" : "; pages were already in the pool: the first-use row may be warm");
+
+        const Json out{{"bench", "uffd"},
+                       {"cpuModel", cpuModel()},
+                       {"kernel", u.release},
+                       {"cpu", cpu},
+                       {"trials", trials},
+                       {"mib", mib},
+                       {"uffdFeatures", feat},
+                       {"shmemThp", shmemThp},
+                       {"hugePagesAdded", pool ? pool->added() : 0},
+                       {"limits", limits},
+                       {"rows", rows},
+                       {"skipped", skipped}};
+        std::printf("%s\n", out.dump().c_str());
+        if (!jsonFile.empty()) {
+            std::ofstream f(jsonFile);
+            f << out.dump() << '\n';
+            if (!f)
+                throwErrno("write " + jsonFile);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "npf-uffd-bench: %s\n", e.what());
+        return 1;
+    }
+}
