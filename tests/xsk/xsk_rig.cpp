@@ -4,7 +4,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
-#include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -12,10 +11,9 @@
 
 #include <chrono>
 #include <cstring>
-#include <optional>
 #include <stdexcept>
 
-#include "ctl/netlink.h"
+#include "ctl/iface.h"
 #include "sys/error.h"
 #include "wait.h"
 
@@ -130,37 +128,10 @@ uint64_t Rig::xdpStat(uint32_t stat) const
 uint64_t Rig::txDropped()
 {
     return inNetns(veth_.txNs(), [&]() -> uint64_t {
-        const std::string what = "read the counters of " + veth_.txIf();
-        struct {
-            nlmsghdr nh;
-            ifinfomsg ifi;
-        } req{};
-        req.nh.nlmsg_len = sizeof(req);
-        req.nh.nlmsg_type = RTM_GETLINK;
-        req.nh.nlmsg_flags = NLM_F_REQUEST;
-        req.ifi.ifi_family = AF_UNSPEC;
-        req.ifi.ifi_index = int(if_nametoindex(veth_.txIf().c_str()));
-        if (!req.ifi.ifi_index)
+        const int ifindex = int(if_nametoindex(veth_.txIf().c_str()));
+        if (!ifindex)
             throwErrno("if_nametoindex " + veth_.txIf());
-        std::optional<uint64_t> dropped;
-        ctl::netlinkRequest(NETLINK_ROUTE, req.nh, what, [&](const nlmsghdr& h) {
-            if (h.nlmsg_type != RTM_NEWLINK || h.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
-                return true;
-            int alen = int(IFLA_PAYLOAD(&h));
-            for (auto* a = IFLA_RTA(static_cast<const ifinfomsg*>(NLMSG_DATA(&h))); RTA_OK(a, alen);
-                 a = RTA_NEXT(a, alen)) {
-                if (a->rta_type == IFLA_STATS64 && RTA_PAYLOAD(a) >= sizeof(rtnl_link_stats64)) {
-                    rtnl_link_stats64 st;
-                    std::memcpy(&st, RTA_DATA(a), sizeof(st));
-                    dropped = st.tx_dropped;
-                    return false;
-                }
-            }
-            return true;
-        });
-        if (!dropped)
-            throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
-        return *dropped;
+        return ctl::linkStats(ifindex).tx_dropped;
     });
 }
 

@@ -96,9 +96,9 @@ std::vector<Interface> listInterfaces()
     return out;
 }
 
-LinkRxDrops linkRxDrops(int ifindex)
+rtnl_link_stats64 linkStats(int ifindex)
 {
-    const std::string what = "read the rx drop counters of interface " + std::to_string(ifindex);
+    const std::string what = "read the counters of interface " + std::to_string(ifindex);
     struct {
         nlmsghdr nh;
         ifinfomsg ifi;
@@ -109,7 +109,7 @@ LinkRxDrops linkRxDrops(int ifindex)
     req.nh.nlmsg_seq = 1;
     req.ifi.ifi_family = AF_UNSPEC;
     req.ifi.ifi_index = ifindex;
-    std::optional<LinkRxDrops> drops;
+    std::optional<rtnl_link_stats64> stats;
     netlinkRequest(NETLINK_ROUTE, req.nh, what, [&](const nlmsghdr& h) {
         if (h.nlmsg_type != RTM_NEWLINK || h.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))
             return true;
@@ -118,16 +118,21 @@ LinkRxDrops linkRxDrops(int ifindex)
              a = RTA_NEXT(a, alen)) {
             if (a->rta_type != IFLA_STATS64 || RTA_PAYLOAD(a) < sizeof(rtnl_link_stats64))
                 continue;
-            rtnl_link_stats64 st;
-            std::memcpy(&st, RTA_DATA(a), sizeof(st));
-            drops = LinkRxDrops{st.rx_dropped, st.rx_missed_errors};
+            stats.emplace();
+            std::memcpy(&*stats, RTA_DATA(a), sizeof(*stats));
             return false;
         }
         return true;
     });
-    if (!drops)
+    if (!stats)
         throwErrno(ENODATA, what + ": no IFLA_STATS64 in the reply");
-    return *drops;
+    return *stats;
+}
+
+LinkRxDrops linkRxDrops(int ifindex)
+{
+    const rtnl_link_stats64 st = linkStats(ifindex);
+    return {st.rx_dropped, st.rx_missed_errors};
 }
 
 } // namespace npf::ctl

@@ -1,6 +1,8 @@
 // Network interfaces of the calling thread's network namespace.
 #pragma once
 
+#include <linux/if_link.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,5 +42,7 @@ struct LinkRxDrops {
     uint64_t dropped = 0, missed = 0;
 };
 LinkRxDrops linkRxDrops(int ifindex);
+// All of the interface's counters (rtnetlink IFLA_STATS64), in this namespace.
+rtnl_link_stats64 linkStats(int ifindex);
 
 } // namespace npf::ctl
