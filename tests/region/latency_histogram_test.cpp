@@ -15,10 +15,10 @@ TEST(LatencyHistogram, BucketsCoverEveryValueContiguously)
         EXPECT_EQ(LatencyHistogram::bucketOf(LatencyHistogram::bucketHigh(b)), b);
     }
     EXPECT_EQ(LatencyHistogram::bucketOf(UINT64_MAX), LatencyHistogram::kBuckets - 1);
-    // <= 25 % wide above the exact range
+    // at most 1/kSub wide above the exact range (6.25 %)
     for (int b = LatencyHistogram::kSub; b + 1 < LatencyHistogram::kBuckets; ++b) {
         double lo = double(LatencyHistogram::bucketLow(b)), hi = double(LatencyHistogram::bucketHigh(b));
-        EXPECT_LE((hi - lo + 1) / lo, 0.25 + 1e-9) << b;
+        EXPECT_LE((hi - lo + 1) / lo, 1.0 / LatencyHistogram::kSub + 1e-9) << b;
     }
 }
 

@@ -1,7 +1,7 @@
-// Fixed-bucket log2 latency histogram: 4 linear sub-buckets per power of two
-// (<= 25 % bucket width), values in any unit (ns by convention). record() is
-// wait-free and may race with readers; quantiles are bucket midpoints clamped
-// to the observed min/max.
+// Fixed-bucket log2 latency histogram: 16 linear sub-buckets per power of two
+// (<= 6.25 % bucket width; 976 buckets, 7.6 KiB), values in any unit (ns by
+// convention). record() is wait-free and may race with readers; quantiles are
+// bucket midpoints clamped to the observed min/max.
 #pragma once
 
 #include <array>
@@ -13,7 +13,7 @@ namespace npf {
 
 class LatencyHistogram {
 public:
-    static constexpr int kSubBits = 2;
+    static constexpr int kSubBits = 4;
     static constexpr int kSub = 1 << kSubBits;
     static constexpr int kBuckets = kSub + (64 - kSubBits) * kSub;
 
