@@ -7,7 +7,9 @@
 // alternate between cases (drift on a shared machine hits all alike) and the table
 // shows medians with the range over trials. Cases made of phases (fallocate, alias
 // write, CONTINUE) run them group by group (64 pages, or one 2 MiB page), one clock
-// read per phase and group, and report each phase and the sum.
+// read per phase and group, and report each phase and the sum. The on-cpu column
+// (thread CPU time / wall time of the case's worst trial) shows whether another task
+// took the CPU during a trial.
 //
 // The 2 MiB cases need free hugetlb pages: when too few are free, the benchmark
 // raises vm.nr_hugepages by what it needs and puts the old value back at exit
@@ -108,8 +110,9 @@ public:
             return;
         g_restoreArmed = 0;
         const long now = readLong(file("nr_hugepages"));
-        // Someone else changed the pool meanwhile: give back only what we added.
-        const long back = now == set_ ? old_ : std::max(0l, now - added_);
+        // Someone else raised the pool meanwhile: give back only what we added;
+        // never raise it (the kernel may have granted less than we asked).
+        const long back = now > set_ ? now - added_ : std::min(now, old_);
         if (!writeLong(file("nr_hugepages"), back))
             std::fprintf(stderr, "npf-uffd-bench: could not restore nr_hugepages to %ld: %s\n", back,
                          std::strerror(errno));
@@ -125,7 +128,6 @@ public:
             return nullptr;
         }
         const long avail = readLong(file("free_hugepages")) - readLong(file("resv_hugepages"));
-        p->firstUse_ = p->old_ == 0;
         if (avail < need) {
             p->set_ = p->old_ + (need - avail);
             std::snprintf(g_restoreText, sizeof g_restoreText, "%ld\n", p->old_);
@@ -139,22 +141,20 @@ public:
                        " > /proc/sys/vm/nr_hugepages (2 MiB default huge page size), then run again";
                 return nullptr; // the destructor puts the old value back
             }
-            p->firstUse_ = true;
         }
         return p;
     }
 
     long before() const noexcept { return old_; }
     long added() const noexcept { return added_; }
-    // True when the pool pages we use were (probably) never touched since boot.
-    bool freshPages() const noexcept { return firstUse_; }
+    // True when this run added pages to the pool (their first use may cost more).
+    bool freshPages() const noexcept { return added_ > 0; }
 
 private:
     HugePool() = default;
     static std::string file(const char* name) { return std::string(kHugeDir) + name; }
 
     long old_ = -1, set_ = -1, added_ = 0;
-    bool firstUse_ = false;
 };
 
 // ---- regions ---------------------------------------------------------------
@@ -236,6 +236,7 @@ struct Case {
     std::function<std::vector<double>()> trial;
     std::string skip; // why not run
     bool install;     // the last row is a whole install (a filled page mapped)
+    std::vector<double> onCpu; // per trial: thread CPU time / wall time (< 1: preempted)
 };
 
 struct Bench {
@@ -421,6 +422,13 @@ std::string cpuModel()
     return "?";
 }
 
+uint64_t threadCpuNs()
+{
+    timespec ts;
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
 const char* pageName(size_t page) { return page == k2M ? "2 MiB" : "4 KiB"; }
 
 } // namespace
@@ -475,7 +483,7 @@ int main(int argc, char** argv)
         auto add = [&](std::string name, size_t page, size_t perCall, std::vector<std::string> rows,
                        std::function<std::vector<double>()> f, std::string skip = {}) {
             const bool install = name == "copy" || name.find("continue") != std::string::npos || name == "zeropage";
-            Case c{std::move(name), page, perCall, {}, std::move(f), std::move(skip), install};
+            Case c{std::move(name), page, perCall, {}, std::move(f), std::move(skip), install, {}};
             for (auto& r : rows)
                 c.rows.push_back({std::move(r), {}});
             cases.push_back(std::move(c));
@@ -521,7 +529,9 @@ int main(int argc, char** argv)
                 Case& c = cases[(j + size_t(t)) % cases.size()]; // rotate the start: no case always first
                 if (!c.skip.empty())
                     continue;
+                const uint64_t wall = monotonicNs(), cpu0 = threadCpuNs();
                 auto ns = c.trial();
+                c.onCpu.push_back(double(threadCpuNs() - cpu0) / double(monotonicNs() - wall));
                 for (size_t r = 0; r < c.rows.size(); r++)
                     c.rows[r].ns.push_back(ns[r]);
             }
@@ -539,23 +549,28 @@ int main(int argc, char** argv)
                     "pages), shmem THP %s\n",
                     cpuModel().c_str(), u.release, cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", trials, mib,
                     b.pages4k, b.pages2m, shmemThp.c_str());
-        std::printf("%-17s %-5s %4s  %-30s %11s %9s %17s %9s %11s\n", "case", "page", "/call", "step", "pages/s",
-                    "ns/page", "ns/page range", "MB/s", "4K-equiv/s");
+        std::printf("%-17s %-5s %4s  %-30s %11s %9s %17s %9s %11s %7s\n", "case", "page", "/call", "step", "pages/s",
+                    "ns/page", "ns/page range", "MB/s", "4K-equiv/s", "on-cpu");
         Json rows = Json::array(), skipped = Json::array();
+        // on-cpu: the lowest thread CPU / wall time over the case's trials (setup
+        // included); well below 100 % means another task took the CPU meanwhile.
         auto print = [&](const std::string& cs, size_t page, size_t perCall, const std::string& step,
-                         const std::vector<double>& v) {
+                         const std::vector<double>& v, const std::vector<double>& onCpu) {
+            const double busy = onCpu.empty() ? 1.0 : *std::min_element(onCpu.begin(), onCpu.end());
             const double ns = median(v), lo = *std::min_element(v.begin(), v.end()),
                          hi = *std::max_element(v.begin(), v.end());
             const double pps = 1e9 / ns;
             char range[40];
             std::snprintf(range, sizeof range, "%.0f-%.0f", lo, hi);
-            std::printf("%-17s %-5s %4zu  %-30s %11.0f %9.0f %17s %9.0f %11.0f\n", cs.c_str(), pageName(page), perCall,
-                        step.c_str(), pps, ns, range, pps * double(page) / 1e6, pps * double(page / k4K));
+            std::printf("%-17s %-5s %4zu  %-30s %11.0f %9.0f %17s %9.0f %11.0f %6.0f%%\n", cs.c_str(), pageName(page),
+                        perCall, step.c_str(), pps, ns, range, pps * double(page) / 1e6, pps * double(page / k4K),
+                        busy * 100);
             rows.push_back({{"case", cs},           {"pageBytes", page},     {"pagesPerCall", perCall},
                             {"step", step.substr(step.find_first_not_of(' '))},
                             {"pagesPerSec", pps},   {"nsPerPage", ns},       {"nsPerPageMin", lo},
                             {"nsPerPageMax", hi},   {"mbPerSec", pps * double(page) / 1e6},
-                            {"k4EquivPerSec", pps * double(page / k4K)},     {"trials", v}});
+                            {"k4EquivPerSec", pps * double(page / k4K)},     {"onCpuMin", busy},
+                            {"trials", v}});
         };
         for (const Case& c : cases) {
             if (!c.skip.empty()) {
@@ -566,9 +581,9 @@ int main(int argc, char** argv)
                 continue;
             }
             if (c.page == k2M && c.name == "copy" && firstUse)
-                print(c.name, c.page, c.perCall, "UFFDIO_COPY, first use of pool", {*firstUse});
+                print(c.name, c.page, c.perCall, "UFFDIO_COPY, first use of pool", {*firstUse}, {});
             for (const Row& r : c.rows)
-                print(c.name, c.page, c.perCall, r.name, r.ns);
+                print(c.name, c.page, c.perCall, r.name, r.ns, c.onCpu);
         }
         // The limit lines: the fastest whole install (a filled page mapped) per page size.
         Json limits = Json::object();
