@@ -1,6 +1,5 @@
 // Engine counters: a snapshot struct, its JSON form, and the JSON file that
 // `npfctl stats` reads (written by the pager every 500 ms, atomically).
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
