@@ -37,9 +37,9 @@ static __always_inline struct npf_flow *npf_flow_lookup(struct npf_flow_key *key
 	return bpf_map_lookup_elem(&npf_flows, key);
 }
 
-/* 1 if every page of [off, off + len) is resident. The caller has checked
- * that the range lies inside the region. */
-static __always_inline int npf_resident_range(__u64 off, __u32 len)
+/* 1 if every page of [off, off + len) is resident in the region's bitmap.
+ * The caller has checked that the range lies inside the region. */
+static __always_inline int npf_resident_range(void *bitmap, __u64 off, __u32 len)
 {
 	__u64 first, last;
 
@@ -55,7 +55,7 @@ static __always_inline int npf_resident_range(__u64 off, __u32 len)
 		if (page > last)
 			break;
 		word = page >> 6;
-		bits = bpf_map_lookup_elem(&npf_resident, &word);
+		bits = bpf_map_lookup_elem(bitmap, &word);
 		if (!bits || !(READ_ONCE(*bits) & (1ull << (page & 63))))
 			return 0;
 	}
@@ -75,10 +75,13 @@ int npf_xdp(struct xdp_md *ctx)
 {
 	struct npf_pkt pkt = {};
 	struct npf_flow *flow;
+	struct npf_ring *ring;
 	struct npf_cursor *cur;
+	void *inner, *bitmap;
+	__u32 zero = 0;
 	struct npf_meta *meta;
 	__u32 fid, gen, queue, slot, copy_len = 0, i;
-	__u64 seq = 0, offset = 0;
+	__u64 seq = 0, offset = 0, region;
 	__u8 flags = 0;
 	void *data;
 	int rc;
@@ -93,6 +96,7 @@ int npf_xdp(struct xdp_md *ctx)
 		return npf_out(NPF_STAT_PASS_NO_FLOW, XDP_PASS);
 	fid = flow->id;
 	gen = flow->gen;
+	region = flow->region_size;
 	if (fid >= NPF_MAX_FLOWS)
 		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
 	if (pkt.payload_len > NPF_MAX_PAYLOAD)
@@ -116,11 +120,21 @@ int npf_xdp(struct xdp_md *ctx)
 		return npf_out(NPF_STAT_DROP_CSUM, XDP_DROP);
 
 	/* An entry whose id was freed and handed to another flow since. */
-	cur = bpf_map_lookup_elem(&npf_cursors, &fid);
-	if (!cur || READ_ONCE(cur->gen) != gen)
+	inner = bpf_map_lookup_elem(&npf_rings, &fid);
+	if (!inner)
 		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
-	/* Sockets bound, but no engine serves this flow (yet): fail open too. */
-	if (!(READ_ONCE(cur->flags) & NPF_CURSOR_F_SERVED))
+	ring = bpf_map_lookup_elem(inner, &zero);
+	if (!ring)
+		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+	cur = &ring->cursor;
+	if (READ_ONCE(cur->gen) != gen)
+		return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
+	/* Sockets bound, but no engine serves this flow (yet), or it has no
+	 * region bound: fail open too. */
+	if (!(READ_ONCE(cur->flags) & NPF_CURSOR_F_SERVED) || region == 0)
+		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
+	bitmap = bpf_map_lookup_elem(&npf_regions, &fid);
+	if (!bitmap)
 		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
 
 	/* A flow datagram's metadata is npf's: drop what an earlier program left
@@ -142,8 +156,7 @@ int npf_xdp(struct xdp_md *ctx)
 	for (i = 0; i < NPF_CAS_RETRIES; i++) {
 		__u64 cons = READ_ONCE(cur->cons);
 		__u64 prod = READ_ONCE(cur->prod);
-		__u64 region = npf_region_pages << NPF_PAGE_SHIFT;
-		__u32 key, len;
+		__u32 len;
 		struct npf_post *post;
 		int bad;
 
@@ -154,10 +167,7 @@ int npf_xdp(struct xdp_md *ctx)
 			return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
 		if ((__s64)(prod - cons) <= 0)
 			return npf_out(NPF_STAT_DROP_RNR, XDP_DROP);
-		key = fid * NPF_POST_RING_SIZE + (__u32)(cons & (NPF_POST_RING_SIZE - 1));
-		post = bpf_map_lookup_elem(&npf_posts, &key);
-		if (!post)
-			return npf_out(NPF_STAT_DROP_BAD_DESC, XDP_DROP);
+		post = &ring->posts[cons & (NPF_POST_RING_SIZE - 1)];
 		offset = READ_ONCE(post->offset);
 		len = READ_ONCE(post->len);
 		/* A bad slot is consumed too, or it would stall the flow forever;
@@ -167,7 +177,7 @@ int npf_xdp(struct xdp_md *ctx)
 		      offset > region - len;
 		copy_len = pkt.payload_len < len ? pkt.payload_len : len;
 		flags = copy_len < pkt.payload_len ? NPF_META_F_TRUNCATED : 0;
-		if (!bad && !npf_resident_range(offset, copy_len))
+		if (!bad && !npf_resident_range(bitmap, offset, copy_len))
 			flags |= NPF_META_F_BACKUP;
 		if (__sync_val_compare_and_swap(&cur->cons, cons, cons + 1) != cons)
 			continue;

@@ -34,8 +34,6 @@ void setup(CLI::App& app, Options& opt)
         ->check(CLI::IsMember({"native", "skb"}));
     attach->add_option("--queues", opt.queues, "RX queues with socket slots (default: IFACE's RX queue count)")
         ->check(CLI::Range(1u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
-    attach->add_option("--region-pages", opt.regionPages, "region size the program is loaded for, in 4 KiB pages")
-        ->check(CLI::Range(uint64_t{1}, uint64_t{NPF_MAX_REGION_PAGES}));
     attach->add_flag("--force", opt.force, "replace a foreign XDP program");
     attach->callback([&] { opt.cmd = Command::Attach; });
 

@@ -19,7 +19,6 @@ struct Options {
     std::string ifname; // empty: status of all interfaces
     std::string mode = "native";
     uint32_t queues = 0; // 0: the interface's RX queue count
-    uint64_t regionPages = NPF_DEFAULT_REGION_PAGES;
     bool force = false;
     bool json = false;
     double watch = 0; // seconds between samples; 0: print once

@@ -16,7 +16,6 @@ int cmdAttach(const Options& opt)
     a.ifname = opt.ifname;
     a.mode = ctl::parseMode(opt.mode).value_or(ctl::AttachMode::Native);
     a.queues = opt.queues;
-    a.regionPages = opt.regionPages;
     a.force = opt.force;
     ctl::AttachResult r = ctl::attach(a);
     std::printf("%s\n", attachSummary(r).c_str());

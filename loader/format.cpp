@@ -45,22 +45,21 @@ std::string humanBytes(uint64_t b)
 
 std::string attachSummary(const ctl::AttachResult& r)
 {
-    return fmt("attached %s to %s: mode %s, prog id %u, queues %u, region %" PRIu64 " pages (%s), pins %s",
-               NPF_PROG_NAME, r.ifname.c_str(), ctl::toString(r.mode), r.progId, r.queues, r.regionPages,
-               humanBytes(r.regionPages * NPF_PAGE_SIZE).c_str(), r.pinDir.c_str());
+    return fmt("attached %s to %s: mode %s, prog id %u, queues %u, pins %s", NPF_PROG_NAME, r.ifname.c_str(),
+               ctl::toString(r.mode), r.progId, r.queues, r.pinDir.c_str());
 }
 
 std::string statusTable(const std::vector<ctl::InstanceStatus>& rows)
 {
     const char* f = "%-15s %-8s %-6s %-7s %-5s %-6s %-12s %s\n";
     std::string out = fmt(f, "INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES", "BOUND_QUEUES",
-                          "REGION_PAGES");
+                          "REGIONS");
     for (const ctl::InstanceStatus& s : rows) {
         bool on = s.state == ctl::InstanceState::Attached;
         out += fmt(f, s.ifname.c_str(), ctl::toString(s.state), s.mode ? ctl::toString(*s.mode) : "-",
                    on ? std::to_string(s.progId).c_str() : "-", on ? std::to_string(s.flows).c_str() : "-",
                    on && s.queues ? std::to_string(s.queues).c_str() : "-", join(s.boundQueues).c_str(),
-                   on && s.regionPages ? std::to_string(s.regionPages).c_str() : "-");
+                   on ? std::to_string(s.regions).c_str() : "-");
     }
     return out;
 }

@@ -7,44 +7,55 @@
 #include <bpf/bpf_helpers.h>
 #include "npf/abi.h"
 
-/* Region size in pages; set by the loader before load (bitmap is sized to match). */
-const volatile __u64 npf_region_pages = NPF_DEFAULT_REGION_PAGES;
-
-/* UDP destination (port, optional address) -> flow id. */
+/* UDP destination (port, optional address) -> flow (id, gen, region size).
+ * Not preallocated: a replaced value is freed after an RCU grace period, so
+ * XDP never reads a value while it is being reused. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, NPF_MAX_FLOWS);
 	__type(key, struct npf_flow_key);
 	__type(value, struct npf_flow);
 } npf_flows SEC(".maps");
 
-/* Post rings of all flows, written by the application (mmapable). */
-struct {
+/* A flow's post ring: one struct npf_ring (mmapable), a map of its own per
+ * flow. (value_size, not __type: clang emits a struct reached only through
+ * an inner map definition as a forward declaration, and libbpf cannot size it.) */
+struct npf_ring_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, NPF_MAX_FLOWS * NPF_POST_RING_SIZE);
-	__type(key, __u32);
-	__type(value, struct npf_post);
-} npf_posts SEC(".maps");
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct npf_ring));
+};
 
-/* Post ring cursors, one per flow (mmapable). */
+/* Flow id -> its post ring map. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
 	__uint(max_entries, NPF_MAX_FLOWS);
 	__type(key, __u32);
-	__type(value, struct npf_cursor);
-} npf_cursors SEC(".maps");
+	__array(values, struct npf_ring_map);
+} npf_rings SEC(".maps");
 
-/* Resident bitmap: bit p of word p/64 set = region page p is present (mmapable).
- * max_entries is resized by the loader to cover npf_region_pages. */
-struct {
+/* A region's resident bitmap: bit p of word p/64 set = page p is present
+ * (mmapable, written by the region's pager). Each region has its own, sized
+ * for it (BPF_F_INNER_MAP: inner maps of any max_entries). */
+struct npf_bitmap_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, NPF_DEFAULT_REGION_PAGES / 64);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} npf_resident SEC(".maps");
+};
+
+/* Flow id -> the resident bitmap of the region the flow receives into (the
+ * flows of one region share one bitmap map). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, NPF_MAX_FLOWS);
+	__type(key, __u32);
+	__array(values, struct npf_bitmap_map);
+} npf_regions SEC(".maps");
 
 /* AF_XDP sockets: slot NPF_XSK_PRIMARY(q) and NPF_XSK_BACKUP(q) per RX queue q. */
 struct {

@@ -11,12 +11,12 @@
 
 #include <linux/types.h>
 
-#define NPF_ABI_VERSION 2
+#define NPF_ABI_VERSION 3
 
 /* ---- limits --------------------------------------------------------- */
 
 /* Flows a program instance can serve (flow ids are 0 .. NPF_MAX_FLOWS-1). */
-#define NPF_MAX_FLOWS 32
+#define NPF_MAX_FLOWS 1024
 /* RX queues a program instance can serve (AF_XDP socket pairs). */
 #define NPF_MAX_QUEUES 64
 /* Posted receive buffers per flow; a power of two. */
@@ -33,8 +33,6 @@
 /* CAS attempts on a contended flow cursor before the packet is dropped
  * (counted NPF_STAT_DROP_CONTENDED). */
 #define NPF_CAS_RETRIES 8
-/* Default region size the program is loaded for (1 GiB). */
-#define NPF_DEFAULT_REGION_PAGES (1ull << 18)
 /* Largest region (1 TiB; its bitmap is 32 MiB). */
 #define NPF_MAX_REGION_PAGES (1ull << 28)
 
@@ -90,16 +88,21 @@ struct npf_flow_key {
 
 /* Value of npf_flows. gen must equal the cursor's gen: an entry whose id
  * was freed and handed to another flow no longer matches (XDP passes its
- * packets untouched), and the engine checks the gen in every npf_meta. */
+ * packets untouched), and the engine checks the gen in every npf_meta.
+ * region_size bounds every posted buffer of the flow: the region whose
+ * resident bitmap is npf_regions[id]. 0 = no engine has bound a region to
+ * the flow: its datagrams pass to the kernel (NPF_STAT_PASS_NO_SOCKET). Only
+ * the engine/daemon writes npf_flows; a client never holds its fd. */
 struct npf_flow {
-	__u32 id;  /* index into posts/cursors, < NPF_MAX_FLOWS */
-	__u32 gen; /* generation of the id when this flow took it */
+	__u32 id;          /* index into npf_rings and npf_regions, < NPF_MAX_FLOWS */
+	__u32 gen;         /* generation of the id when this flow took it */
+	__u64 region_size; /* bytes; a posted buffer outside [0, region_size) is NPF_STAT_DROP_BAD_DESC */
 };
 
 /* ---- post ring ------------------------------------------------------ */
 
-/* A posted receive buffer: [offset, offset + len) in the region.
- * Slot of seq s in flow f: f * NPF_POST_RING_SIZE + (s & (NPF_POST_RING_SIZE - 1)). */
+/* A posted receive buffer: [offset, offset + len) in the flow's region.
+ * Slot of seq s: posts[s & (NPF_POST_RING_SIZE - 1)] of the flow's npf_ring. */
 struct npf_post {
 	__u64 offset;
 	__u32 len;
@@ -132,6 +135,16 @@ struct npf_cursor {
  * a flow without it: its datagrams pass to the kernel (pass_no_socket), as
  * when no socket is bound, so a restarting engine drops nothing. */
 #define NPF_CURSOR_F_SERVED 0x2
+
+/* One flow's post ring: the single value of the flow's own BPF array
+ * (BPF_F_MMAPABLE), held in npf_rings[id]. Every flow has its own map, so
+ * whoever may post to a flow (an npfd client gets this map's fd and nothing
+ * else) can touch that flow's ring only. A fresh map is made each time an id
+ * is handed to a flow. */
+struct npf_ring {
+	struct npf_cursor cursor;
+	struct npf_post posts[NPF_POST_RING_SIZE];
+};
 
 /* ---- sockets -------------------------------------------------------- */
 
@@ -212,7 +225,8 @@ struct npf_completion_ring {
 #ifdef __cplusplus
 static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");
 static_assert(sizeof(struct npf_flow_key) == 20);
-static_assert(sizeof(struct npf_flow) == 8);
+static_assert(sizeof(struct npf_flow) == 16);
+static_assert(sizeof(struct npf_ring) == 128 + 16 * NPF_POST_RING_SIZE);
 static_assert(sizeof(struct npf_post) == 16);
 static_assert(sizeof(struct npf_cursor) == 128);
 static_assert(sizeof(struct npf_completion) == 24);

@@ -661,7 +661,7 @@ TEST(XdpProgram, AttachesNativeToVethWithMtu9000)
     if (!isRoot())
         GTEST_SKIP() << "needs root (BPF, netns)";
     VethPair veth(VethOptions{.mtu = 9000});
-    ctl::Skeleton skel = ctl::Skeleton::open({.regionPages = 1024, .queues = 1});
+    ctl::Skeleton skel = ctl::Skeleton::open({.queues = 1});
     skel.load();
     NetnsGuard in(veth.rxNs());
     const int ifindex = static_cast<int>(if_nametoindex(veth.rxIf().c_str()));
@@ -735,6 +735,60 @@ TEST_F(XdpCase, ConcurrentClaimsAreUnique)
     EXPECT_EQ(d(NPF_STAT_DROP_RNR) + d(NPF_STAT_DROP_CONTENDED), 2u * kPerThread - NPF_POST_RING_SIZE);
     std::printf("two threads: %zu + %zu claims, %llu contended drops\n", seqs[0].size(), seqs[1].size(),
                 static_cast<unsigned long long>(d(NPF_STAT_DROP_CONTENDED)));
+}
+
+// Every flow is bounded by its own region and checked against its own
+// bitmap (an npfd client's forged descriptor cannot reach another region):
+// flow 0 is on the harness's region (kRegionPages, all resident), flow 1 on a
+// 16-page region of its own where only page 2 is resident.
+TEST_F(XdpCase, RegionsAreIsolated)
+{
+    XdpHarness& h = *harness_;
+    constexpr uint16_t kPort1 = kPort + 1;
+    constexpr uint64_t kSmallPages = 16;
+    ctl::ResidentMap small = ctl::ResidentMap::create(kSmallPages);
+    small.words()[0] = 1u << 2;
+    auto setUp = [&](std::optional<uint64_t> regionSize, bool bind) {
+        apply(h, base());
+        h.addFlow(flowKeyAny(kPort1), 1, 0, regionSize);
+        h.bindBitmap(1, bind ? &small : nullptr);
+        h.setCursor(1, 1, 0);
+    };
+    struct Step {
+        const char* name;
+        uint64_t offset;
+        uint32_t len;
+        uint32_t stat;
+    } steps[] = {
+        // Inside flow 0's region, outside flow 1's: refused, the seq consumed.
+        {"beyond_own_region", 100 * kPage, 512, NPF_STAT_DROP_BAD_DESC},
+        {"straddles_own_end", kSmallPages * kPage - 100, 512, NPF_STAT_DROP_BAD_DESC},
+        // Page 0 is resident in flow 0's bitmap but not in flow 1's.
+        {"own_bitmap_not_resident", 0, 512, NPF_STAT_REDIR_BACKUP},
+        {"own_bitmap_resident", 2 * kPage, 512, NPF_STAT_REDIR_PRIMARY},
+    };
+    for (const Step& st : steps) {
+        SCOPED_TRACE(st.name);
+        setUp(kSmallPages * kPage, true);
+        h.setPost(1, 0, st.offset, st.len);
+        const Counters before = h.counters();
+        RunResult r = h.run(v4(64, kPort1), 0);
+        EXPECT_EQ(verdictName(r.verdict), std::string(verdictName(outcomeVerdict(st.stat))));
+        EXPECT_EQ(h.counters()[st.stat] - before[st.stat], 1u);
+        EXPECT_EQ(h.cursor(1).cons, 1u);
+        EXPECT_EQ(h.cursor(0).cons, 0u) << "flow 0 touched";
+    }
+    // No region bound (size 0, or no bitmap): fail open, nothing claimed.
+    for (bool sized : {false, true}) {
+        SCOPED_TRACE(sized ? "no_bitmap" : "region_size_0");
+        setUp(sized ? std::optional<uint64_t>(kSmallPages * kPage) : std::optional<uint64_t>(0), sized ? false : true);
+        h.setPost(1, 0, 2 * kPage, 512);
+        const Counters before = h.counters();
+        RunResult r = h.run(v4(64, kPort1), 0);
+        EXPECT_EQ(r.verdict, XDP_PASS);
+        EXPECT_EQ(h.counters()[NPF_STAT_PASS_NO_SOCKET] - before[NPF_STAT_PASS_NO_SOCKET], 1u);
+        EXPECT_EQ(h.cursor(1).cons, 0u);
+    }
 }
 
 TEST(XdpCaseTable, NamesUniqueAndEnough)

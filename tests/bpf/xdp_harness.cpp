@@ -24,14 +24,6 @@ constexpr const char* kStatNames[] = {
 };
 static_assert(std::size(kStatNames) == NPF_STAT_MAX, "enum npf_stat changed: update kStatNames");
 
-MmapArea mapArray(bpf_map* map, const char* name)
-{
-    size_t bytes = static_cast<size_t>(bpf_map__value_size(map)) * bpf_map__max_entries(map);
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    bytes = (bytes + page - 1) / page * page;
-    return MmapArea::map(bytes, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0, name);
-}
-
 } // namespace
 
 const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? kStatNames[stat] : "?"; }
@@ -91,13 +83,12 @@ std::optional<npf_meta> RunResult::meta() const
 }
 
 XdpHarness::XdpHarness(HarnessOptions opt)
-    : skel_(ctl::Skeleton::open({.regionPages = opt.regionPages, .queues = opt.queues})),
-      veth_(VethOptions{.queues = opt.vethQueues})
+    : skel_(ctl::Skeleton::open({.queues = opt.queues})),
+      veth_(VethOptions{.queues = opt.vethQueues}),
+      regionPages_(opt.regionPages),
+      bitmap_(ctl::ResidentMap::create(opt.regionPages))
 {
     skel_.load();
-    posts_ = mapArray(skel_->maps.npf_posts, "npf_posts");
-    cursors_ = mapArray(skel_->maps.npf_cursors, "npf_cursors");
-    resident_ = mapArray(skel_->maps.npf_resident, "npf_resident");
     NetnsGuard in(veth_.rxNs());
     ifindex_ = static_cast<int>(if_nametoindex(veth_.rxIf().c_str()));
     if (ifindex_ == 0)
@@ -115,42 +106,94 @@ void XdpHarness::reset()
         key = next;
         checkErrno(bpf_map_delete_elem(fd, &key), "delete npf_flows entry");
     }
-    std::memset(posts_.get(), 0, posts_.size());
-    std::memset(cursors_.get(), 0, cursors_.size());
-    std::memset(resident_.get(), 0, resident_.size());
+    for (auto& [id, r] : rings_) {
+        std::memset(r.ring(), 0, sizeof(npf_ring));
+        bindBitmap(id, &bitmap_);
+    }
+    std::memset(bitmap_.words(), 0, bitmap_.wordCount() * sizeof(uint64_t));
     for (uint32_t q = 0; q < queues(); q++)
         setSockets(q, false, false);
 }
 
-void XdpHarness::addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen)
+npf_ring& XdpHarness::ring(uint32_t flow)
 {
-    npf_flow f{.id = id, .gen = gen};
+    auto it = rings_.find(flow);
+    if (it != rings_.end())
+        return *it->second.ring();
+    if (flow >= NPF_MAX_FLOWS)
+        throw std::out_of_range("flow id " + std::to_string(flow) + " has no ring slot");
+    ctl::FlowRing r = ctl::FlowRing::create(0, 0);
+    const int fd = r.fd();
+    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_rings), &flow, &fd, BPF_ANY),
+               "install the post ring of flow id " + std::to_string(flow));
+    bindBitmap(flow, &bitmap_);
+    return *rings_.emplace(flow, std::move(r)).first->second.ring();
+}
+
+const npf_ring& XdpHarness::ringOf(uint32_t flow) const
+{
+    auto it = rings_.find(flow);
+    if (it == rings_.end())
+        throw std::out_of_range("flow id " + std::to_string(flow) + " has no ring");
+    return *it->second.ring();
+}
+
+void XdpHarness::bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap)
+{
+    // An update of an array of maps waits for an RCU grace period: skip the
+    // ones that change nothing (reset() rebinds every ring).
+    auto it = bound_.find(id);
+    if (it != bound_.end() && it->second == bitmap)
+        return;
+    bound_[id] = bitmap;
+    const int outer = bpf_map__fd(skel_->maps.npf_regions);
+    if (bitmap) {
+        const int fd = bitmap->fd();
+        checkErrno(bpf_map_update_elem(outer, &id, &fd, BPF_ANY), "bind a bitmap to flow id " + std::to_string(id));
+    } else if (bpf_map_delete_elem(outer, &id) != 0 && errno != ENOENT) {
+        throwErrno("unbind the bitmap of flow id " + std::to_string(id));
+    }
+}
+
+void XdpHarness::addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen, std::optional<uint64_t> regionSize)
+{
+    if (id < NPF_MAX_FLOWS)
+        ring(id); // the cursor keeps its gen (0 after reset): a case may make them differ
+    npf_flow f{.id = id, .gen = gen, .region_size = regionSize ? *regionSize : regionBytes()};
     checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flows), &key, &f, BPF_ANY), "add npf_flows entry");
 }
 
 void XdpHarness::setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len)
 {
-    size_t slot = flow * size_t{NPF_POST_RING_SIZE} + (seq & (NPF_POST_RING_SIZE - 1));
-    posts_.as<npf_post>()[slot] = npf_post{.offset = offset, .len = len, .pad = 0};
+    ring(flow).posts[seq & (NPF_POST_RING_SIZE - 1)] = npf_post{.offset = offset, .len = len, .pad = 0};
 }
 
 npf_post XdpHarness::post(uint32_t flow, uint64_t seq) const
 {
-    return posts_.as<npf_post>()[flow * size_t{NPF_POST_RING_SIZE} + (seq & (NPF_POST_RING_SIZE - 1))];
+    return ringOf(flow).posts[seq & (NPF_POST_RING_SIZE - 1)];
 }
 
 void XdpHarness::setCursor(uint32_t flow, uint64_t prod, uint64_t cons)
 {
-    npf_cursor& c = cursors_.as<npf_cursor>()[flow];
+    npf_cursor& c = ring(flow).cursor;
     c.flags = NPF_CURSOR_F_SERVED; // an engine serves every flow a case sets up
     c.cons = cons;
     __atomic_store_n(&c.prod, prod, __ATOMIC_RELEASE);
 }
 
+std::vector<uint32_t> XdpHarness::ringIds() const
+{
+    std::vector<uint32_t> ids;
+    for (const auto& [id, r] : rings_)
+        ids.push_back(id);
+    return ids;
+}
+
 npf_cursor XdpHarness::cursor(uint32_t flow) const
 {
-    npf_cursor c;
-    std::memcpy(&c, &cursors_.as<npf_cursor>()[flow], sizeof(c));
+    npf_cursor c{};
+    if (rings_.contains(flow))
+        std::memcpy(&c, &ringOf(flow).cursor, sizeof(c));
     return c;
 }
 
@@ -158,7 +201,7 @@ void XdpHarness::setResident(uint64_t page, bool resident)
 {
     if (page >= regionPages())
         throw std::out_of_range("resident page " + std::to_string(page) + " outside the region");
-    uint64_t& word = resident_.as<uint64_t>()[page / 64];
+    uint64_t& word = bitmap_.words()[page / 64];
     if (resident)
         word |= 1ull << (page % 64);
     else
@@ -167,7 +210,7 @@ void XdpHarness::setResident(uint64_t page, bool resident)
 
 void XdpHarness::setAllResident(bool resident)
 {
-    std::memset(resident_.get(), resident ? 0xff : 0, regionPages() / 8);
+    std::memset(bitmap_.words(), resident ? 0xff : 0, bitmap_.wordCount() * sizeof(uint64_t));
 }
 
 void XdpHarness::setSockets(uint32_t queue, bool primary, bool backup)

@@ -10,12 +10,14 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "ctl/flow_ring.h"
 #include "ctl/skeleton.h"
 #include "netns.h"
 #include "npf/abi.h"
@@ -67,11 +69,18 @@ public:
     // Counters are never reset: compare snapshots.
     void reset();
 
-    void addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen = 0);
+    // A flow entry bound to the harness's region (regionSize = its size in
+    // bytes, unless given: 0 leaves the flow without a region). Flow id `id`
+    // gets a post ring map and the region's bitmap in npf_rings/npf_regions
+    // (ids >= NPF_MAX_FLOWS get none: XDP must refuse them).
+    void addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen = 0, std::optional<uint64_t> regionSize = {});
+    // Binds flow id `id` to another region's bitmap (nullptr: unbinds it).
+    void bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap);
     void setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len);
     npf_post post(uint32_t flow, uint64_t seq) const;
     void setCursor(uint32_t flow, uint64_t prod, uint64_t cons);
-    npf_cursor cursor(uint32_t flow) const;
+    npf_cursor cursor(uint32_t flow) const; // all zero for a flow id without a ring
+    std::vector<uint32_t> ringIds() const;  // flow ids with a post ring map
     void setResident(uint64_t page, bool resident);
     void setAllResident(bool resident);
     // Puts (or removes) the real primary/backup sockets into queue's slots.
@@ -81,7 +90,7 @@ public:
     // metaIn: metadata already in front of the packet (ctx_in.data = its length).
     RunResult run(std::span<const uint8_t> pkt, uint32_t queue, std::span<const uint8_t> metaIn = {});
 
-    uint64_t regionPages() const { return skel_.config().regionPages; }
+    uint64_t regionPages() const { return regionPages_; }
     uint64_t regionBytes() const { return regionPages() << NPF_PAGE_SHIFT; }
     uint32_t queues() const { return skel_.config().queues; }
 
@@ -90,7 +99,13 @@ private:
     VethPair veth_;
     int ifindex_ = 0;
     std::unique_ptr<XskPair> xsks_;
-    MmapArea posts_, cursors_, resident_;
+    npf_ring& ring(uint32_t flow); // made and installed on first use
+    const npf_ring& ringOf(uint32_t flow) const;
+
+    uint64_t regionPages_;
+    ctl::ResidentMap bitmap_;
+    std::map<uint32_t, ctl::FlowRing> rings_;
+    std::map<uint32_t, const ctl::ResidentMap*> bound_; // npf_regions as set
 };
 
 // gtest base of a suite that shares one XdpHarness (its veth has

@@ -35,19 +35,17 @@ TEST(CliArgs, AttachDefaults)
     EXPECT_EQ(p.opt.ifname, "veth0");
     EXPECT_EQ(p.opt.mode, "native");
     EXPECT_EQ(p.opt.queues, 0u);
-    EXPECT_EQ(p.opt.regionPages, NPF_DEFAULT_REGION_PAGES);
     EXPECT_FALSE(p.opt.force);
 }
 
 TEST(CliArgs, AttachAllOptions)
 {
-    Parsed p = parse({"attach", "eth1", "--mode", "skb", "--queues", "4", "--region-pages", "1024", "--force"});
+    Parsed p = parse({"attach", "eth1", "--mode", "skb", "--queues", "4", "--force"});
     ASSERT_FALSE(p.rc) << p.err;
     EXPECT_EQ(p.opt.cmd, Command::Attach);
     EXPECT_EQ(p.opt.ifname, "eth1");
     EXPECT_EQ(p.opt.mode, "skb");
     EXPECT_EQ(p.opt.queues, 4u);
-    EXPECT_EQ(p.opt.regionPages, 1024u);
     EXPECT_TRUE(p.opt.force);
 }
 
@@ -106,8 +104,7 @@ TEST(CliArgs, UsageErrorsExit2WithOneLine)
         {"attach", "veth0", "--queues", "65"},
         {"attach", "veth0", "--queues", "abc"},
         {"attach", "veth0", "--queues", "-1"},
-        {"attach", "veth0", "--region-pages", "0"},
-        {"attach", "veth0", "--region-pages", "268435457"},
+        {"attach", "veth0", "--region-pages", "1024"}, // gone in ABI 3: each engine sizes its own region
         {"attach", "veth0", "extra"},
         {"attach", "veth0", "--no-such-option"},
         {"detach"},
@@ -151,7 +148,7 @@ TEST(CliArgs, HelpAndVersionExit0)
     Parsed ha = parse({"attach", "--help"});
     ASSERT_TRUE(ha.rc.has_value());
     EXPECT_EQ(*ha.rc, kExitOk);
-    for (const char* opt : {"--mode", "--queues", "--region-pages", "--force"})
+    for (const char* opt : {"--mode", "--queues", "--force"})
         EXPECT_NE(ha.out.find(opt), std::string::npos) << opt;
 }
 

@@ -23,7 +23,7 @@ ctl::InstanceStatus attachedStatus()
     s.progId = 42;
     s.flows = 2;
     s.queues = 4;
-    s.regionPages = 262144;
+    s.regions = 3;
     s.slots = {{0, 0}, {1, 0}, {6, 3}};
     s.boundQueues = ctl::slotQueues(s.slots);
     s.sockets = {{1234, 0, 7, 0, 1}};
@@ -53,7 +53,7 @@ TEST(StatusJson, Shape)
 {
     Json j = ctl::toJson(attachedStatus());
     const char* keys[] = {"interface", "ifindex",      "state",     "mode",    "prog_id",
-                          "flows",     "queues",       "region_pages", "bound_queues", "xsk_slots",
+                          "flows",     "queues",       "regions", "bound_queues", "xsk_slots",
                           "sockets",   "foreign_programs"};
     size_t i = 0;
     for (auto it = j.begin(); it != j.end(); ++it, ++i) {
@@ -151,9 +151,9 @@ TEST(StatusTable, FixedColumns)
     std::vector<std::string> l = lines(statusTable({attachedStatus(), stale}));
     ASSERT_EQ(l.size(), 3u);
     EXPECT_EQ(words(l[0]), (std::vector<std::string>{"INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES",
-                                                     "BOUND_QUEUES", "REGION_PAGES"}));
+                                                     "BOUND_QUEUES", "REGIONS"}));
     EXPECT_EQ(words(l[1]),
-              (std::vector<std::string>{"veth0", "attached", "native", "42", "2", "4", "0,3", "262144"}));
+              (std::vector<std::string>{"veth0", "attached", "native", "42", "2", "4", "0,3", "3"}));
     EXPECT_EQ(words(l[2]), (std::vector<std::string>{"veth1", "stale", "-", "-", "-", "-", "-", "-"}));
 }
 

@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kPins[] = {"npf_flows", "npf_posts", "npf_cursors", "npf_resident", "npf_xsks", "npf_stats"};
+const char* const kPins[] = {"npf_flows", "npf_rings", "npf_regions", "npf_xsks", "npf_stats"};
 
 nlohmann::json bpftoolJson(Rig& rig, const std::string& args)
 {
@@ -41,7 +41,7 @@ TEST_P(AttachTest, StatusIpLinkAndPinsShowTheProgram)
     EXPECT_TRUE(contains(r.out, "prog id " + std::to_string(prog))) << r.out;
     EXPECT_EQ(st["flows"], 0);
     EXPECT_GE(st["queues"].get<int>(), 1);
-    EXPECT_EQ(st["region_pages"], NPF_DEFAULT_REGION_PAGES);
+    EXPECT_EQ(st["regions"], 0) << "no engine has bound a region";
     EXPECT_TRUE(st["bound_queues"].empty()) << st.dump();
     EXPECT_TRUE(st["foreign_programs"].empty()) << st.dump();
 
@@ -154,18 +154,20 @@ protected:
     test::VethOptions vethOptions() const override { return {.queues = 2}; }
 };
 
-TEST_F(AttachSizedTest, QueuesAndRegionPagesReachTheMaps)
+TEST_F(AttachSizedTest, QueuesReachTheMaps)
 {
-    RunResult r = rig().npfctl("attach " + ifname() + " --mode skb --queues 2 --region-pages 100");
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode skb --queues 2");
     ASSERT_EQ(r.status, kOk) << describe(r);
     nlohmann::json st = rig().status();
     EXPECT_EQ(st["queues"], 2);
-    EXPECT_EQ(st["region_pages"], 128) << "100 pages round up to a multiple of 64";
 
     nlohmann::json xsks = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_xsks");
     EXPECT_EQ(xsks["max_entries"], 4);
-    nlohmann::json resident = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_resident");
-    EXPECT_EQ(resident["max_entries"], 2);
+    for (const char* outer : {"npf_rings", "npf_regions"}) {
+        nlohmann::json m = bpftoolJson(rig(), std::string("map show pinned ") + rig().pinDir() + "/" + outer);
+        EXPECT_EQ(m["type"], "array_of_maps") << outer;
+        EXPECT_EQ(m["max_entries"], NPF_MAX_FLOWS) << outer;
+    }
 }
 
 // stats --watch: one JSON sample per line with rates, until SIGTERM (exit 0).

@@ -112,7 +112,7 @@ TEST_F(ErrorTest, UnknownInterfaceIsExit4)
 
 TEST_F(ErrorTest, BadArgumentsAreExit2AndChangeNothing)
 {
-    for (const std::string args : {" --mode turbo", " --queues 0", " --region-pages 0", " --bogus"}) {
+    for (const std::string args : {" --mode turbo", " --queues 0", " --region-pages 100", " --bogus"}) {
         RunResult r = rig().npfctl("attach " + ifname() + args);
         EXPECT_EQ(r.status, kUsage) << describe(r);
     }

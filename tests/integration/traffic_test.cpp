@@ -156,20 +156,22 @@ TEST_P(TrafficTest, PostedBufferIsNotConsumedWithoutSocket)
     uint32_t fid = flows[0]["id"].get<uint32_t>();
 
     {
-        std::string posts = rig().pinDir() + "/npf_posts";
-        std::string cursors = rig().pinDir() + "/npf_cursors";
-        Fd postsFd(bpf_obj_get(posts.c_str()));
-        Fd cursorsFd(bpf_obj_get(cursors.c_str()));
-        ASSERT_TRUE(postsFd && cursorsFd) << "bpf_obj_get " << posts << ", " << cursors << ": " << strerror(errno);
-        uint32_t slot = fid * NPF_POST_RING_SIZE;
-        npf_post post{.offset = 0, .len = NPF_PAGE_SIZE, .pad = 0};
-        ASSERT_EQ(bpf_map_update_elem(postsFd.get(), &slot, &post, BPF_ANY), 0) << strerror(errno);
-        npf_cursor cur{};
-        ASSERT_EQ(bpf_map_lookup_elem(cursorsFd.get(), &fid, &cur), 0) << strerror(errno);
-        ASSERT_EQ(cur.prod, 0u);
-        ASSERT_EQ(cur.cons, 0u);
-        cur.prod = 1;
-        ASSERT_EQ(bpf_map_update_elem(cursorsFd.get(), &fid, &cur, BPF_ANY), 0) << strerror(errno);
+        // The flow's own post ring map: npf_rings[fid].
+        std::string rings = rig().pinDir() + "/npf_rings";
+        Fd ringsFd(bpf_obj_get(rings.c_str()));
+        ASSERT_TRUE(ringsFd) << "bpf_obj_get " << rings << ": " << strerror(errno);
+        uint32_t ringId = 0;
+        ASSERT_EQ(bpf_map_lookup_elem(ringsFd.get(), &fid, &ringId), 0) << strerror(errno);
+        Fd ringFd(bpf_map_get_fd_by_id(ringId));
+        ASSERT_TRUE(ringFd) << strerror(errno);
+        const uint32_t zero = 0;
+        npf_ring ring{};
+        ASSERT_EQ(bpf_map_lookup_elem(ringFd.get(), &zero, &ring), 0) << strerror(errno);
+        ASSERT_EQ(ring.cursor.prod, 0u);
+        ASSERT_EQ(ring.cursor.cons, 0u);
+        ring.posts[0] = npf_post{.offset = 0, .len = NPF_PAGE_SIZE, .pad = 0};
+        ring.cursor.prod = 1;
+        ASSERT_EQ(bpf_map_update_elem(ringFd.get(), &zero, &ring, BPF_ANY), 0) << strerror(errno);
     }
     flows = rig().flows();
     EXPECT_EQ(flows[0]["posted"], 1);

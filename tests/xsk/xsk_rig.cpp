@@ -40,29 +40,21 @@ XdpAttachment::~XdpAttachment()
     }
 }
 
-namespace {
-MmapArea mapArray(bpf_map* m, const char* what)
-{
-    size_t len = size_t(bpf_map__value_size(m)) * bpf_map__max_entries(m);
-    size_t pg = size_t(sysconf(_SC_PAGESIZE));
-    len = (len + pg - 1) / pg * pg;
-    return MmapArea::map(len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0, what);
-}
-} // namespace
-
 Rig::Rig(const RigOptions& opt)
     : opt_(opt), veth_(VethOptions{.queues = opt.queues, .mtu = opt.mtu}),
-      skel_(ctl::Skeleton::open({.regionPages = opt.regionPages, .queues = uint32_t(opt.queues)}))
+      skel_(ctl::Skeleton::open({.queues = uint32_t(opt.queues)})),
+      ring_(ctl::FlowRing::create(0, 0)),
+      bitmap_(ctl::ResidentMap::create(opt.regionPages))
 {
     skel_.load();
-    posts_ = mapArray(skel_->maps.npf_posts, "npf_posts");
-    cursors_ = mapArray(skel_->maps.npf_cursors, "npf_cursors");
-    resident_ = mapArray(skel_->maps.npf_resident, "npf_resident");
-
+    const uint32_t id = 0;
+    const int ringFd = ring_.fd(), bitmapFd = bitmap_.fd();
+    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_rings), &id, &ringFd, BPF_ANY), "install the ring");
+    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_regions), &id, &bitmapFd, BPF_ANY), "bind the bitmap");
     npf_flow_key key{};
     key.port = htons(opt_.port);
     key.family = NPF_FAMILY_ANY;
-    npf_flow val{0, 0};
+    npf_flow val{0, 0, regionBytes()};
     checkNeg(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flows), &key, &val, BPF_ANY), "add flow");
     flows_.open(0);
 
@@ -86,28 +78,28 @@ Rig::~Rig() = default;
 
 void Rig::post(uint64_t offset, uint32_t len)
 {
-    auto* cur = cursors_.as<npf_cursor>();
-    cur[0].flags = NPF_CURSOR_F_SERVED;
-    uint64_t prod = std::atomic_ref<__u64>(cur[0].prod).load(std::memory_order_relaxed);
-    npf_post& slot = posts_.as<npf_post>()[prod & (NPF_POST_RING_SIZE - 1)];
+    npf_cursor* cur = ring_.cursor();
+    cur->flags = NPF_CURSOR_F_SERVED;
+    uint64_t prod = std::atomic_ref<__u64>(cur->prod).load(std::memory_order_relaxed);
+    npf_post& slot = ring_.posts()[prod & (NPF_POST_RING_SIZE - 1)];
     slot.offset = offset;
     slot.len = len;
-    std::atomic_ref<__u64>(cur[0].prod).store(prod + 1, std::memory_order_release);
+    std::atomic_ref<__u64>(cur->prod).store(prod + 1, std::memory_order_release);
 }
 
 uint64_t Rig::posted() const
 {
-    return std::atomic_ref<__u64>(cursors_.as<npf_cursor>()[0].prod).load(std::memory_order_acquire);
+    return std::atomic_ref<__u64>(ring_.cursor()->prod).load(std::memory_order_acquire);
 }
 
 uint64_t Rig::consumed() const
 {
-    return std::atomic_ref<__u64>(cursors_.as<npf_cursor>()[0].cons).load(std::memory_order_acquire);
+    return std::atomic_ref<__u64>(ring_.cursor()->cons).load(std::memory_order_acquire);
 }
 
 void Rig::setResident(uint64_t page, bool on)
 {
-    std::atomic_ref<uint64_t> w(resident_.as<uint64_t>()[page / 64]);
+    std::atomic_ref<uint64_t> w(bitmap_.words()[page / 64]);
     if (on)
         w.fetch_or(1ull << (page % 64));
     else

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "ctl/flow_ring.h"
 #include "ctl/skeleton.h"
 #include "netns.h"
 #include "sys/mmap_area.h"
@@ -115,7 +116,8 @@ private:
     // Teardown order = reverse: sockets, detach, maps, program, namespaces.
     VethPair veth_;
     ctl::Skeleton skel_;
-    MmapArea posts_, cursors_, resident_;
+    ctl::FlowRing ring_;      // flow 0's
+    ctl::ResidentMap bitmap_; // flow 0's region
     std::unique_ptr<XdpAttachment> attach_;
     xsk::FlowSet flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;

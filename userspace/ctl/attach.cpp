@@ -59,17 +59,14 @@ void validate(const AttachOptions& o)
     if (o.queues > NPF_MAX_QUEUES)
         throw ArgumentError("--queues " + std::to_string(o.queues) + ": at most " +
                             std::to_string(NPF_MAX_QUEUES));
-    if (o.regionPages == 0 || o.regionPages > NPF_MAX_REGION_PAGES)
-        throw ArgumentError("--region-pages " + std::to_string(o.regionPages) + ": must be 1 .. " +
-                            std::to_string(NPF_MAX_REGION_PAGES));
 }
 
 // Set pin paths before load: libbpf then pins the maps (and would reuse
 // compatible pinned maps of the same names).
 void setPinPaths(Skeleton& sk, const std::string& ifname)
 {
-    bpf_map* maps[] = {sk->maps.npf_flows,    sk->maps.npf_posts, sk->maps.npf_cursors,
-                       sk->maps.npf_resident, sk->maps.npf_xsks,  sk->maps.npf_stats};
+    bpf_map* maps[] = {sk->maps.npf_flows, sk->maps.npf_rings, sk->maps.npf_regions, sk->maps.npf_xsks,
+                       sk->maps.npf_stats};
     static_assert(std::size(maps) == kPinnedMaps.size());
     for (size_t i = 0; i < std::size(maps); ++i) {
         if (std::strcmp(bpf_map__name(maps[i]), kPinnedMaps[i]) != 0)
@@ -160,11 +157,9 @@ AttachResult attach(const AttachOptions& opt)
     }
 
     LoadConfig cfg;
-    cfg.regionPages = opt.regionPages;
     cfg.queues = opt.queues ? opt.queues : std::min<uint32_t>(rxQueueCount(itf.name), NPF_MAX_QUEUES);
     Skeleton sk = Skeleton::open(cfg);
     res.queues = sk.config().queues;
-    res.regionPages = sk.config().regionPages;
     res.pinDir = pinDir(itf.name);
 
     makePinDir(itf.name);

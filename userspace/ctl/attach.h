@@ -16,7 +16,6 @@ struct AttachOptions {
     std::string ifname;
     AttachMode mode = AttachMode::Native;
     uint32_t queues = 0;                              // 0: the interface's RX queue count, capped at NPF_MAX_QUEUES
-    uint64_t regionPages = NPF_DEFAULT_REGION_PAGES; // rounded up to a multiple of 64
     bool force = false;                               // replace a foreign XDP program
 };
 
@@ -26,7 +25,6 @@ struct AttachResult {
     AttachMode mode = AttachMode::Native;
     uint32_t progId = 0;
     uint32_t queues = 0;
-    uint64_t regionPages = 0;
     std::string pinDir;
     bool dispatcher = false;            // false: libxdp fell back to a single program
     std::vector<XdpProgram> replaced;   // foreign programs removed (force)

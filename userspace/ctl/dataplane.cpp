@@ -24,9 +24,8 @@ struct MapShape {
 };
 constexpr MapShape kShapes[] = {
     {BPF_MAP_TYPE_HASH, sizeof(npf_flow_key), sizeof(npf_flow), NPF_MAX_FLOWS},
-    {BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), sizeof(npf_post), NPF_MAX_FLOWS * NPF_POST_RING_SIZE},
-    {BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), sizeof(npf_cursor), NPF_MAX_FLOWS},
-    {BPF_MAP_TYPE_ARRAY, sizeof(uint32_t), sizeof(uint64_t), 0},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
     {BPF_MAP_TYPE_XSKMAP, sizeof(uint32_t), sizeof(uint32_t), 0},
     {BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(uint64_t), NPF_STAT_MAX},
 };
@@ -79,7 +78,7 @@ Dataplane Dataplane::open(const std::string& ifname)
     dp.progId_ = prog->id;
     dp.mode_ = prog->slot == XdpSlot::Skb ? AttachMode::Skb : AttachMode::Native;
 
-    Fd* fds[] = {&dp.flows_, &dp.posts_, &dp.cursors_, &dp.resident_, &dp.xsks_, &dp.stats_};
+    Fd* fds[] = {&dp.flows_, &dp.rings_, &dp.regions_, &dp.xsks_, &dp.stats_};
     static_assert(std::size(fds) == kPinnedMaps.size());
     std::vector<uint32_t> used = progMapIds(prog->id);
     for (size_t i = 0; i < kPinnedMaps.size(); ++i) {
@@ -89,8 +88,6 @@ Dataplane Dataplane::open(const std::string& ifname)
             throw StateError(ESTALE, "the pins at " + ctl::pinDir(ifname) + " are not the maps of " + NPF_PROG_NAME +
                                          " prog id " + std::to_string(prog->id) + " on " + ifname +
                                          " (pins of a same-named interface in another network namespace?)");
-        if (fds[i] == &dp.resident_)
-            dp.regionPages_ = uint64_t(info.max_entries) * 64;
         if (fds[i] == &dp.xsks_)
             dp.queues_ = info.max_entries / 2;
     }

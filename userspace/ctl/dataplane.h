@@ -19,9 +19,8 @@ public:
     static Dataplane open(const std::string& ifname);
 
     int flows() const noexcept { return flows_.get(); }
-    int posts() const noexcept { return posts_.get(); }
-    int cursors() const noexcept { return cursors_.get(); }
-    int resident() const noexcept { return resident_.get(); }
+    int rings() const noexcept { return rings_.get(); }     // flow id -> post ring map
+    int regions() const noexcept { return regions_.get(); } // flow id -> resident bitmap map
     int xsks() const noexcept { return xsks_.get(); }
     int stats() const noexcept { return stats_.get(); }
 
@@ -31,18 +30,16 @@ public:
     int ifindex() const noexcept { return ifindex_; }
     uint32_t progId() const noexcept { return progId_; }
     AttachMode mode() const noexcept { return mode_; }
-    uint64_t regionPages() const noexcept { return regionPages_; } // npf_resident max_entries * 64
     uint32_t queues() const noexcept { return queues_; }           // npf_xsks max_entries / 2
 
 private:
     Dataplane() = default;
 
-    Fd flows_, posts_, cursors_, resident_, xsks_, stats_;
+    Fd flows_, rings_, regions_, xsks_, stats_;
     std::string ifname_, pinDir_;
     int ifindex_ = 0;
     uint32_t progId_ = 0;
     AttachMode mode_ = AttachMode::Native;
-    uint64_t regionPages_ = 0;
     uint32_t queues_ = 0;
 };
 

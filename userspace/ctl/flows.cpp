@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "ctl/dataplane.h"
@@ -126,8 +127,21 @@ std::optional<FlowEntry> lookup(const Dataplane& dp, const npf_flow_key& key, co
     return std::nullopt;
 }
 
+// Waits for an RCU grace period: every XDP run that started before has
+// finished (XDP runs in softirq context, an RCU read-side section).
+void waitForXdpRuns() noexcept
+{
+    (void)::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+void clearRegion(const Dataplane& dp, uint32_t id, const std::string& what)
+{
+    if (bpf_map_delete_elem(dp.regions(), &id) != 0 && errno != ENOENT)
+        throwErrno(what + ": unbind the region of flow id " + std::to_string(id));
+}
+
 // The caller holds the FlowLock.
-FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlags)
+EngineFlow addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlags)
 {
     std::string what = "add flow " + toString(f) + " on " + dp.ifname();
     npf_flow_key key = toKey(f);
@@ -144,18 +158,20 @@ FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlags
         throw StateError(ENOSPC, what + ": no free flow id (all " + std::to_string(NPF_MAX_FLOWS) +
                                      " in use; npfctl flow del one)");
 
-    // A fresh flow starts at seq 0 under a new generation: reset the cursors
-    // before XDP can find the key. Packets still carrying the previous
-    // generation are refused by XDP and by the engine.
-    npf_cursor cur{};
-    checkErrno(bpf_map_lookup_elem(dp.cursors(), &id, &cur), what + ": read cursors of flow id " + std::to_string(id));
-    const uint32_t gen = cur.gen + 1 ? cur.gen + 1 : 1;
-    cur = npf_cursor{};
-    cur.gen = gen;
-    cur.flags = cursorFlags;
-    checkErrno(bpf_map_update_elem(dp.cursors(), &id, &cur, BPF_ANY),
-               what + ": reset cursors of flow id " + std::to_string(id));
-    npf_flow val{id, gen};
+    // A fresh flow starts at seq 0 under a new generation, in a ring map of
+    // its own, with no region bound, before XDP can find the key. Packets
+    // still carrying the previous generation are refused by XDP and by the
+    // engine. (The old ring map stays in the slot until then: it keeps the
+    // generation count.)
+    uint32_t gen = 1;
+    if (std::optional<FlowRing> old = FlowRing::open(dp, id))
+        gen = old->cursor()->gen + 1 ? old->cursor()->gen + 1 : 1;
+    FlowRing ring = FlowRing::create(gen, cursorFlags);
+    clearRegion(dp, id, what);
+    const int ringFd = ring.fd();
+    checkErrno(bpf_map_update_elem(dp.rings(), &id, &ringFd, BPF_ANY),
+               what + ": install the post ring of flow id " + std::to_string(id));
+    npf_flow val{id, gen, 0};
     if (bpf_map_update_elem(dp.flows(), &key, &val, BPF_NOEXIST) != 0) {
         if (errno == EEXIST)
             throw StateError(EEXIST, what + ": flow exists already");
@@ -163,14 +179,7 @@ FlowEntry addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlags
             throw StateError(ENOSPC, what + ": flow table full");
         throwErrno(what);
     }
-    return {id, gen};
-}
-
-// Waits for an RCU grace period: every XDP run that started before has
-// finished (XDP runs in softirq context, an RCU read-side section).
-void waitForXdpRuns() noexcept
-{
-    (void)::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    return {FlowEntry{id, gen}, FlowOrigin::Added, std::move(ring)};
 }
 
 } // namespace
@@ -178,21 +187,49 @@ void waitForXdpRuns() noexcept
 FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f)
 {
     FlowLock lock(dp);
-    return addLocked(dp, f, 0);
+    return addLocked(dp, f, 0).entry;
 }
 
-FlowEntry openEngineFlow(const Dataplane& dp, const FlowSpec& f, FlowOrigin* origin)
+EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBinding& region, bool fresh)
 {
     FlowLock lock(dp);
     std::string what = "open flow " + toString(f) + " on " + dp.ifname();
-    if (std::optional<FlowEntry> e = lookup(dp, toKey(f), what)) {
-        npf_cursor cur{};
-        checkErrno(bpf_map_lookup_elem(dp.cursors(), &e->id, &cur), what + ": read its cursors");
-        *origin = (cur.flags & NPF_CURSOR_F_ENGINE) ? FlowOrigin::FromEngine : FlowOrigin::FromOperator;
-        return *e;
+    const npf_flow_key key = toKey(f);
+    std::optional<EngineFlow> out;
+    if (std::optional<FlowEntry> e = lookup(dp, key, what)) {
+        std::optional<FlowRing> ring = FlowRing::open(dp, e->id);
+        if (fresh || !ring) {
+            if (bpf_map_delete_elem(dp.flows(), &key) != 0)
+                throwErrno(what + ": replace the old entry");
+            waitForXdpRuns();
+        } else {
+            FlowOrigin origin =
+                (ring->cursor()->flags & NPF_CURSOR_F_ENGINE) ? FlowOrigin::FromEngine : FlowOrigin::FromOperator;
+            out.emplace(EngineFlow{*e, origin, std::move(*ring)});
+        }
     }
-    *origin = FlowOrigin::Added;
-    return addLocked(dp, f, NPF_CURSOR_F_ENGINE);
+    if (!out)
+        out.emplace(addLocked(dp, f, NPF_CURSOR_F_ENGINE));
+    // The bitmap first: XDP uses a flow's region once region_size is set.
+    const uint32_t id = out->entry.id;
+    checkErrno(bpf_map_update_elem(dp.regions(), &id, &region.bitmapFd, BPF_ANY),
+               what + ": bind its region's resident bitmap");
+    npf_flow val{id, out->entry.gen, region.size};
+    checkErrno(bpf_map_update_elem(dp.flows(), &key, &val, BPF_EXIST), what + ": bind its region");
+    return std::move(*out);
+}
+
+void unbindRegion(const Dataplane& dp, const FlowSpec& f, FlowEntry expect)
+{
+    std::string what = "unbind the region of flow " + toString(f) + " on " + dp.ifname();
+    const npf_flow_key key = toKey(f);
+    FlowLock lock(dp);
+    std::optional<FlowEntry> e = lookup(dp, key, what);
+    if (!e || *e != expect)
+        return;
+    npf_flow val{e->id, e->gen, 0};
+    checkErrno(bpf_map_update_elem(dp.flows(), &key, &val, BPF_EXIST), what);
+    clearRegion(dp, e->id, what);
 }
 
 void delFlow(const Dataplane& dp, const FlowSpec& f, std::optional<FlowEntry> expect)
@@ -208,6 +245,7 @@ void delFlow(const Dataplane& dp, const FlowSpec& f, std::optional<FlowEntry> ex
                                      " generation " + std::to_string(e->gen) + "): left in place");
     if (bpf_map_delete_elem(dp.flows(), &key) != 0)
         throwErrno(what);
+    clearRegion(dp, e->id, what);
     waitForXdpRuns();
 }
 
@@ -219,11 +257,11 @@ std::vector<FlowInfo> listFlows(const Dataplane& dp)
         fi.id = v.id;
         fi.gen = v.gen;
         fi.spec = fromKey(k);
-        npf_cursor c{};
-        if (v.id < NPF_MAX_FLOWS && bpf_map_lookup_elem(dp.cursors(), &v.id, &c) == 0) {
-            fi.prod = c.prod;
-            fi.cons = c.cons;
-        }
+        if (v.id < NPF_MAX_FLOWS)
+            if (std::optional<FlowRing> r = FlowRing::open(dp, v.id)) {
+                fi.prod = std::atomic_ref<__u64>(r->cursor()->prod).load(std::memory_order_acquire);
+                fi.cons = std::atomic_ref<__u64>(r->cursor()->cons).load(std::memory_order_acquire);
+            }
         out.push_back(fi);
     }
     std::sort(out.begin(), out.end(), [](const FlowInfo& a, const FlowInfo& b) { return a.id < b.id; });

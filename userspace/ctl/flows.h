@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ctl/flow_ring.h"
 #include "npf/abi.h"
 #include "sys/fd.h"
 
@@ -63,8 +64,10 @@ private:
     Fd fd_;
 };
 
-// Adds the flow under the lowest free id and returns it. The id's generation
-// is bumped and its cursors reset before the flow becomes visible to XDP.
+// Adds the flow under the lowest free id and returns it. The id gets a new
+// post ring map (npf_rings[id]) under the next generation before the flow
+// becomes visible to XDP; it has no region bound (its datagrams pass) until
+// an engine binds one.
 // Throws StateError for a duplicate flow (EEXIST) or when all NPF_MAX_FLOWS
 // ids are taken (ENOSPC).
 FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f);
@@ -76,11 +79,26 @@ enum class FlowOrigin {
     FromOperator,  // added by npfctl: left in place on exit
 };
 
-// For an engine (one serves an interface at a time): the flow's entry if it
-// exists, else a new one as addFlow, marked as an engine's.
-FlowEntry openEngineFlow(const Dataplane& dp, const FlowSpec& f, FlowOrigin* origin);
+struct EngineFlow {
+    FlowEntry entry;
+    FlowOrigin origin;
+    FlowRing ring;
+};
 
-// Removes the flow; StateError(ENOENT) if there is none. With `expect`, only
+// For an engine (one serves an interface at a time): the flow's entry if it
+// exists, else a new one as addFlow, marked as an engine's; either way bound
+// to the engine's region (npf_regions[id] and npf_flow.region_size). With
+// `fresh`, an existing entry is replaced by a new one (new generation, new
+// ring map): npfd gives every client a ring nobody else has mapped.
+EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBinding& region,
+                          bool fresh = false);
+
+// Unbinds the region of a flow the engine leaves in place (an operator's):
+// its datagrams pass to the kernel until another engine binds one. Does
+// nothing if the entry is no longer `expect`.
+void unbindRegion(const Dataplane& dp, const FlowSpec& f, FlowEntry expect);
+
+// Removes the flow (and its region binding); StateError(ENOENT) if there is none. With `expect`, only
 // if the entry is still that one (StateError(ESTALE) otherwise: the flow was
 // deleted and added again by someone else). Returns once no XDP run can still
 // use the entry (an RCU grace period), so the id is safe to reuse.

@@ -12,7 +12,7 @@ Json toJson(const InstanceStatus& s)
     j["prog_id"] = s.progId;
     j["flows"] = s.flows;
     j["queues"] = s.queues;
-    j["region_pages"] = s.regionPages;
+    j["regions"] = s.regions;
     j["bound_queues"] = s.boundQueues;
     Json slots = Json::array();
     for (const XskSlot& x : s.slots)

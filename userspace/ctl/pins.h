@@ -17,8 +17,8 @@ namespace npf::ctl {
 inline constexpr const char* kBpffsPath = "/sys/fs/bpf";
 
 // The maps an instance pins, by their BPF names (also the pin file names).
-inline constexpr std::array<const char*, 6> kPinnedMaps = {
-    "npf_flows", "npf_posts", "npf_cursors", "npf_resident", "npf_xsks", "npf_stats",
+inline constexpr std::array<const char*, 5> kPinnedMaps = {
+    "npf_flows", "npf_rings", "npf_regions", "npf_xsks", "npf_stats",
 };
 
 // True if `path` is a bpffs mount (statfs magic BPF_FS_MAGIC).

@@ -11,7 +11,6 @@ namespace npf::ctl {
 
 // What the program is sized for at load time.
 struct LoadConfig {
-    uint64_t regionPages = NPF_DEFAULT_REGION_PAGES; // rounded up to a multiple of 64
     uint32_t queues = NPF_MAX_QUEUES;                // RX queues with socket slots, 1..NPF_MAX_QUEUES
 };
 
@@ -34,8 +33,5 @@ private:
     std::unique_ptr<npf_xdp, Destroy> skel_;
     LoadConfig cfg_;
 };
-
-// Bytes of region the resident bitmap covers for `pages` (rounded up to 64 pages).
-constexpr uint64_t roundRegionPages(uint64_t pages) { return (pages + 63) / 64 * 64; }
 
 } // namespace npf::ctl

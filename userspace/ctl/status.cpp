@@ -39,7 +39,7 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks)
             Dataplane dp = Dataplane::open(itf.name);
             s.flows = static_cast<uint32_t>(listFlows(dp).size());
             s.queues = dp.queues();
-            s.regionPages = dp.regionPages();
+            s.regions = boundRegions(dp);
             s.slots = xskSlots(dp);
             s.boundQueues = slotQueues(s.slots);
         } catch (const std::exception& e) {

@@ -30,7 +30,7 @@ struct InstanceStatus {
     uint32_t progId = 0;
     uint32_t flows = 0;
     uint32_t queues = 0;      // socket slots the program was loaded for
-    uint64_t regionPages = 0;
+    uint32_t regions = 0;     // distinct regions bound to flows (engines, npfd clients)
     std::vector<XskSlot> slots;        // npf_xsks slots holding a socket
     std::vector<uint32_t> boundQueues; // queues with a socket in npf_xsks
     std::vector<XdpSocket> sockets;    // AF_XDP sockets bound to the interface (sock_diag; empty

@@ -30,7 +30,6 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     ctl::AttachOptions opt;
     opt.ifname = cfg.ifname;
     opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
-    opt.regionPages = cfg.regionSize / NPF_PAGE_SIZE;
     ctl::AttachResult r = ctl::attach(opt);
     NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
              r.progId, r.queues);
@@ -82,16 +81,11 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 
 void Engine::Impl::setUp()
 {
-    if (dp->regionPages() * NPF_PAGE_SIZE < cfg.regionSize)
-        throw ctl::StateError(EINVAL, "npf on " + cfg.ifname + " is attached for a region of " +
-                                          std::to_string(dp->regionPages()) + " pages, the engine needs " +
-                                          std::to_string(cfg.regionSize / NPF_PAGE_SIZE) +
-                                          ": detach it, or attach with --region-pages >= that");
     if (!ctl::xskSlots(*dp).empty())
         throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg.ifname +
                                          " (npfctl status " + cfg.ifname + ")");
-    maps.emplace(*dp);
-    flows = std::make_unique<FlowTable>(*dp, *maps, cfg);
+    bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
+    flows = std::make_unique<FlowTable>(*dp, cfg);
     flows->withdrawStale();
 
     RegionConfig rc;
@@ -99,7 +93,7 @@ void Engine::Impl::setUp()
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.
-    rc.residentBitmap = cfg.faultPolicy == FaultPolicy::Block ? nullptr : maps->resident(); // cleared by the region
+    rc.residentBitmap = cfg.faultPolicy == FaultPolicy::Block ? nullptr : bitmap->words(); // cleared by the region
     rc.epochs = &epochs;
     rc.spillDir = cfg.spillDir;
     rc.name = "npf-region-" + cfg.ifname;
@@ -114,7 +108,7 @@ void Engine::Impl::setUp()
         region = std::make_unique<Region>(rc);
     }
     if (cfg.faultPolicy == FaultPolicy::Block)
-        std::memset(maps->resident(), 0xff, dp->regionPages() / 64 * sizeof(uint64_t));
+        std::memset(bitmap->words(), 0xff, bitmap->wordCount() * sizeof(uint64_t));
 
     uint32_t nq = cfg.queues ? cfg.queues : dp->queues();
     if (nq > dp->queues())
@@ -210,7 +204,8 @@ Engine::~Engine() = default;
 
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
-    return impl_->flows->open(ctl::parseFlowSpec(std::to_string(port), addr), *impl_->region);
+    return impl_->flows->open(ctl::parseFlowSpec(std::to_string(port), addr), *impl_->region,
+                              ctl::RegionBinding{impl_->bitmap->fd(), impl_->region->size()});
 }
 
 std::string Engine::failure() const

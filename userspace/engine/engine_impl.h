@@ -8,7 +8,7 @@
 //
 // Shared by all of them: FlowTable (id -> ServedFlow: sequencer, completion
 // producer, settle marks), the Region, the QueueSockets. Shared with XDP:
-// the post rings and cursors, the resident bitmap (MappedMaps), the AF_XDP
+// the post rings (each ServedFlow's ring map), the resident bitmap, the AF_XDP
 // rings. Shared with the application process: the completion rings.
 #pragma once
 
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "ctl/dataplane.h"
-#include "engine/bpf_maps.h"
+#include "ctl/flow_ring.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/worker.h"
@@ -46,7 +46,7 @@ struct Engine::Impl {
     Fd netns; // the network namespace the engine was created in (teardown runs there)
     bool attachedByUs = false;
     std::optional<ctl::Dataplane> dp;
-    std::optional<MappedMaps> maps;
+    std::optional<ctl::ResidentMap> bitmap; // the region's, shared with XDP
     EpochDomain epochs;
     std::unique_ptr<Region> region;
     std::unique_ptr<FlowTable> flows;

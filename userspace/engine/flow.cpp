@@ -6,15 +6,15 @@
 
 namespace npf {
 
-ServedFlow::ServedFlow(ctl::FlowEntry entry, const ctl::FlowSpec& s, bool owns, const npf_post* postSlots,
-                       npf_cursor* cur, uint64_t startSeq, std::chrono::nanoseconds reorderTimeout,
-                       uint32_t completionRingSize)
-    : id(entry.id),
-      gen(entry.gen),
+ServedFlow::ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& s, uint64_t startSeq,
+                       std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize)
+    : id(flow.entry.id),
+      gen(flow.entry.gen),
       spec(s),
-      ownsEntry(owns),
-      cursor(cur),
-      posts(postSlots, cur),
+      ownsEntry(flow.origin != ctl::FlowOrigin::FromOperator),
+      ringMap(std::move(flow.ring)),
+      cursor(ringMap.cursor()),
+      posts(ringMap.posts(), ringMap.cursor()),
       seq(posts.slots(), SequencerConfig{startSeq, reorderTimeout}),
       ring(CompletionRing::create(completionRingSize, "npf-flow-" + std::to_string(s.port))),
       settled(startSeq),

@@ -6,28 +6,28 @@
 
 namespace npf {
 
-FlowTable::FlowTable(ctl::Dataplane& dp, MappedMaps& maps, const EngineConfig& cfg) : dp_(dp), maps_(maps), cfg_(cfg) {}
+FlowTable::FlowTable(ctl::Dataplane& dp, const EngineConfig& cfg) : dp_(dp), cfg_(cfg) {}
 
 void FlowTable::withdrawStale()
 {
     for (const ctl::FlowInfo& f : ctl::listFlows(dp_))
-        PostProducer::withdraw(maps_.cursor(f.id));
+        if (std::optional<ctl::FlowRing> ring = ctl::FlowRing::open(dp_, f.id))
+            PostProducer::withdraw(ring->cursor());
 }
 
-Flow& FlowTable::open(const ctl::FlowSpec& spec, Region& region)
+Flow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding)
 {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Open& o : open_)
         if (o.served->spec == spec)
             throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
-    ctl::FlowOrigin origin;
-    const ctl::FlowEntry entry = ctl::openEngineFlow(dp_, spec, &origin);
-    npf_cursor* cursor = maps_.cursor(entry.id);
+    ctl::EngineFlow opened = ctl::openEngineFlow(dp_, spec, binding);
+    const ctl::FlowEntry entry = opened.entry;
+    const ctl::FlowOrigin origin = opened.origin;
     // The application's producer starts at cons (and pulls prod back to it):
     // the engine's sequencer starts there too.
-    auto app = std::make_unique<PostProducer>(maps_.posts(entry.id), cursor);
-    auto served = std::make_unique<ServedFlow>(entry, spec, origin != ctl::FlowOrigin::FromOperator,
-                                               maps_.posts(entry.id), cursor, app->start(), cfg_.reorderTimeout,
+    auto app = std::make_unique<PostProducer>(opened.ring.posts(), opened.ring.cursor());
+    auto served = std::make_unique<ServedFlow>(std::move(opened), spec, app->start(), cfg_.reorderTimeout,
                                                cfg_.completionRingSize);
     auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(*served, region, std::move(app)));
     Flow& ref = *flow;
@@ -48,10 +48,12 @@ void FlowTable::close() noexcept
     for (const Open& o : open_) {
         // Withdraw the posts: they point into a region that is about to go.
         PostProducer::withdraw(o.served->cursor);
-        if (!o.served->ownsEntry)
-            continue;
         try {
-            ctl::delFlow(dp_, o.served->spec, ctl::FlowEntry{o.served->id, o.served->gen});
+            const ctl::FlowEntry entry{o.served->id, o.served->gen};
+            if (o.served->ownsEntry)
+                ctl::delFlow(dp_, o.served->spec, entry);
+            else
+                ctl::unbindRegion(dp_, o.served->spec, entry);
         } catch (const std::exception& e) {
             NPF_WARN("removing flow %u: %s", o.served->id, e.what());
         }

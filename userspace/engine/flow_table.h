@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ctl/dataplane.h"
-#include "engine/bpf_maps.h"
+#include "ctl/flow_ring.h"
 #include "engine/served_flow.h"
 #include "npf/engine.h"
 #include "xsk/meta.h"
@@ -22,7 +22,7 @@ class Region;
 
 class FlowTable {
 public:
-    FlowTable(ctl::Dataplane& dp, MappedMaps& maps, const EngineConfig& cfg);
+    FlowTable(ctl::Dataplane& dp, const EngineConfig& cfg);
     FlowTable(const FlowTable&) = delete;
     FlowTable& operator=(const FlowTable&) = delete;
 
@@ -31,8 +31,9 @@ public:
     // socket is bound (XDP claims nothing until then).
     void withdrawStale();
     // Opens (or takes over, after a restart) the flow of `spec`; the
-    // application posts into `region`. Throws ctl::StateError if it is open.
-    Flow& open(const ctl::FlowSpec& spec, Region& region);
+    // application posts into `region`, whose bitmap and size XDP gets from
+    // `binding`. Throws ctl::StateError if it is open.
+    Flow& open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding);
     // Withdraws every flow's posts and removes the flow entries this engine
     // added. Engine threads must have stopped.
     void close() noexcept;
@@ -63,7 +64,6 @@ public:
 
 private:
     ctl::Dataplane& dp_;
-    MappedMaps& maps_;
     const EngineConfig& cfg_;
     xsk::FlowSet set_;
     std::array<std::atomic<ServedFlow*>, NPF_MAX_FLOWS> byId_{};

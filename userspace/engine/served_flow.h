@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "ctl/flow_ring.h"
 #include "ctl/flows.h"
 #include "npf/abi.h"
 #include "order/completion_ring.h"
@@ -26,9 +27,8 @@ struct ClaimCounters {
 
 class ServedFlow {
 public:
-    ServedFlow(ctl::FlowEntry entry, const ctl::FlowSpec& spec, bool ownsEntry, const npf_post* posts,
-               npf_cursor* cursor, uint64_t startSeq, std::chrono::nanoseconds reorderTimeout,
-               uint32_t completionRingSize);
+    ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& spec, uint64_t startSeq,
+               std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize);
     ServedFlow(const ServedFlow&) = delete;
     ServedFlow& operator=(const ServedFlow&) = delete;
 
@@ -45,6 +45,7 @@ public:
     const uint32_t gen; // of the id when this flow took it: npf_meta.gen must match
     const ctl::FlowSpec spec;
     const bool ownsEntry; // the engine added the npf_flows entry (and removes it)
+    const ctl::FlowRing ringMap; // the post ring map, mapped (shared with XDP and the application)
     npf_cursor* const cursor;
     const PostReader posts;
     Sequencer seq;
