@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <linux/magic.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -203,6 +204,34 @@ TEST(UnixSocket, TooManyFdsIsAnErrorAndLeaksNothing)
     sidecar::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, "next");
+}
+
+TEST(UnixSocket, OutOfDescriptorsIsEmfile)
+{
+    Pair p;
+    Fd a = makeEventfd(), b = makeEventfd();
+    const int fds[] = {a.get(), b.get()};
+    ASSERT_EQ(sendMessage(p.a.get(), "two", fds), IoStatus::Ok);
+    pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        // Every descriptor slot taken: the kernel installs none of the two.
+        rlimit lim{64, 64};
+        if (::setrlimit(RLIMIT_NOFILE, &lim) < 0)
+            ::_exit(2);
+        while (::dup(p.b.get()) >= 0) {
+        }
+        try {
+            recvMessage(p.b.get());
+        } catch (const std::system_error& e) {
+            ::_exit(e.code().value() == EMFILE ? 0 : 3);
+        }
+        ::_exit(4);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(UnixSocket, OversizedMessageIsDiscardedWithItsFds)

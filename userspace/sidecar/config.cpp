@@ -5,8 +5,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -16,17 +14,15 @@
 
 #include "ctl/errors.h"
 #include "npf/abi.h"
+#include "sidecar/protocol.h" // Json, describeValue, isInterfaceName, kMaxIfaces
 #include "sys/error.h"
 #include "sys/fd.h"
 
 namespace npf::sidecar {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr uint64_t kPage = NPF_PAGE_SIZE;
 constexpr uint64_t kMaxRegionBytes = NPF_MAX_REGION_PAGES << NPF_PAGE_SHIFT;
-constexpr size_t kMaxIfaces = 64;
 
 // Error messages: "<origin>: <key path>: <problem>".
 class Ctx {
@@ -41,7 +37,7 @@ public:
     uint64_t number(const std::string& path, const Json& v, uint64_t min, uint64_t max) const
     {
         if (!v.is_number_unsigned())
-            fail(path, "must be an unsigned integer, got " + describe(v));
+            fail(path, "must be an unsigned integer, got " + describeValue(v));
         uint64_t n = v.get<uint64_t>();
         if (n < min || n > max)
             fail(path, std::to_string(n) + " is out of range " + std::to_string(min) + ".." + std::to_string(max));
@@ -51,7 +47,7 @@ public:
     const std::string& string(const std::string& path, const Json& v) const
     {
         if (!v.is_string())
-            fail(path, "must be a string, got " + describe(v));
+            fail(path, "must be a string, got " + describeValue(v));
         return v.get_ref<const std::string&>();
     }
 
@@ -63,24 +59,6 @@ public:
         if (s.size() > max)
             fail(path, "longer than " + std::to_string(max) + " bytes");
         return s;
-    }
-
-    static std::string describe(const Json& v)
-    {
-        switch (v.type()) {
-        case Json::value_t::object:
-            return "an object";
-        case Json::value_t::array:
-            return "an array";
-        case Json::value_t::number_float:
-            return "a non-integer number (" + v.dump() + ")";
-        case Json::value_t::number_integer:
-            return "a negative number (" + v.dump() + ")";
-        default: {
-            std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-            return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-        }
-        }
     }
 
 private:
@@ -178,7 +156,7 @@ PortRange parsePorts(const Ctx& ctx, const std::string& path, const Json& v)
         return {p, p};
     }
     if (!v.is_string())
-        ctx.fail(path, "must be a port (\"5000\", 5000) or a range (\"9000-9099\"), got " + Ctx::describe(v));
+        ctx.fail(path, "must be a port (\"5000\", 5000) or a range (\"9000-9099\"), got " + describeValue(v));
     const std::string& s = v.get_ref<const std::string&>();
     const std::string quoted = "\"" + s + "\": ";
     size_t dash = s.find('-');
@@ -205,7 +183,7 @@ std::optional<uint32_t> parseId(const Ctx& ctx, const std::string& path, const J
 ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
 {
     if (!v.is_object())
-        ctx.fail(path, "must be an object, got " + Ctx::describe(v));
+        ctx.fail(path, "must be an object, got " + describeValue(v));
     ClientRule r;
     bool ports = false, region = false, resident = false;
     for (const auto& [k, x] : v.items()) {
@@ -258,16 +236,6 @@ ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
                  "resident_bytes " + std::to_string(r.residentBytes) + " is above region_bytes " +
                      std::to_string(r.regionBytes) + (region && resident ? "" : " (a default)"));
     return r;
-}
-
-bool validIfname(std::string_view s) noexcept
-{
-    if (s.empty() || s.size() > 15 || s == "." || s == "..")
-        return false;
-    for (unsigned char c : s)
-        if (c <= ' ' || c == '/' || c == ':' || c == 0x7f)
-            return false;
-    return true;
 }
 
 bool validGroupName(std::string_view s) noexcept
@@ -345,7 +313,7 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
     const Ctx ctx(origin);
     Json root = parseStrict(text, ctx);
     if (!root.is_object())
-        ctx.fail("", "must be a JSON object, got " + Ctx::describe(root));
+        ctx.fail("", "must be a JSON object, got " + describeValue(root));
 
     DaemonConfig c;
     bool ifaces = false;
@@ -356,7 +324,7 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             for (size_t i = 0; i < v.size(); ++i) {
                 const std::string p = k + "[" + std::to_string(i) + "]";
                 const std::string& name = ctx.string(p, v[i]);
-                if (!validIfname(name))
+                if (!isInterfaceName(name))
                     ctx.fail(p, "\"" + name + "\" is not an interface name");
                 for (const std::string& seen : c.ifaces)
                     if (seen == name)
@@ -374,16 +342,16 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             else if (v.is_string() && validGroupName(v.get_ref<const std::string&>()))
                 c.socketGroup = v.get<std::string>();
             else
-                ctx.fail(k, "must be a group name or a gid, got " + Ctx::describe(v));
+                ctx.fail(k, "must be a group name or a gid, got " + describeValue(v));
         } else if (k == "spill_dir") {
             c.spillDir = ctx.absolutePath(k, v, 4095);
         } else if (k == "allow_root") {
             if (!v.is_boolean())
-                ctx.fail(k, "must be true or false, got " + Ctx::describe(v));
+                ctx.fail(k, "must be true or false, got " + describeValue(v));
             c.allowRoot = v.get<bool>();
         } else if (k == "clients") {
             if (!v.is_array())
-                ctx.fail(k, "must be an array of client rules, got " + Ctx::describe(v));
+                ctx.fail(k, "must be an array of client rules, got " + describeValue(v));
             for (size_t i = 0; i < v.size(); ++i)
                 c.clients.push_back(parseRule(ctx, k + "[" + std::to_string(i) + "]", v[i]));
         } else {

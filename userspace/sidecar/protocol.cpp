@@ -37,44 +37,12 @@ const CodeInfo& info(ErrorCode c) noexcept
     return kCodes[static_cast<size_t>(ErrorCode::Internal)];
 }
 
-// A value as an error message shows it: scalars as JSON (shortened),
-// containers by kind (never dumped: they may be deep).
-std::string describe(const Json& v)
-{
-    switch (v.type()) {
-    case Json::value_t::object:
-        return "an object";
-    case Json::value_t::array:
-        return "an array";
-    case Json::value_t::null:
-        return "null";
-    case Json::value_t::number_float:
-        return "a non-integer number (" + v.dump() + ")";
-    case Json::value_t::number_integer:
-        return "a negative number (" + v.dump() + ")";
-    default: {
-        std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-        return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-    }
-    }
-}
-
 bool hasControl(std::string_view s) noexcept
 {
     for (unsigned char c : s)
         if (c < 0x20 || c == 0x7f)
             return true;
     return false;
-}
-
-bool validIfname(std::string_view s) noexcept
-{
-    if (s.empty() || s.size() > kMaxIfname || s == "." || s == ".." || hasControl(s))
-        return false;
-    for (char c : s)
-        if (c == '/' || c == ':' || c == ' ')
-            return false;
-    return true;
 }
 
 bool validAddr(const std::string& s) noexcept
@@ -126,7 +94,7 @@ public:
     uint64_t number(std::string_view key, const Json& v, uint64_t min, uint64_t max) const
     {
         if (!v.is_number_unsigned())
-            fail(key, "must be an unsigned integer, got " + describe(v));
+            fail(key, "must be an unsigned integer, got " + describeValue(v));
         uint64_t n = v.get<uint64_t>();
         if (n < min || n > max)
             fail(key, "must be in " + std::to_string(min) + ".." + std::to_string(max) + ", got " +
@@ -157,7 +125,7 @@ public:
     std::string text(std::string_view key, const Json& v, size_t max) const
     {
         if (!v.is_string())
-            fail(key, "must be a string, got " + describe(v));
+            fail(key, "must be a string, got " + describeValue(v));
         const std::string& s = v.get_ref<const std::string&>();
         if (s.size() > max)
             fail(key, "longer than " + std::to_string(max) + " bytes (" + std::to_string(s.size()) + ")");
@@ -174,7 +142,7 @@ public:
     {
         const Json& v = *find(key, true);
         if (!v.is_object())
-            fail(key, "must be an object, got " + describe(v));
+            fail(key, "must be an object, got " + describeValue(v));
         return v;
     }
 
@@ -182,7 +150,7 @@ public:
     {
         const Json& v = *find(key, true);
         if (!v.is_array())
-            fail(key, "must be an array, got " + describe(v));
+            fail(key, "must be an array, got " + describeValue(v));
         return v;
     }
 
@@ -200,6 +168,34 @@ Message nested(const Message& m, const Json& body)
 std::string encodeOk(uint32_t id, const Json& fields) { return encodeMessage("ok", id, fields); }
 
 } // namespace
+
+std::string describeValue(const Json& v)
+{
+    switch (v.type()) {
+    case Json::value_t::object:
+        return "an object";
+    case Json::value_t::array:
+        return "an array";
+    case Json::value_t::number_float:
+        return "a non-integer number (" + v.dump() + ")";
+    case Json::value_t::number_integer:
+        return "a negative number (" + v.dump() + ")";
+    default: {
+        std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+        return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+    }
+    }
+}
+
+bool isInterfaceName(std::string_view s) noexcept
+{
+    if (s.empty() || s.size() > kMaxIfname || s == "." || s == "..")
+        return false;
+    for (unsigned char c : s)
+        if (c <= ' ' || c == '/' || c == ':' || c == 0x7f)
+            return false;
+    return true;
+}
 
 std::string_view toString(ErrorCode c) noexcept { return info(c).name; }
 
@@ -224,13 +220,13 @@ Message parse(std::string_view bytes)
     if (j.is_discarded())
         throw ProtocolError(ErrorCode::BadMessage, "message is not JSON");
     if (!j.is_object())
-        throw ProtocolError(ErrorCode::BadMessage, "message is " + describe(j) + ", not a JSON object");
+        throw ProtocolError(ErrorCode::BadMessage, "message is " + describeValue(j) + ", not a JSON object");
     Message m;
     auto id = j.find("id");
     if (id == j.end())
         throw ProtocolError(ErrorCode::BadMessage, "message has no \"id\"");
     if (!id->is_number_unsigned() || id->get<uint64_t>() > std::numeric_limits<uint32_t>::max())
-        throw ProtocolError(ErrorCode::BadMessage, "message \"id\" must be a uint32, got " + describe(*id));
+        throw ProtocolError(ErrorCode::BadMessage, "message \"id\" must be a uint32, got " + describeValue(*id));
     m.id = static_cast<uint32_t>(id->get<uint64_t>());
     auto type = j.find("type");
     if (type == j.end())
@@ -239,7 +235,7 @@ Message parse(std::string_view bytes)
         type->get_ref<const std::string&>().size() > kMaxName)
         throw ProtocolError(ErrorCode::BadMessage,
                             "message \"type\" must be a string of 1.." + std::to_string(kMaxName) +
-                                " bytes, got " + describe(*type),
+                                " bytes, got " + describeValue(*type),
                             0, m.id);
     m.type = type->get<std::string>();
     m.body = std::move(j);
@@ -314,7 +310,7 @@ HelloReply HelloReply::decode(const Message& m)
         f.fail("ifaces", "more than " + std::to_string(kMaxIfaces) + " interfaces");
     for (const Json& i : ifaces) {
         std::string name = f.text("ifaces", i, kMaxIfname);
-        if (!validIfname(name))
+        if (!isInterfaceName(name))
             f.fail("ifaces", "'" + name + "' is not an interface name");
         r.ifaces.push_back(std::move(name));
     }
@@ -448,7 +444,7 @@ OpenFlowRequest OpenFlowRequest::decode(const Message& m)
     Fields f(m, kType, "open_flow");
     OpenFlowRequest r;
     r.iface = f.str("iface", kMaxIfname, false);
-    if (!r.iface.empty() && !validIfname(r.iface))
+    if (!r.iface.empty() && !isInterfaceName(r.iface))
         f.fail("iface", "'" + r.iface + "' is not an interface name");
     r.port = static_cast<uint16_t>(f.u32("port", 1, 65535));
     r.addr = f.str("addr", kMaxAddr, false);

@@ -100,6 +100,12 @@ Message parse(std::string_view bytes);
 // {"type": type, "id": id, ...fields} as bytes. fields must be an object.
 std::string encodeMessage(std::string_view type, uint32_t id, const Json& fields);
 
+// Shared with the config parser: a value as error messages show it (scalars
+// as JSON, shortened; containers by kind, never dumped), and the interface
+// name rule (1..kMaxIfname bytes, no '/', ':', whitespace or control).
+std::string describeValue(const Json& v);
+bool isInterfaceName(std::string_view s) noexcept;
+
 // ---- replies ----------------------------------------------------------
 
 // {"type":"ok"} with no fields: the reply to close_flow and bye.

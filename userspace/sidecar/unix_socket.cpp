@@ -332,9 +332,14 @@ RecvResult recvMessage(int fd)
     if (msg.msg_flags & MSG_TRUNC)
         throw ctl::Error(EMSGSIZE, where + "oversized message (more than " + std::to_string(kMaxMessage) +
                                        " bytes), discarded");
-    if (msg.msg_flags & MSG_CTRUNC)
+    if (msg.msg_flags & MSG_CTRUNC) {
+        // The kernel installs what fits: all kMaxFds when the sender passed
+        // more, fewer when this process ran out of descriptors.
+        if (r.message.fds.size() < kMaxFds)
+            throw ctl::Error(EMFILE, where + "descriptors lost (out of descriptors? RLIMIT_NOFILE), message discarded");
         throw ctl::Error(ETOOMANYREFS, where + "more than " + std::to_string(kMaxFds) +
                                            " descriptors in one message, message discarded");
+    }
     if (n == 0) {
         r.status = IoStatus::Eof;
         r.message.fds.clear();

@@ -104,8 +104,9 @@ IoStatus sendMessage(int fd, std::string_view bytes, std::span<const int> fds = 
 // Receives one message (MSG_CMSG_CLOEXEC; EINTR retried). A message that
 // cannot be delivered whole is consumed and its descriptors are closed, and
 // the connection stays usable: more than kMaxMessage bytes throws EMSGSIZE
-// ("oversized"), more than kMaxFds descriptors throws ETOOMANYREFS. Other
-// receive errors throw with their errno. 0 bytes is end of stream (Eof).
+// ("oversized"), more than kMaxFds descriptors throws ETOOMANYREFS,
+// descriptors lost because this process has no room for them throws EMFILE.
+// Other receive errors throw with their errno. 0 bytes is end of stream (Eof).
 RecvResult recvMessage(int fd);
 
 // The connected peer's credentials at connect() time (SO_PEERCRED).
