@@ -1,0 +1,90 @@
+// npfd's configuration file (JSON; // and /* */ comments allowed) and the
+// client rules that decide who may use npfd and how much. Parsing is strict:
+// an unknown or duplicate key, a mistyped value or a value out of range is an
+// error naming the file, the key and the problem, so a typo never silently
+// weakens a rule. docs/protocol.md ("Configuration") documents the format.
+//
+//   {
+//     "ifaces": ["eth0"],                     required, 1..64 interface names
+//     "socket": "/run/npf/npfd.sock",         absolute path
+//     "socket_group": "npf",                  group name or gid; null = root's
+//     "spill_dir": "/var/tmp",                absolute path
+//     "allow_root": true,                     root without a rule may do anything
+//     "clients": [
+//       {"uid": 65534, "gid": null, "cgroup": null,
+//        "ports": ["9000-9099", "5000"], "addr": "",
+//        "region_bytes": 1073741824, "resident_bytes": 268435456, "flows": 64}
+//     ]
+//   }
+//
+// Command-line overrides are the daemon's business: it edits a DaemonConfig.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace npf::sidecar {
+
+inline constexpr const char* kDefaultSocket = "/run/npf/npfd.sock";
+inline constexpr const char* kDefaultSpillDir = "/var/tmp";
+// A rule's limits when it leaves them out.
+inline constexpr uint64_t kDefaultRegionBytes = 1ull << 30;
+inline constexpr uint64_t kDefaultResidentBytes = 256ull << 20;
+inline constexpr uint32_t kDefaultFlows = 8;
+
+// Ports first..last, inclusive, 1 <= first <= last.
+struct PortRange {
+    uint16_t first = 0;
+    uint16_t last = 0;
+};
+
+// Who a rule admits (every match field given must match; at least one is
+// given) and what it allows them.
+struct ClientRule {
+    std::optional<uid_t> uid;          // the peer's uid (SO_PEERCRED)
+    std::optional<gid_t> gid;          // the peer's primary gid (SO_PEERCRED)
+    std::optional<std::string> cgroup; // cgroup v2 path prefix, whole components ("/a" matches "/a/b", not "/ab")
+    std::vector<PortRange> ports;      // ports it may open
+    std::string addr;                  // "" = any address; else flows must use exactly this one
+    uint64_t regionBytes = kDefaultRegionBytes;     // largest region ("size")
+    uint64_t residentBytes = kDefaultResidentBytes; // largest resident budget ("budget")
+    uint32_t flows = kDefaultFlows;                 // flows open at once
+
+    // cgroup: the peer's (peerCgroup), "" when unknown (never matches a cgroup rule).
+    bool matches(uid_t uid, gid_t gid, std::string_view cgroup) const;
+    bool allowsPort(uint16_t port) const;
+    // `addr` as a client asks for it in open_flow ("" = any); compared as
+    // addresses, so "::1" and "0::1" are the same.
+    bool allowsAddr(std::string_view addr) const;
+};
+
+struct DaemonConfig {
+    std::vector<std::string> ifaces;
+    std::string socket = kDefaultSocket;
+    std::string socketGroup;           // "" = leave the group; else a name or a decimal gid
+    std::string spillDir = kDefaultSpillDir;
+    bool allowRoot = true;
+    std::vector<ClientRule> clients;   // in match order
+
+    // The first rule that matches; else, for uid 0 with allowRoot, a rule
+    // that allows every port and address and sets no limits of its own
+    // (region and resident bytes and flows at their maximum); else nullptr
+    // (the client is not allowed).
+    const ClientRule* match(uid_t uid, gid_t gid, std::string_view cgroup) const;
+};
+
+// Parses the text of a config file. `origin` (the path) starts every error
+// message. Throws std::system_error (EINVAL) whose what() is
+// "<origin>: <key path>: <problem>", e.g.
+// "/etc/npf/npfd.json: clients[0].ports[1]: \"9100-9000\": first port above last".
+DaemonConfig parseConfig(std::string_view text, const std::string& origin = "npfd config");
+
+// Reads and parses `path`; a file that cannot be read throws with its errno.
+DaemonConfig loadConfig(const std::string& path);
+
+} // namespace npf::sidecar
