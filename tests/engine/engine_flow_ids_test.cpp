@@ -216,5 +216,31 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
         ADD_FAILURE() << "datagram " << id << " of port 7302 placed in the buffers of port 7301";
 }
 
+// A node serves more flows than a 64-bit mask has bits: an engine with 70
+// flows receives on the one with the highest id, bit-exact, in order (the
+// worker publishes every flow it completed in a batch, whatever its id).
+TEST_F(EngineE2E, FlowWithIdAboveSixtyFourReceives)
+{
+    Rig rig;
+    EngineInNs eng(rig, {.regionSize = 16ull << 20});
+    Flow* last = nullptr;
+    for (uint16_t i = 0; i < 70; i++)
+        last = &eng->openFlow(static_cast<uint16_t>(7400 + i));
+    ASSERT_GE(last->id(), 64u);
+    const uint32_t count = 2000;
+    Checker chk(*eng, *last, {.stride = 2048, .depth = 512}, fixedSize);
+    chk.postInitial();
+    Sender tx(rig.veth(), {.count = count, .dstPort = last->port(), .size = fixedSize, .window = chk.window(),
+                           .done = chk.done()});
+    tx.start();
+    chk.pumpUntil(count);
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    const CheckTotals& t = chk.totals();
+    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
+    EXPECT_EQ(t.ok, count);
+    EXPECT_TRUE(chk.inSendOrder());
+}
+
 } // namespace
 } // namespace npf::e2e

@@ -43,7 +43,16 @@ void Worker::loop() noexcept
     pinThread(cpu_, "npf worker");
     EpochDomain::Reader reader(epochs_);
     const bool verify = cfg_.verifyUdpChecksum;
-    uint64_t touched = 0; // flows completed in this batch (bit per flow id)
+    // Flows completed in this batch, each once (a batch holds at most
+    // kMaxBatch datagrams; a node serves up to NPF_MAX_FLOWS flows).
+    ServedFlow* touched[xsk::kMaxBatch];
+    size_t nTouched = 0;
+    auto touch = [&](ServedFlow* f) noexcept {
+        for (size_t j = nTouched; j-- > 0;)
+            if (touched[j] == f)
+                return;
+        touched[nTouched++] = f;
+    };
     uint64_t placed = 0;  // datagrams placed in this batch
     uint64_t now = 0;     // time of the batch
     bool deferredAny = false;
@@ -71,7 +80,7 @@ void Worker::loop() noexcept
             done[i] = false;
             if (!flows[i])
                 continue;
-            touched |= 1ull << m.flow;
+            touch(flows[i]);
             // Inside the epoch section: a set bit cannot be cleared and the
             // page punched until this batch ends (region.h). A clear bit means
             // the page was evicted after XDP steered the packet: the pager
@@ -118,7 +127,7 @@ void Worker::loop() noexcept
 
     int idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
-        touched = 0;
+        nTouched = 0;
         placed = 0;
         deferredAny = false;
         // The epoch section spans the ring peek and every region write of
@@ -130,11 +139,10 @@ void Worker::loop() noexcept
             counters_.fastPath.fetch_add(placed, std::memory_order_relaxed);
         if (deferredAny)
             pager_.wake();
-        if (touched) {
+        if (nTouched) {
             now = monotonicNs();
-            for (uint64_t t = touched; t; t &= t - 1)
-                if (ServedFlow* f = flows_.get(static_cast<uint32_t>(__builtin_ctzll(t))))
-                    f->publish(now);
+            for (size_t j = 0; j < nTouched; j++)
+                touched[j]->publish(now);
         }
         if (n) {
             idle = 0;
