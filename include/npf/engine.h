@@ -124,6 +124,11 @@ public:
     int eventFd() const noexcept;
     // Buffers posted and not yet polled.
     uint64_t outstanding() const noexcept;
+    // Why the flow is no longer served, "" while it is: the interface is
+    // gone (in-process engine), or npfd is gone or dropped the connection
+    // (npf::Client). wait() returns 0 at once then; the buffers' content
+    // completed so far stays in the region.
+    std::string failure() const;
 
     struct Impl;
     explicit Flow(std::unique_ptr<Impl> impl);
@@ -132,7 +137,6 @@ public:
     Flow& operator=(const Flow&) = delete;
 
 private:
-    friend class Engine;
     std::unique_ptr<Impl> impl_;
 };
 

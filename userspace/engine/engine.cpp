@@ -15,86 +15,43 @@
 #include "sys/log.h"
 #include "xsk/sizing.h"
 
+#include <cstring>
+#include <stdexcept>
+
+#include "ctl/errors.h"
+#include "engine/engine_impl.h"
+#include "engine/flow_impl.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
 namespace npf {
 namespace {
 
-ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
-{
-    ctl::ensureBpffs();
-    try {
-        return ctl::Dataplane::open(cfg.ifname);
-    } catch (const ctl::StateError& e) {
-        if (e.code().value() != ENOENT)
-            throw;
-    }
-    ctl::AttachOptions opt;
-    opt.ifname = cfg.ifname;
-    opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
-    ctl::AttachResult r = ctl::attach(opt);
-    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
-             r.progId, r.queues);
-    *attached = true;
-    return ctl::Dataplane::open(cfg.ifname);
-}
-
-void checkConfig(const EngineConfig& cfg)
+void checkRegion(const EngineConfig& cfg)
 {
     auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
-    if (cfg.ifname.empty())
-        bad("no interface given");
     if (cfg.regionSize == 0 || cfg.regionSize % NPF_PAGE_SIZE)
         bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of 4096");
     if (cfg.regionSize / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
         bad("region size " + std::to_string(cfg.regionSize) + " exceeds the 1 TiB limit");
-    if (cfg.completionRingSize < NPF_POST_RING_SIZE || (cfg.completionRingSize & (cfg.completionRingSize - 1)))
-        bad("completion ring size must be a power of two >= " + std::to_string(NPF_POST_RING_SIZE));
-    if (cfg.reorderTimeout.count() <= 0)
-        bad("reorder timeout must be positive");
 }
 
 } // namespace
 
 Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
-    checkConfig(cfg);
-    netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    if (!netns)
-        throwErrno("open /proc/thread-self/ns/net");
-    dp.emplace(openOrAttach(cfg, &attachedByUs));
-    try {
-        setUp();
-    } catch (...) {
-        // The destructor does not run for a half-built engine: undo the attach here.
-        workers.clear();
-        pager.reset();
-        queues.clear();
-        if (attachedByUs) {
-            try {
-                ctl::detach(cfg.ifname);
-            } catch (const std::exception& e) {
-                NPF_WARN("detaching npf from %s after a failed start: %s", cfg.ifname.c_str(), e.what());
-            }
-        }
-        throw;
-    }
-}
-
-void Engine::Impl::setUp()
-{
-    if (!ctl::xskSlots(*dp).empty())
-        throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg.ifname +
-                                         " (npfctl status " + cfg.ifname + ")");
+    checkRegion(cfg);
+    if (cfg.ifname.empty())
+        throw ctl::ArgumentError("engine: no interface given");
+    service = std::make_unique<Service>(cfg);
     bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
-    flows = std::make_unique<FlowTable>(*dp, cfg);
-    flows->withdrawStale();
-
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.
     rc.residentBitmap = cfg.faultPolicy == FaultPolicy::Block ? nullptr : bitmap->words(); // cleared by the region
-    rc.epochs = &epochs;
+    rc.epochs = &service->epochs();
     rc.spillDir = cfg.spillDir;
     rc.name = "npf-region-" + cfg.ifname;
     try {
@@ -109,116 +66,50 @@ void Engine::Impl::setUp()
     }
     if (cfg.faultPolicy == FaultPolicy::Block)
         std::memset(bitmap->words(), 0xff, bitmap->wordCount() * sizeof(uint64_t));
-
-    uint32_t nq = cfg.queues ? cfg.queues : dp->queues();
-    if (nq > dp->queues())
-        throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + std::to_string(nq) +
-                                 " queues requested, the program serves " + std::to_string(dp->queues()));
-    const uint32_t mtu = xsk::interfaceMtu(static_cast<uint32_t>(dp->ifindex()));
-    const xsk::QueueSizes sizes =
-        xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg.frameSize, cfg.frameCount, cfg.rxRingSize);
-    NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg.ifname.c_str(), mtu, sizes.frameSize,
-             sizes.framesPerPacket);
-    for (uint32_t q = 0; q < nq; q++) {
-        xsk::QueueConfig qc;
-        qc.ifindex = static_cast<uint32_t>(dp->ifindex());
-        qc.queue = q;
-        qc.umem.frameSize = sizes.frameSize;
-        qc.umem.frameCount = sizes.frameCount;
-        qc.primaryRxSize = sizes.rxRingSize;
-        qc.backupRxSize = sizes.rxRingSize;
-        qc.regionBytes = cfg.regionSize;
-        queues.push_back(std::make_unique<xsk::QueueSockets>(qc, flows->set(), dp->xsks()));
-    }
-    statsPath = cfg.statsPath.empty() ? ctl::engineStatsPath(cfg.ifname) : cfg.statsPath;
-    Pager::Hooks hooks;
-    hooks.tick = [this] { writeStatsFile(); };
-    hooks.gone = [this] {
-        ifaceGone.store(true, std::memory_order_release);
-        for (auto& w : workers)
-            w->requestStop();
-    };
-    pager = std::make_unique<Pager>(cfg, *region, *flows, queues, sizes.frameSize * sizes.framesPerPacket,
-                                    std::move(hooks));
-    for (uint32_t q = 0; q < nq; q++)
-        workers.push_back(std::make_unique<Worker>(cfg, *queues[q], *region, epochs, *flows, *pager,
-                                                   q < cfg.workerCpus.size() ? cfg.workerCpus[q] : -1));
+    service->addRegion(*region);
 }
 
 Engine::Impl::~Impl()
 {
-    stopThreads();
-    // The interface name means something only in the engine's namespace.
-    Fd here(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    const bool moved = here && setns(netns.get(), CLONE_NEWNET) == 0;
-    if (!moved)
-        NPF_WARN("engine on %s: cannot enter its network namespace for teardown: %s", cfg.ifname.c_str(),
-                 strerror(errno));
-    workers.clear();
-    pager.reset();
-    queues.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
-    flows->close();
-    ::unlink(statsPath.c_str());
-    // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
-    const std::string dir = statsPath.substr(0, statsPath.rfind('/'));
-    ::rmdir(dir.c_str());
-    ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
-    if (attachedByUs && moved)
-        detachOnExit();
-    if (moved)
-        (void)setns(here.get(), CLONE_NEWNET);
-}
-
-void Engine::Impl::detachOnExit() noexcept
-{
-    // An interface that is gone took the program with it: force removes the
-    // pins this engine created.
-    try {
-        ctl::detach(cfg.ifname, ifaceGone.load(std::memory_order_acquire));
-    } catch (const std::exception& e) {
-        NPF_WARN("detaching npf from %s: %s", cfg.ifname.c_str(), e.what());
-    }
-}
-
-void Engine::Impl::startThreads()
-{
-    pager->start();
-    for (auto& w : workers)
-        w->start();
-}
-
-void Engine::Impl::stopThreads() noexcept
-{
-    for (auto& w : workers)
-        w->stop();
-    if (pager)
-        pager->stop();
+    flows.clear();
+    service.reset();
+    region.reset();
 }
 
 Engine::Engine(const EngineConfig& cfg) : impl_(std::make_unique<Impl>(cfg))
 {
-    impl_->startThreads();
+    impl_->service->start();
 }
 
 Engine::~Engine() = default;
 
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
-    return impl_->flows->open(ctl::parseFlowSpec(std::to_string(port), addr), *impl_->region,
-                              ctl::RegionBinding{impl_->bitmap->fd(), impl_->region->size()});
+    Impl& e = *impl_;
+    ServedFlow& served = e.service->openFlow(ctl::parseFlowSpec(std::to_string(port), addr), *e.region,
+                                             ctl::RegionBinding{e.bitmap->fd(), e.region->size()});
+    Flow::Impl::Parts parts;
+    parts.id = served.id;
+    parts.port = served.spec.port;
+    parts.ring = served.ringMap.ring();
+    parts.completions = &served.ring;
+    parts.regionSize = e.region->size();
+    parts.region = e.region.get();
+    Service* svc = e.service.get();
+    parts.failure = [svc] { return svc->failure(); };
+    e.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
+    return *e.flows.back();
 }
 
-std::string Engine::failure() const
-{
-    if (impl_->ifaceGone.load(std::memory_order_acquire))
-        return impl_->cfg.ifname + " is gone (deleted, or moved out of this network namespace)";
-    return "";
-}
+std::string Engine::failure() const { return impl_->service->failure(); }
 
 uint8_t* Engine::region() const noexcept { return impl_->region->base(); }
 uint64_t Engine::regionSize() const noexcept { return impl_->region->size(); }
-uint32_t Engine::queues() const noexcept { return static_cast<uint32_t>(impl_->queues.size()); }
-bool Engine::attachedByUs() const noexcept { return impl_->attachedByUs; }
+uint32_t Engine::queues() const noexcept { return impl_->service->queues(); }
+bool Engine::attachedByUs() const noexcept { return impl_->service->attachedByUs(); }
+EngineStats Engine::stats() const { return impl_->service->stats(); }
+std::string Engine::statsJson() const { return impl_->service->statsJson(); }
+std::array<uint64_t, NPF_STAT_MAX> Engine::xdpCounters() const { return impl_->service->xdpCounters(); }
 
 void Engine::release(uint64_t offset, uint64_t len)
 {

@@ -6,31 +6,11 @@
 
 namespace npf {
 
-ServedFlow::ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& s, uint64_t startSeq,
-                       std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize)
-    : id(flow.entry.id),
-      gen(flow.entry.gen),
-      spec(s),
-      ownsEntry(flow.origin != ctl::FlowOrigin::FromOperator),
-      ringMap(std::move(flow.ring)),
-      cursor(ringMap.cursor()),
-      posts(ringMap.posts(), ringMap.cursor()),
-      seq(posts.slots(), SequencerConfig{startSeq, reorderTimeout}),
-      ring(CompletionRing::create(completionRingSize, "npf-flow-" + std::to_string(s.port))),
-      settled(startSeq),
-      sampled(startSeq),
-      producer_(ring)
-{
-}
-
-void ServedFlow::publish(uint64_t nowNs) noexcept
-{
-    std::lock_guard<std::mutex> lock(publishMu_);
-    seq.publish(nowNs, settled.load(std::memory_order_acquire), producer_);
-}
-
-Flow::Impl::Impl(ServedFlow& s, Region& r, std::unique_ptr<PostProducer> p)
-    : served(s), region(r), posts(std::move(p)), completions(s.ring), polled(posts->start()),
+Flow::Impl::Impl(Parts p)
+    : parts(std::move(p)),
+      posts(std::make_unique<PostProducer>(parts.ring->posts, &parts.ring->cursor)),
+      completions(*parts.completions),
+      polled(posts->start()),
       postedLen(new uint32_t[NPF_POST_RING_SIZE]())
 {
 }
@@ -38,15 +18,16 @@ Flow::Impl::Impl(ServedFlow& s, Region& r, std::unique_ptr<PostProducer> p)
 Flow::Flow(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Flow::~Flow() = default;
 
-uint32_t Flow::id() const noexcept { return impl_->served.id; }
-uint16_t Flow::port() const noexcept { return impl_->served.spec.port; }
+uint32_t Flow::id() const noexcept { return impl_->parts.id; }
+uint16_t Flow::port() const noexcept { return impl_->parts.port; }
+std::string Flow::failure() const { return impl_->parts.failure ? impl_->parts.failure() : ""; }
 int Flow::eventFd() const noexcept { return impl_->completions.eventFd(); }
 uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 
 bool Flow::post(uint64_t offset, uint32_t len)
 {
     Impl& f = *impl_;
-    const uint64_t size = f.region.size();
+    const uint64_t size = f.parts.regionSize;
     if (len == 0 || len > size || offset > size - len)
         throw std::invalid_argument("post [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                     ") is outside the region of " + std::to_string(size) + " bytes");
@@ -54,7 +35,8 @@ bool Flow::post(uint64_t offset, uint32_t len)
     // the sequencer's window and postedLen[] stay valid.
     if (outstanding() >= NPF_POST_RING_SIZE)
         return false;
-    f.region.protect(offset, len);
+    if (f.parts.region)
+        f.parts.region->protect(offset, len);
     f.postedLen[f.posts->produced() & PostSlots::kMask] = len;
     f.posts->post(offset, len);
     if (f.posts->unpublished() >= kPostBurst)
@@ -70,7 +52,8 @@ size_t Flow::poll(std::span<npf_completion> out) noexcept
     Impl& f = *impl_;
     size_t n = f.completions.poll(out.size(), out.data());
     for (size_t i = 0; i < n; i++) {
-        f.region.unprotect(out[i].offset, f.postedLen[out[i].seq & PostSlots::kMask]);
+        if (f.parts.region)
+            f.parts.region->unprotect(out[i].offset, f.postedLen[out[i].seq & PostSlots::kMask]);
         f.polled++;
     }
     return n;
@@ -81,7 +64,9 @@ size_t Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeo
     size_t n = poll(out);
     if (n || out.empty())
         return n;
-    if (impl_->completions.wait(timeout) <= 0)
+    if (impl_->parts.failure && !impl_->parts.failure().empty())
+        return 0; // nothing will come: do not block
+    if (impl_->completions.wait(timeout, impl_->parts.hangupFd) <= 0)
         return 0;
     return poll(out);
 }

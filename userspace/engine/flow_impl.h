@@ -1,11 +1,16 @@
 // The application's side of one flow (npf::Flow): posting buffers and
-// polling completions. One application thread; the engine's side is
-// ServedFlow.
+// polling completions. One application thread. The same code serves an
+// in-process engine's flow (the engine's side is ServedFlow) and an npfd
+// client's (the daemon's side is a ServedFlow in npfd; the client maps the
+// flow's post ring map and completion ring from the fds npfd passed it).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
-#include "engine/served_flow.h"
+#include "ctl/flow_ring.h"
 #include "npf/engine.h"
 #include "order/completion_ring.h"
 #include "order/post_ring.h"
@@ -15,10 +20,25 @@ namespace npf {
 class Region;
 
 struct Flow::Impl {
-    Impl(ServedFlow& served, Region& region, std::unique_ptr<PostProducer> posts);
+    // What the flow runs on: its ring (mapped by whoever owns `ringMap`), its
+    // completion ring, the region its buffers lie in.
+    struct Parts {
+        uint32_t id = 0;
+        uint16_t port = 0;
+        npf_ring* ring = nullptr;
+        CompletionRing* completions = nullptr;
+        uint64_t regionSize = 0;
+        Region* region = nullptr; // in-process: posted buffers are protected from eviction; npfd: nullptr
+        // npfd client: the mappings it owns, the connection that hangs up
+        // when npfd is gone, and why the flow stopped ("" while served).
+        std::optional<ctl::FlowRing> ringMap;
+        std::unique_ptr<CompletionRing> ownCompletions;
+        int hangupFd = -1;
+        std::function<std::string()> failure;
+    };
+    explicit Impl(Parts p);
 
-    ServedFlow& served;
-    Region& region;
+    Parts parts;
     std::unique_ptr<PostProducer> posts;
     CompletionConsumer completions;
     uint64_t polled; // completions taken: posts - polled buffers are outstanding

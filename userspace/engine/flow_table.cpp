@@ -1,7 +1,9 @@
 #include "engine/flow_table.h"
 
+#include <algorithm>
+
 #include "ctl/errors.h"
-#include "engine/flow_impl.h"
+#include "region/region.h"
 #include "sys/log.h"
 
 namespace npf {
@@ -15,25 +17,23 @@ void FlowTable::withdrawStale()
             PostProducer::withdraw(ring->cursor());
 }
 
-Flow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding)
+ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh)
 {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Open& o : open_)
-        if (o.served->spec == spec)
+    for (const auto& o : open_)
+        if (o->spec == spec)
             throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
-    ctl::EngineFlow opened = ctl::openEngineFlow(dp_, spec, binding);
+    ctl::EngineFlow opened = ctl::openEngineFlow(dp_, spec, binding, fresh);
     const ctl::FlowEntry entry = opened.entry;
     const ctl::FlowOrigin origin = opened.origin;
-    // The application's producer starts at cons (and pulls prod back to it):
-    // the engine's sequencer starts there too.
-    auto app = std::make_unique<PostProducer>(opened.ring.posts(), opened.ring.cursor());
-    auto served = std::make_unique<ServedFlow>(std::move(opened), spec, app->start(), cfg_.reorderTimeout,
-                                               cfg_.completionRingSize);
-    auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(*served, region, std::move(app)));
-    Flow& ref = *flow;
-    byId_[entry.id].store(served.get(), std::memory_order_release);
+    // Posts a previous producer left are discarded: both sides start at cons.
+    PostProducer::withdraw(opened.ring.cursor());
+    auto served =
+        std::make_unique<ServedFlow>(std::move(opened), spec, region, cfg_.reorderTimeout, cfg_.completionRingSize);
+    ServedFlow& ref = *served;
+    open_.push_back(std::move(served));
+    byId_[entry.id].store(&ref, std::memory_order_release);
     set_.open(entry.id);
-    open_.push_back({std::move(served), std::move(flow)});
     static constexpr const char* kOrigin[] = {
         "", " (taken over from an engine that exited: removed when this one exits)",
         " (added by npfctl: left in place when this engine exits)"};
@@ -42,22 +42,47 @@ Flow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::Regi
     return ref;
 }
 
-void FlowTable::close() noexcept
+void FlowTable::removeEntry(const ServedFlow& f) noexcept
+{
+    // Withdraw the posts: they point into a region that may be about to go.
+    PostProducer::withdraw(f.cursor);
+    try {
+        const ctl::FlowEntry entry{f.id, f.gen};
+        if (f.ownsEntry)
+            ctl::delFlow(dp_, f.spec, entry);
+        else
+            ctl::unbindRegion(dp_, f.spec, entry);
+    } catch (const std::exception& e) {
+        NPF_WARN("removing flow %u: %s", f.id, e.what());
+    }
+}
+
+void FlowTable::close(ServedFlow& flow, const std::function<void()>& barrier) noexcept
+{
+    std::unique_ptr<ServedFlow> gone;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& o) { return o.get() == &flow; });
+        if (it == open_.end())
+            return;
+        // XDP first (delFlow returns after an RCU grace period: no XDP run
+        // claims for it any more), then the engine's threads.
+        removeEntry(flow);
+        set_.close(flow.id);
+        byId_[flow.id].store(nullptr, std::memory_order_release);
+        gone = std::move(*it);
+        open_.erase(it);
+    }
+    flow.wakeApplication();
+    barrier();
+    NPF_INFO("flow %u: %s on %s closed", gone->id, ctl::toString(gone->spec).c_str(), cfg_.ifname.c_str());
+}
+
+void FlowTable::closeAll() noexcept
 {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Open& o : open_) {
-        // Withdraw the posts: they point into a region that is about to go.
-        PostProducer::withdraw(o.served->cursor);
-        try {
-            const ctl::FlowEntry entry{o.served->id, o.served->gen};
-            if (o.served->ownsEntry)
-                ctl::delFlow(dp_, o.served->spec, entry);
-            else
-                ctl::unbindRegion(dp_, o.served->spec, entry);
-        } catch (const std::exception& e) {
-            NPF_WARN("removing flow %u: %s", o.served->id, e.what());
-        }
-    }
+    for (const auto& o : open_)
+        removeEntry(*o);
 }
 
 } // namespace npf

@@ -1,11 +1,14 @@
-// Flow id -> open flow. open() and close() run on application threads
+// Flow id -> served flow. open() and close() run on control threads
 // (serialised by mu_); get(), claim() and forEach() on any engine thread,
-// lock-free: an entry, once published, lives until close(), which runs only
-// after every engine thread has stopped.
+// lock-free. A flow closed while the engine runs is unpublished first (XDP
+// stops claiming for it, then the engine's threads stop finding it), and
+// freed only after the owner's barrier: every worker batch and pager round
+// that could still hold it has ended (Service::closeFlow).
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,13 +33,20 @@ public:
     // them and mark every flow unserved until this engine posts. Before any
     // socket is bound (XDP claims nothing until then).
     void withdrawStale();
-    // Opens (or takes over, after a restart) the flow of `spec`; the
-    // application posts into `region`, whose bitmap and size XDP gets from
-    // `binding`. Throws ctl::StateError if it is open.
-    Flow& open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding);
+    // Opens (or takes over, after a restart) the flow of `spec`, receiving
+    // into `region`, whose bitmap and size XDP gets from `binding`. fresh: a
+    // new entry and ring map even if one exists (npfd: a ring no other process
+    // has mapped). Its posts are withdrawn: the sequencer and the
+    // application's producer both start at the ring's cons. Throws
+    // ctl::StateError(EEXIST) if this table has it open.
+    ServedFlow& open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh = false);
+    // Closes one flow while the engine runs: withdraws its posts, removes (or
+    // unbinds) its entry, unpublishes it, runs `barrier` (after which no
+    // engine thread holds it), frees it.
+    void close(ServedFlow& flow, const std::function<void()>& barrier) noexcept;
     // Withdraws every flow's posts and removes the flow entries this engine
     // added. Engine threads must have stopped.
-    void close() noexcept;
+    void closeAll() noexcept;
 
     ServedFlow* get(uint32_t id) const noexcept
     {
@@ -63,16 +73,14 @@ public:
     const xsk::FlowSet& set() const noexcept { return set_; }
 
 private:
+    void removeEntry(const ServedFlow& f) noexcept;
+
     ctl::Dataplane& dp_;
     const EngineConfig& cfg_;
     xsk::FlowSet set_;
     std::array<std::atomic<ServedFlow*>, NPF_MAX_FLOWS> byId_{};
     std::mutex mu_;
-    struct Open {
-        std::unique_ptr<ServedFlow> served;
-        std::unique_ptr<Flow> flow;
-    };
-    std::vector<Open> open_; // under mu_
+    std::vector<std::unique_ptr<ServedFlow>> open_; // under mu_
 };
 
 } // namespace npf

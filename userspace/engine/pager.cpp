@@ -21,10 +21,10 @@ namespace npf {
 // Deferred datagrams that may wait for the pager at a time.
 constexpr uint32_t kDeferredCapacity = 256;
 
-Pager::Pager(const EngineConfig& cfg, Region& region, FlowTable& flows,
+Pager::Pager(const EngineConfig& cfg, const RegionSet& regions, FlowTable& flows,
              const std::vector<std::unique_ptr<xsk::QueueSockets>>& queues, uint32_t maxDatagram, Hooks hooks)
     : cfg_(cfg),
-      region_(region),
+      regionSet_(regions),
       flows_(flows),
       queues_(queues),
       hooks_(std::move(hooks)),
@@ -38,6 +38,8 @@ Pager::Pager(const EngineConfig& cfg, Region& region, FlowTable& flows,
     const size_t most = std::max<size_t>(size_t(xsk::kMaxBatch) * xsk::kMaxFrags, kDeferredCapacity);
     patches_.reserve(most);
     placements_.reserve(most);
+    patchesTmp_.reserve(most);
+    placementsTmp_.reserve(most);
     results_.reserve(most);
     frames_.reserve(most);
     settleMarks_.reserve(queues.size());
@@ -48,7 +50,20 @@ Pager::~Pager() { stop(); }
 void Pager::start()
 {
     grace_ = std::make_unique<GracePeriods>([this] { wake(); });
+    running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] { loop(); });
+}
+
+void Pager::sync() noexcept
+{
+    std::unique_lock<std::mutex> lock(syncMu_);
+    if (!running_.load(std::memory_order_acquire))
+        return;
+    const uint64_t want = ++syncWanted_;
+    lock.unlock();
+    wake();
+    lock.lock();
+    syncCv_.wait(lock, [&] { return syncDone_ >= want || !running_.load(std::memory_order_acquire); });
 }
 
 void Pager::stop() noexcept
@@ -71,27 +86,46 @@ void Pager::loop() noexcept
     pthread_setname_np(pthread_self(), "npf-pager");
     pinThread(cfg_.pagerCpu, "npf pager");
     std::vector<pollfd> fds;
-    fds.push_back({region_.uffdFd(), POLLIN, 0});
-    fds.push_back({wakeFd_.get(), POLLIN, 0});
-    for (auto& q : queues_)
-        fds.push_back({q->backupFd(), POLLIN, 0});
+    fds.reserve(2 + queues_.size() + 64);
+    auto pollSet = [&] {
+        fds.clear();
+        fds.push_back({wakeFd_.get(), POLLIN, 0});
+        for (auto& q : queues_)
+            fds.push_back({q->backupFd(), POLLIN, 0});
+        for (Region* r : regions_)
+            fds.push_back({r->uffdFd(), POLLIN, 0});
+    };
 
     uint64_t nextTick = 0;
     bool busy = false;
     while (!stop_.load(std::memory_order_acquire)) {
+        uint64_t syncWanted;
+        {
+            std::lock_guard<std::mutex> lock(syncMu_);
+            syncWanted = syncWanted_;
+        }
+        if (regionSet_.generation() != regionsGen_) {
+            try {
+                regionsGen_ = regionSet_.snapshot(regions_);
+                pollSet();
+            } catch (const std::exception& e) {
+                NPF_WARN_RL("npf pager: taking the region set: %s", e.what());
+            }
+        }
         // While backup traffic keeps coming, poll only to pick up the other
         // fds: one batch per queue per round, then publish and prefetch, so
         // completions flow and prefetch gets ahead during a long fault burst.
         int rc = ::poll(fds.data(), fds.size(), busy || cfg_.pagerBusyPoll ? 0 : timeoutMs(monotonicNs()));
         if (rc < 0 && errno != EINTR)
             NPF_WARN_RL("npf pager: poll: %s", strerror(errno));
-        if (fds[1].revents & POLLIN) {
+        if (fds[0].revents & POLLIN) {
             uint64_t v;
             (void)!::read(wakeFd_.get(), &v, sizeof(v));
         }
         // CPU faults first: a thread is blocked on each of them.
-        if (int n = region_.serviceFaults(); n < 0)
-            NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
+        for (Region* r : regions_)
+            if (int n = r->serviceFaults(); n < 0)
+                NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
         busy = false;
         for (auto& q : queues_)
             busy |= drainBackup(*q) == xsk::kMaxBatch;
@@ -116,11 +150,25 @@ void Pager::loop() noexcept
                     // Every application thread blocked in Flow::wait wakes:
                     // Engine::failure() says why.
                     flows_.forEach([](ServedFlow& f) { f.wakeApplication(); });
+                    stopSyncs();
                     return;
                 }
         }
+        std::lock_guard<std::mutex> lock(syncMu_);
+        if (syncDone_ < syncWanted) {
+            syncDone_ = syncWanted;
+            syncCv_.notify_all();
+        }
     }
     hooks_.tick();
+    stopSyncs();
+}
+
+void Pager::stopSyncs() noexcept
+{
+    std::lock_guard<std::mutex> lock(syncMu_);
+    running_.store(false, std::memory_order_release);
+    syncCv_.notify_all();
 }
 
 // The kernel unbinds every AF_XDP socket of an interface that is deleted or
@@ -180,7 +228,8 @@ uint32_t Pager::drainBackup(xsk::QueueSockets& q) noexcept
             const uint8_t* data = i < p.pieces ? p.piece[i].data : p.payload;
             const uint32_t len = i < p.pieces ? std::min(p.piece[i].len, p.meta.len - at) : 0;
             patches_.push_back({p.meta.offset + at, data, len});
-            placements_.push_back(i == 0 ? Placement{f, seq, statusOf(p.meta), steered} : Placement{nullptr, 0, 0, 0});
+            placements_.push_back(i == 0 ? Placement{f, seq, statusOf(p.meta), steered, &f->region}
+                                         : Placement{nullptr, 0, 0, 0, &f->region});
             at += len;
         } while (++i < p.pieces && at < p.meta.len);
     });
@@ -203,7 +252,7 @@ void Pager::drainDeferred() noexcept
     placements_.clear();
     for (const Deferred& d : batch) {
         patches_.push_back({d.offset, d.bytes, d.len});
-        placements_.push_back({d.flow, d.seq, d.status, d.tstamp});
+        placements_.push_back({d.flow, d.seq, d.status, d.tstamp, &d.flow->region});
     }
     (this->*place_)(pickup);
 }
@@ -214,7 +263,7 @@ void Pager::dropAndFetch(uint64_t) noexcept
 {
     const uint64_t now = monotonicNs();
     for (size_t i = 0; i < patches_.size(); i++) {
-        (void)region_.prefetch(patches_[i].offset, patches_[i].len);
+        (void)placements_[i].region->prefetch(patches_[i].offset, patches_[i].len);
         if (!placements_[i].flow)
             continue;
         placements_[i].flow->seq.complete(placements_[i].seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
@@ -224,17 +273,52 @@ void Pager::dropAndFetch(uint64_t) noexcept
 
 // A datagram in several patches completes once, OK only if every one of its
 // patches was placed.
+void Pager::groupByRegion() noexcept
+{
+    const size_t n = patches_.size();
+    bool mixed = false;
+    for (size_t i = 1; i < n && !mixed; i++)
+        mixed = placements_[i].region != placements_[0].region;
+    if (!mixed)
+        return;
+    // Few regions per batch: one pass per distinct region, in first-seen order.
+    patchesTmp_.clear();
+    placementsTmp_.clear();
+    for (size_t i = 0; i < n; i++) {
+        Region* r = placements_[i].region;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = placements_[j].region == r;
+        if (seen)
+            continue;
+        for (size_t j = i; j < n; j++)
+            if (placements_[j].region == r) {
+                patchesTmp_.push_back(patches_[j]);
+                placementsTmp_.push_back(placements_[j]);
+            }
+    }
+    patches_.swap(patchesTmp_);
+    placements_.swap(placementsTmp_);
+}
+
 void Pager::install(uint64_t pickupNs) noexcept
 {
+    groupByRegion();
     results_.assign(patches_.size(), 0);
-    BatchTiming t;
-    int rc = region_.applyPatches(patches_, results_, &t);
-    if (rc < 0)
-        std::fill(results_.begin(), results_.end(), rc);
-    if (t.imageReady)
-        pickupToImage.recordSingleWriter(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
-    if (t.copyDone && t.imageReady)
-        imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
+    for (size_t b = 0, e; b < patches_.size(); b = e) {
+        Region* region = placements_[b].region;
+        for (e = b + 1; e < patches_.size() && placements_[e].region == region; e++) {
+        }
+        BatchTiming t;
+        const std::span<int> res = std::span(results_).subspan(b, e - b);
+        int rc = region->applyPatches(std::span<const Patch>(patches_).subspan(b, e - b), res, &t);
+        if (rc < 0)
+            std::fill(res.begin(), res.end(), rc);
+        if (t.imageReady)
+            pickupToImage.recordSingleWriter(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
+        if (t.copyDone && t.imageReady)
+            imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
+    }
     const uint64_t now = monotonicNs();
     for (size_t i = 0, end; i < patches_.size(); i = end) {
         const Placement& p = placements_[i];
@@ -273,19 +357,19 @@ void Pager::prefetchAhead() noexcept
         uint64_t runOff = 0, runEnd = 0;
         for (uint64_t s = cons; s < end; s++) {
             const Post p = f.posts.slot(s);
-            if (region_.isResident(p.offset, p.len))
+            if (f.region.isResident(p.offset, p.len))
                 continue;
             if (runEnd > runOff && p.offset == runEnd) {
                 runEnd += p.len;
                 continue;
             }
             if (runEnd > runOff)
-                (void)region_.prefetch(runOff, runEnd - runOff);
+                (void)f.region.prefetch(runOff, runEnd - runOff);
             runOff = p.offset;
             runEnd = p.offset + p.len;
         }
         if (runEnd > runOff)
-            (void)region_.prefetch(runOff, runEnd - runOff);
+            (void)f.region.prefetch(runOff, runEnd - runOff);
     });
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "engine/deferred.h"
 #include "engine/flow_table.h"
 #include "engine/grace_period.h"
+#include "engine/region_set.h"
 #include "npf/engine.h"
 #include "region/region.h"
 #include "sys/fd.h"
@@ -27,7 +29,7 @@ public:
         std::function<void()> tick; // every 500 ms on the pager thread (the stats snapshot)
         std::function<void()> gone; // the interface vanished: the engine stops serving
     };
-    Pager(const EngineConfig& cfg, Region& region, FlowTable& flows,
+    Pager(const EngineConfig& cfg, const RegionSet& regions, FlowTable& flows,
           const std::vector<std::unique_ptr<xsk::QueueSockets>>& queues, uint32_t maxDatagram, Hooks hooks);
     ~Pager(); // stops and joins the thread
     Pager(const Pager&) = delete;
@@ -39,6 +41,10 @@ public:
     void wake() noexcept;
     // Workers hand it primary datagrams whose page was evicted meanwhile.
     DeferredQueue& deferred() noexcept { return deferred_; }
+    // Control thread: returns once the pager has run a whole round that began
+    // after the call (it holds no flow or region it held before, and has
+    // taken every deferred datagram pushed before). At once if not running.
+    void sync() noexcept;
 
     // Counters and histograms (any thread; relaxed).
     struct Counters {
@@ -61,11 +67,14 @@ private:
     void dropAndFetch(uint64_t pickupNs) noexcept;
     void prefetchAhead() noexcept;
     void settleClaims() noexcept;
+    void stopSyncs() noexcept; // the loop ended: sync() returns at once from now on
     bool socketGone(int fd) noexcept;
     int timeoutMs(uint64_t nowNs) const noexcept;
 
     const EngineConfig& cfg_;
-    Region& region_;
+    const RegionSet& regionSet_;
+    std::vector<Region*> regions_; // the pager's snapshot of regionSet_
+    uint64_t regionsGen_ = ~0ull;
     FlowTable& flows_;
     const std::vector<std::unique_ptr<xsk::QueueSockets>>& queues_;
     const Hooks hooks_;
@@ -74,6 +83,10 @@ private:
     DeferredQueue deferred_;
     Counters counters_;
     std::atomic<bool> stop_{false};
+    std::atomic<bool> running_{false};
+    std::mutex syncMu_;
+    std::condition_variable syncCv_;
+    uint64_t syncWanted_ = 0, syncDone_ = 0; // under syncMu_
 
     // Proof that a claimed seq was dropped (settleClaims): sample every
     // flow's cons, wait for a grace period, mark every RX ring's producer
@@ -88,9 +101,13 @@ private:
         uint64_t seq;
         uint16_t status;
         uint64_t tstamp;
+        Region* region;   // the flow's (set on continuations too)
     };
-    std::vector<Patch> patches_;
-    std::vector<Placement> placements_;
+    // Sorts the batch by region (stable: a datagram's patches stay together
+    // and in order), so each region gets one applyPatches call.
+    void groupByRegion() noexcept;
+    std::vector<Patch> patches_, patchesTmp_;
+    std::vector<Placement> placements_, placementsTmp_;
     std::vector<int> results_;
     std::vector<uint64_t> frames_;
 

@@ -19,6 +19,8 @@
 
 namespace npf {
 
+class Region;
+
 // Why a claim failed; one set per claiming thread (a worker or the pager).
 struct ClaimCounters {
     std::atomic<uint64_t> rejected{0}; // not this flow's frame, or the sequencer refused the seq
@@ -27,7 +29,8 @@ struct ClaimCounters {
 
 class ServedFlow {
 public:
-    ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& spec, uint64_t startSeq,
+    // The flow receives into `region`; its sequencer starts at the ring's cons.
+    ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& spec, Region& region,
                std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize);
     ServedFlow(const ServedFlow&) = delete;
     ServedFlow& operator=(const ServedFlow&) = delete;
@@ -46,6 +49,8 @@ public:
     const ctl::FlowSpec spec;
     const bool ownsEntry; // the engine added the npf_flows entry (and removes it)
     const ctl::FlowRing ringMap; // the post ring map, mapped (shared with XDP and the application)
+    Region& region;              // where its datagrams land
+    const uint64_t regionSize;
     npf_cursor* const cursor;
     const PostReader posts;
     Sequencer seq;
@@ -74,6 +79,12 @@ inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, ClaimCounters& c) 
 {
     // A frame claimed for an earlier flow under this id: not ours to place.
     if (m.gen != static_cast<uint16_t>(gen)) {
+        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        return false;
+    }
+    // XDP bounds every descriptor by the flow's region; the region is the
+    // last word (it may be another process's, npfd's clients).
+    if (m.offset > regionSize || m.len > regionSize - m.offset) {
         c.rejected.fetch_add(1, std::memory_order_relaxed);
         return false;
     }

@@ -7,7 +7,8 @@
 
 #include "ctl/engine_stats.h"
 #include "ctl/stats.h"
-#include "engine/engine_impl.h"
+#include "engine/service.h"
+#include "region/region.h"
 #include "sys/clock.h"
 #include "sys/log.h"
 
@@ -21,11 +22,11 @@ EngineStats::Latency latency(const LatencyHistogram& h)
 
 } // namespace
 
-EngineStats Engine::Impl::snapshot() const
+EngineStats Service::stats() const
 {
     auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     EngineStats s;
-    const Pager::Counters& pc = pager->counters();
+    const Pager::Counters& pc = pager_->counters();
     s.faultPath = ld(pc.faultPath);
     s.placeErrors = ld(pc.placeErrors);
     s.faultDrops = ld(pc.faultDrops);
@@ -33,7 +34,7 @@ EngineStats Engine::Impl::snapshot() const
     s.rejected = ld(pc.claims.rejected);
     s.mismatch = ld(pc.claims.mismatch);
     LatencyHistogram fast;
-    for (const auto& w : workers) {
+    for (const auto& w : workers_) {
         const Worker::Counters& wc = w->counters();
         s.fastPath += ld(wc.fastPath);
         s.deferred += ld(wc.deferred);
@@ -44,7 +45,7 @@ EngineStats Engine::Impl::snapshot() const
         fast.merge(w->latency());
     }
     LatencyHistogram publishLat;
-    flows->forEach([&](const ServedFlow& f) {
+    flows_->forEach([&](const ServedFlow& f) {
         const SequencerStats q = f.seq.stats();
         s.completedOk += q.ok;
         s.completedTruncated += q.truncated;
@@ -53,61 +54,59 @@ EngineStats Engine::Impl::snapshot() const
         s.late += q.stale;
         publishLat.merge(q.latency);
     });
-    for (const auto& q : queues) {
+    for (const auto& q : queues_) {
         xsk::QueueStats qs = q->stats();
         s.badMeta += qs.badMeta();
         s.pinnedBytes += qs.umemBytes;
         s.kernelRxDropped += qs.kernelPrimary.rx_dropped + qs.kernelPrimary.rx_ring_full +
                              qs.kernelBackup.rx_dropped + qs.kernelBackup.rx_ring_full;
     }
-    RegionStats r = region->stats();
-    s.cpuFaults = r.cpuFaults;
-    s.packetFaults = r.packetFaults;
-    s.prefetched = r.prefetched;
-    s.evicted = r.evicted;
-    s.restored = r.restored;
-    s.residentPages = r.residentPages;
-    s.steerToPickup = latency(pager->steerToPickup);
-    s.pickupToImage = latency(pager->pickupToImage);
-    s.imageToCopy = latency(pager->imageToCopy);
+    regions_.forEach([&](const Region& region) {
+        RegionStats r = region.stats();
+        s.cpuFaults += r.cpuFaults;
+        s.packetFaults += r.packetFaults;
+        s.prefetched += r.prefetched;
+        s.evicted += r.evicted;
+        s.restored += r.restored;
+        s.residentPages += r.residentPages;
+    });
+    s.steerToPickup = latency(pager_->steerToPickup);
+    s.pickupToImage = latency(pager_->pickupToImage);
+    s.imageToCopy = latency(pager_->imageToCopy);
     s.copyToPublish = latency(publishLat);
-    s.faultTotal = latency(pager->faultTotal);
+    s.faultTotal = latency(pager_->faultTotal);
     s.fastTotal = latency(fast);
     return s;
 }
 
-std::string Engine::Impl::json() const
+std::string Service::statsJson() const
 {
-    return ctl::engineStatsJson(snapshot(), cfg.ifname, ::getpid(), monotonicNs()).dump();
+    return ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs()).dump();
 }
 
-void Engine::Impl::writeStatsFile() noexcept
+void Service::writeStatsFile() noexcept
 {
     try {
         std::error_code ec;
-        std::filesystem::create_directories(std::filesystem::path(statsPath).parent_path(), ec);
+        std::filesystem::create_directories(std::filesystem::path(statsPath_).parent_path(), ec);
         if (ec) {
-            NPF_WARN_RL("creating the directory of %s: %s", statsPath.c_str(), ec.message().c_str());
+            NPF_WARN_RL("creating the directory of %s: %s", statsPath_.c_str(), ec.message().c_str());
             return;
         }
-        std::string tmp = statsPath + ".tmp";
+        std::string tmp = statsPath_ + ".tmp";
         FILE* f = std::fopen(tmp.c_str(), "w");
         if (!f) {
             NPF_WARN_RL("writing %s: %s", tmp.c_str(), strerror(errno));
             return;
         }
-        std::string body = json();
+        std::string body = statsJson();
         bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
         ok = (std::fclose(f) == 0) && ok;
-        if (!ok || std::rename(tmp.c_str(), statsPath.c_str()) != 0)
-            NPF_WARN_RL("writing %s: %s", statsPath.c_str(), strerror(errno));
+        if (!ok || std::rename(tmp.c_str(), statsPath_.c_str()) != 0)
+            NPF_WARN_RL("writing %s: %s", statsPath_.c_str(), strerror(errno));
     } catch (const std::exception& e) {
         NPF_WARN_RL("stats snapshot: %s", e.what());
     }
 }
-
-EngineStats Engine::stats() const { return impl_->snapshot(); }
-std::string Engine::statsJson() const { return impl_->json(); }
-std::array<uint64_t, NPF_STAT_MAX> Engine::xdpCounters() const { return ctl::readXdpStats(*impl_->dp); }
 
 } // namespace npf

@@ -13,9 +13,9 @@
 
 namespace npf {
 
-Worker::Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, Region& region, EpochDomain& epochs,
+Worker::Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, EpochDomain& epochs,
                FlowTable& flows, Pager& pager, int cpu)
-    : cfg_(cfg), queue_(queue), region_(region), epochs_(epochs), flows_(flows), pager_(pager), cpu_(cpu)
+    : cfg_(cfg), queue_(queue), epochs_(epochs), flows_(flows), pager_(pager), cpu_(cpu)
 {
 }
 
@@ -86,8 +86,9 @@ void Worker::loop() noexcept
             // the page was evicted after XDP steered the packet: the pager
             // places it. Block: write anyway; a missing page faults this
             // thread and the pager serves it through the userfaultfd.
-            if (kBlock || region_.isResident(m.offset, m.len)) {
-                status[i] = copy(region_.base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
+            Region& region = flows[i]->region;
+            if (kBlock || region.isResident(m.offset, m.len)) {
+                status[i] = copy(region.base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
                 done[i] = true;
                 continue;
             }
@@ -118,7 +119,7 @@ void Worker::loop() noexcept
                 flows[i]->seq.complete(seqs[i], 0, status[i], 0, now);
                 continue;
             }
-            region_.markReferenced(m.offset, m.len);
+            flows[i]->region.markReferenced(m.offset, m.len);
             flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
             fastTotal_.recordSingleWriter(now - xsk::steeredAtNs(m, now));
             placed++;
@@ -130,11 +131,12 @@ void Worker::loop() noexcept
         nTouched = 0;
         placed = 0;
         deferredAny = false;
-        // The epoch section spans the ring peek and every region write of
-        // the batch: the pager punches no page this batch may still write.
+        // The epoch section spans the ring peek, every region write of the
+        // batch and the publishing: the pager punches no page this batch may
+        // still write, and a flow closed meanwhile is freed only after it
+        // (FlowTable::close).
         reader.enter();
         const uint32_t n = queue_.pollPrimary(xsk::kMaxBatch, sink);
-        reader.exit();
         if (placed)
             counters_.fastPath.fetch_add(placed, std::memory_order_relaxed);
         if (deferredAny)
@@ -144,6 +146,7 @@ void Worker::loop() noexcept
             for (size_t j = 0; j < nTouched; j++)
                 touched[j]->publish(now);
         }
+        reader.exit();
         if (n) {
             idle = 0;
             continue;

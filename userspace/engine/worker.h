@@ -18,8 +18,8 @@ namespace npf {
 
 class Worker {
 public:
-    Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, Region& region, EpochDomain& epochs, FlowTable& flows,
-           Pager& pager, int cpu);
+    Worker(const EngineConfig& cfg, xsk::QueueSockets& queue, EpochDomain& epochs, FlowTable& flows, Pager& pager,
+           int cpu);
     ~Worker(); // stops and joins the thread
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
@@ -49,7 +49,6 @@ private:
 
     const EngineConfig& cfg_;
     xsk::QueueSockets& queue_;
-    Region& region_;
     EpochDomain& epochs_;
     FlowTable& flows_;
     Pager& pager_;

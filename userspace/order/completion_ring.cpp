@@ -197,7 +197,7 @@ size_t CompletionConsumer::poll(size_t max, npf_completion* out) noexcept
     return n;
 }
 
-int CompletionConsumer::wait(std::chrono::milliseconds timeout) noexcept
+int CompletionConsumer::wait(std::chrono::milliseconds timeout, int hangupFd) noexcept
 {
     using Clock = std::chrono::steady_clock;
     const auto deadline = Clock::now() + timeout;
@@ -218,10 +218,12 @@ int CompletionConsumer::wait(std::chrono::milliseconds timeout) noexcept
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
         }
-        pollfd p{ring_.eventFd(), POLLIN, 0};
-        const int rc = ::poll(&p, 1, ms);
+        pollfd p[2] = {{ring_.eventFd(), POLLIN, 0}, {hangupFd, 0, 0}};
+        const int rc = ::poll(p, hangupFd >= 0 ? 2 : 1, ms);
         const int err = errno;
         w.store(0, std::memory_order_relaxed);
+        if (hangupFd >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !ready())
+            return -EPIPE;
         if (rc > 0) {
             uint64_t v;
             [[maybe_unused]] ssize_t r = ::read(ring_.eventFd(), &v, sizeof(v)); // EAGAIN: raced, fine

@@ -107,8 +107,10 @@ public:
     size_t ready() noexcept { return ready(std::memory_order_acquire); }
     // Blocks until an entry is ready or timeout passes (negative = forever).
     // Returns entries ready (> 0), 0 on timeout (or a bare wake()), -EPROTO on
-    // a corrupt producer cursor, or another -errno from poll(2).
-    int wait(std::chrono::milliseconds timeout) noexcept;
+    // a corrupt producer cursor, or another -errno from poll(2). With a
+    // hangupFd (an npfd client's connection), -EPIPE once it hangs up (the
+    // producer is gone) and nothing is ready.
+    int wait(std::chrono::milliseconds timeout, int hangupFd = -1) noexcept;
     int eventFd() const noexcept { return ring_.eventFd(); }
     // Times the producer's cursor was out of range (read nothing). Any thread.
     uint64_t badProd() const noexcept { return badProd_.load(std::memory_order_relaxed); }

@@ -1,0 +1,211 @@
+#include "engine/service.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "ctl/attach.h"
+#include "ctl/engine_stats.h"
+#include "ctl/errors.h"
+#include "ctl/pins.h"
+#include "ctl/stats.h"
+#include "ctl/xsk_slots.h"
+#include "region/region.h"
+#include "sys/error.h"
+#include "sys/log.h"
+#include "xsk/sizing.h"
+
+namespace npf {
+namespace {
+
+ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
+{
+    ctl::ensureBpffs();
+    try {
+        return ctl::Dataplane::open(cfg.ifname);
+    } catch (const ctl::StateError& e) {
+        if (e.code().value() != ENOENT)
+            throw;
+    }
+    ctl::AttachOptions opt;
+    opt.ifname = cfg.ifname;
+    opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
+    ctl::AttachResult r = ctl::attach(opt);
+    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
+             r.progId, r.queues);
+    *attached = true;
+    return ctl::Dataplane::open(cfg.ifname);
+}
+
+} // namespace
+
+Service::Service(const EngineConfig& c) : cfg_(c)
+{
+    if (cfg_.ifname.empty())
+        throw ctl::ArgumentError("engine: no interface given");
+    if (cfg_.completionRingSize < NPF_POST_RING_SIZE || (cfg_.completionRingSize & (cfg_.completionRingSize - 1)))
+        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": completion ring size must be a power of two >= " +
+                                 std::to_string(NPF_POST_RING_SIZE));
+    if (cfg_.reorderTimeout.count() <= 0)
+        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
+    netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!netns_)
+        throwErrno("open /proc/thread-self/ns/net");
+    dp_.emplace(openOrAttach(cfg_, &attachedByUs_));
+    try {
+        setUp();
+    } catch (...) {
+        // The destructor does not run for a half-built service: undo the attach here.
+        workers_.clear();
+        pager_.reset();
+        queues_.clear();
+        if (attachedByUs_)
+            detachOnExit();
+        throw;
+    }
+}
+
+void Service::setUp()
+{
+    if (!ctl::xskSlots(*dp_).empty())
+        throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
+                                         " (npfctl status " + cfg_.ifname + ")");
+    flows_ = std::make_unique<FlowTable>(*dp_, cfg_);
+    flows_->withdrawStale();
+
+    uint32_t nq = cfg_.queues ? cfg_.queues : dp_->queues();
+    if (nq > dp_->queues())
+        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
+                                 " queues requested, the program serves " + std::to_string(dp_->queues()));
+    const uint32_t mtu = xsk::interfaceMtu(static_cast<uint32_t>(dp_->ifindex()));
+    const xsk::QueueSizes sizes =
+        xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);
+    NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,
+             sizes.framesPerPacket);
+    for (uint32_t q = 0; q < nq; q++) {
+        xsk::QueueConfig qc;
+        qc.ifindex = static_cast<uint32_t>(dp_->ifindex());
+        qc.queue = q;
+        qc.umem.frameSize = sizes.frameSize;
+        qc.umem.frameCount = sizes.frameCount;
+        qc.primaryRxSize = sizes.rxRingSize;
+        qc.backupRxSize = sizes.rxRingSize;
+        // Each flow bounds its datagrams by its own region (ServedFlow::claim).
+        qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
+        queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_->set(), dp_->xsks()));
+    }
+    statsPath_ = cfg_.statsPath.empty() ? ctl::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
+    Pager::Hooks hooks;
+    hooks.tick = [this] { writeStatsFile(); };
+    hooks.gone = [this] {
+        ifaceGone_.store(true, std::memory_order_release);
+        for (auto& w : workers_)
+            w->requestStop();
+    };
+    pager_ = std::make_unique<Pager>(cfg_, regions_, *flows_, queues_, sizes.frameSize * sizes.framesPerPacket,
+                                     std::move(hooks));
+    for (uint32_t q = 0; q < nq; q++)
+        workers_.push_back(std::make_unique<Worker>(cfg_, *queues_[q], epochs_, *flows_, *pager_,
+                                                    q < cfg_.workerCpus.size() ? cfg_.workerCpus[q] : -1));
+}
+
+void Service::start()
+{
+    pager_->start();
+    for (auto& w : workers_)
+        w->start();
+    started_ = true;
+}
+
+void Service::stopThreads() noexcept
+{
+    for (auto& w : workers_)
+        w->stop();
+    if (pager_)
+        pager_->stop();
+}
+
+Service::~Service()
+{
+    stopThreads();
+    // The interface name means something only in the service's namespace.
+    Fd here(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    const bool moved = here && setns(netns_.get(), CLONE_NEWNET) == 0;
+    if (!moved)
+        NPF_WARN("engine on %s: cannot enter its network namespace for teardown: %s", cfg_.ifname.c_str(),
+                 strerror(errno));
+    workers_.clear();
+    pager_.reset();
+    queues_.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
+    flows_->closeAll();
+    ::unlink(statsPath_.c_str());
+    // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
+    const std::string dir = statsPath_.substr(0, statsPath_.rfind('/'));
+    ::rmdir(dir.c_str());
+    ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
+    if (attachedByUs_ && moved)
+        detachOnExit();
+    if (moved)
+        (void)setns(here.get(), CLONE_NEWNET);
+}
+
+void Service::detachOnExit() noexcept
+{
+    // An interface that is gone took the program with it: force removes the
+    // pins this service created.
+    try {
+        ctl::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
+    } catch (const std::exception& e) {
+        NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
+    }
+}
+
+void Service::addRegion(Region& r) { regions_.add(&r); }
+
+void Service::removeRegion(Region& r) noexcept
+{
+    regions_.remove(&r);
+    pager_->sync();
+}
+
+ServedFlow& Service::openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+                              bool fresh)
+{
+    return flows_->open(spec, region, binding, fresh);
+}
+
+void Service::barrier() noexcept
+{
+    // Workers: every batch that began before has ended (each batch is an
+    // epoch section, and so is its publishing).
+    const uint64_t e = epochs_.advance();
+    while (!epochs_.passed(e))
+        std::this_thread::yield();
+    // The pager: a whole round began after (and took the deferred datagrams
+    // the workers pushed).
+    pager_->sync();
+}
+
+void Service::closeFlow(ServedFlow& f) noexcept
+{
+    flows_->close(f, [this] { barrier(); });
+}
+
+void Service::wakeApplications() noexcept
+{
+    flows_->forEach([](ServedFlow& f) { f.wakeApplication(); });
+}
+
+std::string Service::failure() const
+{
+    if (ifaceGone_.load(std::memory_order_acquire))
+        return cfg_.ifname + " is gone (deleted, or moved out of this network namespace)";
+    return "";
+}
+
+std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return ctl::readXdpStats(*dp_); }
+
+} // namespace npf

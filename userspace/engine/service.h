@@ -1,0 +1,96 @@
+// The dataplane of one interface, serving flows of any number of regions:
+// the XDP program (attached, or opened if `npfctl attach` put it there), a
+// primary and a backup AF_XDP socket per RX queue, one worker per queue, the
+// pager. npf::Engine is a Service with one region of its own; npfd runs a
+// Service per interface for the regions of all its clients.
+//
+//   thread        type         runs                                  owns
+//   control       Service      open/close flows, add/remove regions  the parts below
+//   worker[q]     Worker       primary ring of queue q (fast path)   its batch, counters, histogram
+//   pager         Pager        backup rings, uffds, deferred, LOST   scratch, histograms, settle state
+//   npf-barrier   GracePeriods RCU grace periods for the pager       -
+//
+// Shared by all of them: FlowTable (id -> ServedFlow: sequencer, completion
+// producer, settle marks, the flow's Region), the RegionSet, the
+// QueueSockets. Shared with XDP: each flow's post ring map, each region's
+// resident bitmap map, the AF_XDP rings. Shared with the application (its
+// process or another): the completion rings, the post rings.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctl/dataplane.h"
+#include "ctl/flow_ring.h"
+#include "engine/flow_table.h"
+#include "engine/pager.h"
+#include "engine/region_set.h"
+#include "engine/worker.h"
+#include "npf/engine.h"
+#include "region/epoch.h"
+#include "sys/fd.h"
+#include "xsk/queue.h"
+
+namespace npf {
+
+class Service {
+public:
+    // cfg's region fields are not used (regions come with addRegion). Throws
+    // std::system_error naming what failed (interface, attach, sockets).
+    explicit Service(const EngineConfig& cfg);
+    ~Service(); // stops the threads, withdraws and removes the flows, detaches what it attached
+    Service(const Service&) = delete;
+    Service& operator=(const Service&) = delete;
+
+    void start();
+
+    // Regions: the pager serves their faults. A region is removed only
+    // after its flows are closed; remove returns once the pager let go of it.
+    void addRegion(Region& r);
+    void removeRegion(Region& r) noexcept;
+    // Fast-path writers of every region are readers of this domain.
+    EpochDomain& epochs() noexcept { return epochs_; }
+
+    ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+                         bool fresh = false);
+    // While the engine runs: the flow's datagrams pass to the kernel from
+    // now on, and no engine thread holds it when this returns.
+    void closeFlow(ServedFlow& f) noexcept;
+
+    std::string failure() const;
+    EngineStats stats() const;
+    std::string statsJson() const;
+    std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
+    uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
+    bool attachedByUs() const noexcept { return attachedByUs_; }
+    const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
+    const EngineConfig& config() const noexcept { return cfg_; }
+    // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
+    void wakeApplications() noexcept;
+
+private:
+    void setUp();
+    void stopThreads() noexcept;
+    void detachOnExit() noexcept;
+    void writeStatsFile() noexcept;
+    void barrier() noexcept; // no worker batch or pager round that began before is still running
+
+    EngineConfig cfg_;
+    Fd netns_; // the network namespace the service was created in (teardown runs there)
+    bool attachedByUs_ = false;
+    bool started_ = false;
+    std::optional<ctl::Dataplane> dp_;
+    EpochDomain epochs_;
+    RegionSet regions_;
+    std::unique_ptr<FlowTable> flows_;
+    std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;
+    std::unique_ptr<Pager> pager_;
+    std::vector<std::unique_ptr<Worker>> workers_; // index = queue
+    std::atomic<bool> ifaceGone_{false};           // set once, by the pager
+    std::string statsPath_;
+};
+
+} // namespace npf
