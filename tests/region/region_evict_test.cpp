@@ -104,6 +104,71 @@ TEST(RegionEvict, ReleaseIsCancelledByNewContentOrProtect)
     EXPECT_EQ(r.stats().spilled, 2u);
 }
 
+// release() drops a page's content on eviction, but a fast-path writer may
+// put a new datagram into it afterwards without anything calling protect()
+// (npfd's client posts its buffers straight to XDP). Its markReferenced()
+// inside the epoch section ends the release, and eviction decides after the
+// grace period, so the new data is saved: page 0 written before the eviction,
+// page 1 by a writer that eviction is already waiting for.
+TEST(RegionEvict, ReleasedPageWrittenOnTheFastPathIsSaved)
+{
+    NPF_REQUIRE_UFFD();
+    EpochDomain epochs;
+    RegionConfig c = smallConfig();
+    c.epochs = &epochs;
+    Region r(c);
+    auto old = fillPages(r, 0, 2, 11);
+    ASSERT_EQ(r.release(0, 2 * kPg), 2);
+    auto fresh = randomBytes(1472, 12);
+    auto fastWrite = [&](uint64_t off) {
+        std::memcpy(r.base() + off, fresh.data(), fresh.size());
+        std::memcpy(&old[off], fresh.data(), fresh.size());
+        r.markReferenced(off, fresh.size());
+    };
+    {
+        EpochDomain::Reader w(epochs);
+        w.enter();
+        ASSERT_TRUE(r.isResident(100, fresh.size()));
+        fastWrite(100);
+        w.exit();
+    }
+    std::promise<void> inside;
+    std::atomic<bool> go{false};
+    std::thread writer([&] {
+        EpochDomain::Reader w(epochs);
+        w.enter();
+        bool resident = r.isResident(kPg + 100, fresh.size());
+        inside.set_value();
+        while (!go.load())
+            std::this_thread::yield();
+        if (resident)
+            fastWrite(kPg + 100);
+        w.exit();
+        EXPECT_TRUE(resident);
+    });
+    inside.get_future().wait();
+    auto ev = std::async(std::launch::async, [&] { return r.evictAll(); });
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (r.stats().graceWaits == 0 && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    EXPECT_EQ(r.stats().graceWaits, 1u) << "eviction did not wait for the writer";
+    go = true;
+    ASSERT_EQ(ev.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    EXPECT_EQ(ev.get(), 2);
+    writer.join();
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.discarded, 0u) << "a released page with new data was dropped";
+    EXPECT_EQ(s.spilled, 2u);
+    PagerThread pager(r);
+    std::thread app([&] { EXPECT_EQ(std::memcmp(r.base(), old.data(), 2 * kPg), 0); });
+    app.join();
+
+    // Without new data, a released page is still dropped.
+    ASSERT_EQ(r.release(0, kPg), 1);
+    ASSERT_EQ(r.evictAll(), 2);
+    EXPECT_EQ(r.stats().discarded, 1u);
+}
+
 TEST(RegionEvict, ProtectedPagesAreNeverEvicted)
 {
     NPF_REQUIRE_UFFD();

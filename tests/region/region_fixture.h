@@ -26,7 +26,8 @@ namespace npf::test {
 
 constexpr uint64_t kPg = NPF_PAGE_SIZE;
 
-// Polls the region's uffd and serves CPU faults until destroyed.
+// Polls the region's uffd (and its client's, if any) and serves faults until
+// destroyed.
 class PagerThread {
 public:
     explicit PagerThread(Region& r) : r_(r), t_([this] { run(); }) {}
@@ -50,11 +51,21 @@ public:
 private:
     void run()
     {
+        int client = r_.clientUffdFd();
         while (!stop_) {
-            pollfd p{r_.uffdFd(), POLLIN, 0};
-            if (::poll(&p, 1, 2) > 0) {
-                int rc = r_.serviceFaults();
-                EXPECT_GE(rc, 0) << "serviceFaults: " << rc;
+            pollfd p[2] = {{r_.uffdFd(), POLLIN, 0}, {client, POLLIN, 0}};
+            if (::poll(p, 2, 2) > 0) {
+                if (p[0].revents) {
+                    int rc = r_.serviceFaults();
+                    EXPECT_GE(rc, 0) << "serviceFaults: " << rc;
+                }
+                if (p[1].revents) {
+                    int rc = r_.serviceClientFaults();
+                    if (rc == -ENOTCONN)
+                        client = -1; // gone: stop polling its uffd
+                    else
+                        EXPECT_GE(rc, 0) << "serviceClientFaults: " << rc;
+                }
             }
             uint64_t res = r_.residentPages();
             if (res > maxResident_)

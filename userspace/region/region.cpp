@@ -22,7 +22,11 @@ std::string sizeStr(uint64_t b) { return std::to_string(b) + " bytes"; }
 
 } // namespace
 
-Region::Region(const RegionConfig& cfg) : cfg_(cfg), c_(std::make_unique<Counters>())
+Region::Region(const RegionConfig& cfg) : Region(cfg, nullptr) {}
+
+Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &client) {}
+
+Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(std::make_unique<Counters>())
 {
     const std::string& who = cfg_.name;
     if (cfg_.size == 0 || cfg_.size % kPage)
@@ -37,11 +41,15 @@ Region::Region(const RegionConfig& cfg) : cfg_(cfg), c_(std::make_unique<Counter
     if (cfg_.residentBudget && budgetPages_ == 0)
         budgetPages_ = 1;
 
-    memfd_.reset(::memfd_create(who.c_str(), MFD_CLOEXEC));
-    if (!memfd_)
-        throwErrno("memfd_create for region " + who);
-    if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
-        throwErrno("size region memfd " + who + " to " + sizeStr(size_));
+    if (client) {
+        adoptMemfd(std::move(client->memfd));
+    } else {
+        memfd_.reset(::memfd_create(who.c_str(), MFD_CLOEXEC));
+        if (!memfd_)
+            throwErrno("memfd_create for region " + who);
+        if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
+            throwErrno("size region memfd " + who + " to " + sizeStr(size_));
+    }
     map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(size_) + ")");
 
@@ -87,9 +95,15 @@ Region::Region(const RegionConfig& cfg) : cfg_(cfg), c_(std::make_unique<Counter
     scratchStatus_.reserve(4096);
     victims_.reserve(cfg_.maxBatchPages);
     msgs_.resize(64);
-    NPF_DEBUG("region %s: %llu pages, budget %llu pages, write-protect fence %s", who.c_str(),
+    if (client && client->uffd)
+        adoptClientUffd(std::move(client->uffd), client->base);
+    NPF_DEBUG("region %s: %llu pages, budget %llu pages, write-protect fence %s%s", who.c_str(),
               static_cast<unsigned long long>(pages_), static_cast<unsigned long long>(budgetPages_),
-              wp_ ? "on" : "off");
+              wp_ ? "on" : "off",
+              !adopted_      ? ""
+              : !clientUffd_ ? ", client memory (its faults not served)"
+              : clientWp_    ? ", client memory, fence covers the client"
+                             : ", client memory, client not fenced");
 }
 
 Region::~Region()
@@ -119,9 +133,14 @@ void Region::markReferenced(uint64_t offset, uint64_t len) noexcept
     if (!len || offset >= size_)
         return;
     uint64_t last = std::min(offset + len - 1, size_ - 1) >> NPF_PAGE_SHIFT;
-    for (uint64_t p = offset >> NPF_PAGE_SHIFT; p <= last; ++p)
+    for (uint64_t p = offset >> NPF_PAGE_SHIFT; p <= last; ++p) {
         if (!bits::testAcquire(referenced_.data(), p))
             bits::setAtomic(referenced_.data(), p, __ATOMIC_RELAXED);
+        // New data ends a release(). Eviction reads the bit after its grace
+        // period, which this writer's section is part of.
+        if (bits::testAcquire(discard_.data(), p))
+            bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
+    }
 }
 
 void Region::clockPush(uint64_t page) noexcept
@@ -152,12 +171,13 @@ void Region::markInstalled(uint64_t page) noexcept
 
 // UFFDIO_COPY found the page present although we had not installed it (it was
 // populated behind our back): keep what is there, patch our pieces in.
-void Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
+int Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
 {
     bump(c_->eexist);
-    plan_.applyTo(pageAddr(page), pb, pe);
+    int rc = patchInPlace(page, pb, pe);
     markInstalled(page);
     uffd_.wake(pageAddr(page), kPage);
+    return rc;
 }
 
 void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
@@ -223,8 +243,7 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
                 break;
             if (rc == -EEXIST) {
                 size_t k = i + done / kPage;
-                onExisting(pages[k], pb ? pb[k] : 0, pb ? pe[k] : 0);
-                status[k] = 0;
+                status[k] = onExisting(pages[k], pb ? pb[k] : 0, pb ? pe[k] : 0);
                 done += kPage;
                 continue;
             }
@@ -241,14 +260,15 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
         if (t)
             t->copyDone = monotonicNs();
 
-        // Restored pages no longer need their saved copy.
+        // Pages installed now (copied, or found present: EEXIST, whatever a
+        // patch into it returned) no longer need their saved copy.
         for (size_t k = i; k < j;) {
-            if (status[k] != 0 || !bits::test(saved_.data(), pages[k])) {
+            if (!present(pages[k]) || !bits::test(saved_.data(), pages[k])) {
                 ++k;
                 continue;
             }
             size_t m = k;
-            while (m < j && status[m] == 0 && bits::test(saved_.data(), pages[m]) &&
+            while (m < j && present(pages[m]) && bits::test(saved_.data(), pages[m]) &&
                    pages[m] == pages[k] + (m - k)) {
                 bits::clear(saved_.data(), pages[m]);
                 ++m;
@@ -280,7 +300,14 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         uint64_t page = pieces[b].page;
         bits::clearAtomic(discard_.data(), page, __ATOMIC_RELAXED);
         if (present(page)) {
-            plan_.applyTo(pageAddr(page), b, e);
+            if (int prc = patchInPlace(page, b, e)) {
+                bump(c_->errors);
+                NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
+                            static_cast<unsigned long long>(page), std::strerror(-prc));
+                for (size_t k = b; k < e; ++k)
+                    results[pieces[k].patch] = prc;
+                continue;
+            }
             bits::setAtomic(referenced_.data(), page, __ATOMIC_RELAXED);
             bump(c_->patchesToResident, e - b);
             continue;
@@ -339,6 +366,42 @@ int Region::serviceFaults(BatchTiming* t) noexcept
     return rc;
 }
 
+int Region::installFaulted(BatchTiming* t) noexcept
+{
+    std::sort(scratchPages_.begin(), scratchPages_.end());
+    scratchPages_.erase(std::unique(scratchPages_.begin(), scratchPages_.end()), scratchPages_.end());
+    if (scratchPages_.empty())
+        return 0;
+    if (!ensureSize(scratchStatus_, scratchPages_.size()))
+        return -ENOMEM;
+    std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
+    installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), t);
+    return 0;
+}
+
+// A MISSING fault on a page we installed: the event raced with the install
+// (the page is there: EEXIST), or another process punched the page (a client
+// can punch its memfd): install it again, zeroed, as nothing was saved.
+// Returns true if it was installed again.
+bool Region::refill(uint64_t page) noexcept
+{
+    uint8_t* zero = staging_.as<uint8_t>();
+    std::memset(zero, 0, kPage);
+    long rc = uffd_.copy(pageAddr(page), zero, kPage, nullptr);
+    bump(c_->copyCalls);
+    if (rc >= 0) {
+        bump(c_->vanished);
+        bump(c_->pagesInstalled);
+        return true;
+    }
+    if (rc != -EEXIST) {
+        bump(c_->errors);
+        NPF_WARN_RL("region %s: UFFDIO_COPY refilling page %llu: %s", cfg_.name.c_str(),
+                    static_cast<unsigned long long>(page), std::strerror(static_cast<int>(-rc)));
+    }
+    return false;
+}
+
 int Region::serviceFaultsLocked(BatchTiming* t) noexcept
 {
     int served = 0;
@@ -362,29 +425,25 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             uint64_t page = (a - lo) >> NPF_PAGE_SHIFT;
             ++served;
             bump(c_->cpuFaults);
-            // A write-protect fault left over from an eviction: the fence is
-            // already lifted, the waiter only needs to retry.
-            if ((msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) || present(page)) {
+            // WP: left over from an eviction whose fence is lifted; the
+            // waiter only needs to retry. Present: see refill().
+            bool wpFault = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
+            if (wpFault || present(page)) {
+                if (!wpFault && refill(page))
+                    continue; // UFFDIO_COPY woke the waiter
                 bump(c_->cpuFaultWakes);
                 uffd_.wake(pageAddr(page), kPage);
                 continue;
             }
             if (!pushBack(scratchPages_, page)) {
                 bump(c_->errors);
-                break;
+                uffd_.wake(pageAddr(page), kPage); // faults again later
             }
         }
-        std::sort(scratchPages_.begin(), scratchPages_.end());
-        scratchPages_.erase(std::unique(scratchPages_.begin(), scratchPages_.end()), scratchPages_.end());
-        if (!scratchPages_.empty()) {
-            if (!ensureSize(scratchStatus_, scratchPages_.size()))
-                return -ENOMEM;
-            std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
-            installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), t);
-            for (size_t k = 0; k < scratchPages_.size(); ++k)
-                if (scratchStatus_[k] != 0) // never leave a faulting thread hanging
-                    uffd_.wake(pageAddr(scratchPages_[k]), kPage);
-        }
+        int rc = installFaulted(t);
+        for (size_t k = 0; k < scratchPages_.size(); ++k)
+            if (rc || scratchStatus_[k] != 0) // never leave a faulting thread hanging
+                uffd_.wake(pageAddr(scratchPages_[k]), kPage);
         if (n < static_cast<int>(msgs_.size()))
             break;
     }

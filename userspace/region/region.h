@@ -3,16 +3,25 @@
 // pager operations that own residency: packet patches, CPU faults, prefetch,
 // protection of posted buffers, release, and eviction under a budget.
 //
-// Threading: pager operations (applyPatches, serviceFaults, prefetch, release,
-// evict*) take an internal mutex and may be called from any thread, but the
-// engine calls them from its single pager thread. protect/unprotect,
-// markReferenced, isResident and stats are lock-free. A thread that writes
-// the region on the fast path must be an EpochDomain reader: enter(), check
-// isResident() for the destination, write, exit(); a failed check means the
-// payload goes to the pager. Never call evict* from inside a reader section.
+// The memory is the region's own memfd, or a client's (npfd): the client
+// created and mapped it, registered its mapping with its own userfaultfd and
+// passed both fds (ClientMemory). The region then maps the memfd itself,
+// registered with its own uffd as always, and also serves the client's faults
+// and fences the client's mapping during eviction (region_client.cpp).
+//
+// Threading: pager operations (applyPatches, serviceFaults,
+// serviceClientFaults, prefetch, release, evict*) take an internal mutex and
+// may be called from any thread, but the engine calls them from its single
+// pager thread. protect/unprotect, markReferenced, isResident and stats are
+// lock-free. A thread that writes the region on the fast path must be an
+// EpochDomain reader: enter(), check isResident() for the destination, write,
+// markReferenced(), exit(); a failed check means the payload goes to the pager.
+// Never call evict* from inside a reader section.
 //
 // The pager never touches a page through the mapping unless it knows the
-// page is present, so it never faults on itself.
+// page is present, so it never faults on itself. A client can punch holes in
+// its memfd behind that knowledge, so with client memory the pager reads and
+// writes pages through the memfd (pread/pwrite) instead.
 #pragma once
 
 #include <array>
@@ -58,6 +67,19 @@ struct RegionConfig {
     std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
 };
 
+// Memory a client process owns (npfd): it created the memfd, mapped it
+// MAP_SHARED at `base` and registered that mapping with its own userfaultfd
+// (MISSING, plus WP where the kernel has uffd-wp on shmem).
+struct ClientMemory {
+    // A shmem memfd created with MFD_ALLOW_SEALING, at least RegionConfig::size
+    // bytes. The region seals it F_SEAL_SHRINK | F_SEAL_SEAL: a client that
+    // shrank it would SIGBUS the daemon, and one that sealed it against writes
+    // would stop eviction's hole punching.
+    Fd memfd;
+    Fd uffd;           // the client's userfaultfd; empty: its faults are not served
+    uint64_t base = 0; // the client's address of region offset 0, page aligned
+};
+
 // Counters of a Region: the monotonic ones (kRegionCounters says what each
 // counts) and residentPages, pages present now.
 struct RegionStats {
@@ -65,6 +87,7 @@ struct RegionStats {
     uint64_t packetFaults = 0, cpuFaults = 0, cpuFaultWakes = 0, pagesInstalled = 0;
     uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
     uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
+    uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t residentPages = 0;
 };
 
@@ -73,7 +96,7 @@ struct RegionStats {
 // (Region::Counters, V = std::atomic<uint64_t>), which stats() copies by
 // looping over both.
 template <typename C, typename V = uint64_t>
-constexpr std::array<CounterDef<C, V>, 18> regionCounters()
+constexpr std::array<CounterDef<C, V>, 22> regionCounters()
 {
     return {{
         {"packet_batches", &C::packetBatches, "calls", "applyPatches calls"},
@@ -94,6 +117,11 @@ constexpr std::array<CounterDef<C, V>, 18> regionCounters()
         {"evict_blocked", &C::evictBlocked, "evictions", "evictions that found no victim (all protected)"},
         {"grace_waits", &C::graceWaits, "waits", "grace periods eviction had to wait for"},
         {"errors", &C::errors, "errors", "failed ioctls and spill I/O"},
+        {"vanished", &C::vanished, "pages", "resident pages found punched by another process, installed again zeroed"},
+        {"client_faults", &C::clientFaults, "faults", "fault events from the client's userfaultfd served"},
+        {"client_ignored", &C::clientIgnored, "events",
+         "client userfaultfd events ignored: address outside its region, or not a page fault"},
+        {"client_gone", &C::clientGone, "clients", "client whose userfaultfd failed (it exited): no longer served"},
     }};
 }
 
@@ -117,6 +145,10 @@ struct BatchTiming {
 class Region {
 public:
     explicit Region(const RegionConfig& cfg);
+    // Adopts a client's memory (see ClientMemory). Throws, closing the fds,
+    // if the memfd is not a sealable shmem memfd of at least cfg.size bytes,
+    // if `uffd` is not a userfaultfd, or if the client is already gone.
+    Region(const RegionConfig& cfg, ClientMemory client);
     ~Region();
     Region(const Region&) = delete;
     Region& operator=(const Region&) = delete;
@@ -131,9 +163,28 @@ public:
     bool writeProtectFence() const noexcept { return wp_; }
     uint64_t budgetPages() const noexcept { return budgetPages_; }
 
+    // The client side (a region built from ClientMemory). Any failed ioctl on
+    // the client's uffd means the client is gone (it exited, or broke the
+    // protocol): counted, logged once, never served again; the owner destroys
+    // the region.
+    bool adopted() const noexcept { return adopted_; }
+    // Poll for POLLIN, then serviceClientFaults(); -1 without a client uffd.
+    int clientUffdFd() const noexcept { return clientUffd_.fd(); }
+    uint64_t clientBase() const noexcept { return clientBase_; }
+    // The write-protect fence covers the client's mapping too (its mapping
+    // is registered for WP); otherwise the client's own writes racing an
+    // eviction can be lost.
+    bool clientWriteProtect() const noexcept { return clientWp_; }
+    bool clientGone() const noexcept { return clientGone_.load(std::memory_order_acquire); }
+    // Asks the kernel whether the client still exists (one ioctl); false once
+    // it is gone, or without a client uffd.
+    bool checkClient() noexcept;
+
     // True if every page of [offset, offset + len) has its resident bit set.
     bool isResident(uint64_t offset, uint64_t len) const noexcept;
-    // Marks pages recently written (second chance for the clock).
+    // Marks pages recently written: a second chance for the clock, and the
+    // end of a release() (the page holds new data). Call it inside the epoch
+    // section that wrote them.
     void markReferenced(uint64_t offset, uint64_t len) noexcept;
 
     // Places payloads. results[i] (size >= patches.size()) gets 0 when patch i
@@ -142,6 +193,11 @@ public:
     int applyPatches(std::span<const Patch> patches, std::span<int> results, BatchTiming* t = nullptr) noexcept;
     // Serves pending CPU faults without blocking; returns events served or -errno.
     int serviceFaults(BatchTiming* t = nullptr) noexcept;
+    // Serves pending faults of the client's mapping without blocking: the
+    // page goes in through the region's own uffd, then the client is woken.
+    // Returns events served, or -ENOTCONN without a client uffd or once the
+    // client is gone (then stop polling clientUffdFd()).
+    int serviceClientFaults(BatchTiming* t = nullptr) noexcept;
     // Installs the missing pages of [offset, offset + len); returns pages installed or -errno.
     int prefetch(uint64_t offset, uint64_t len) noexcept;
 
@@ -152,7 +208,10 @@ public:
     uint32_t protectCount(uint64_t page) const noexcept;
 
     // Content of the pages fully inside [offset, offset + len) is no longer
-    // needed: they are not saved on eviction and come back zeroed.
+    // needed: they are not saved on eviction and come back zeroed. A page
+    // written again before its eviction is saved after all: the pager's
+    // patches, protect() and a fast-path writer's markReferenced() cancel the
+    // release, and eviction decides after its grace period.
     int release(uint64_t offset, uint64_t len) noexcept;
 
     // Evicts down to the budget (minus some slack); returns pages evicted or -errno.
@@ -166,12 +225,33 @@ public:
 
 private:
     struct Counters;
+    Region(const RegionConfig& cfg, ClientMemory* client);
+    // region_client.cpp: checks and seals the client's memfd, adopts its uffd.
+    void adoptMemfd(Fd memfd);
+    void adoptClientUffd(Fd uffd, uint64_t base);
+    int serviceClientFaultsLocked(BatchTiming* t) noexcept;
+    int fenceClient(uint64_t page, uint64_t n, bool wp) noexcept;
+    void wakeClient(uint64_t page, uint64_t n) noexcept;
+    void clientFailed(int err, const char* what) noexcept;
+    uint8_t* clientAddr(uint64_t page) const noexcept
+    {
+        return reinterpret_cast<uint8_t*>(clientBase_ + (page << NPF_PAGE_SHIFT));
+    }
+
     // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
     // belong to pages[i]; status[i] gets 0 or -errno.
     void installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                       BatchTiming* t) noexcept;
+    // Installs the pages in scratchPages_ (sorted and deduplicated here) that
+    // faulted; scratchStatus_[k] gets 0 or -errno. -ENOMEM if nothing was tried.
+    int installFaulted(BatchTiming* t) noexcept;
     void markInstalled(uint64_t page) noexcept;
-    void onExisting(uint64_t page, size_t pb, size_t pe) noexcept;
+    int onExisting(uint64_t page, size_t pb, size_t pe) noexcept;
+    // Writes plan pieces [pb, pe) into a present page; 0 or -errno.
+    int patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept;
+    // Saves pages [page, page + n) (present, n <= maxBatchPages) to the spill file.
+    int saveRun(uint64_t page, uint64_t n) noexcept;
+    bool refill(uint64_t page) noexcept;
     int serviceFaultsLocked(BatchTiming* t) noexcept;
     void autoEvictLocked() noexcept;
     int evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept;
@@ -187,12 +267,17 @@ private:
     uint64_t pages_ = 0;
     uint64_t budgetPages_ = 0;
     bool wp_ = false;
+    bool adopted_ = false;              // the memfd is a client's
+    bool clientWp_ = false;             // fence the client's mapping too
+    uint64_t clientBase_ = 0;
+    std::atomic<bool> clientGone_{false};
 
-    // Teardown order (reverse): uffd first (wakes and unregisters), then the
-    // mapping, then the memfd.
+    // Teardown order (reverse): the client's uffd and ours (each wakes and
+    // unregisters when it is the last reference), then the mapping, then the memfd.
     Fd memfd_;
     MmapArea map_;
     Userfaultfd uffd_;
+    Userfaultfd clientUffd_;
     SpillFile spill_;
 
     LazyArray<uint64_t> ownBitmap_;

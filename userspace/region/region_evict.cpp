@@ -3,10 +3,12 @@
 //
 // The grace period covers fast-path workers that saw a bit set before it was
 // cleared. The write-protect fence covers every other writer (the
-// application, a worker that skipped the protocol): from the fence until the
-// hole is punched writes block in a WP fault, and after the fence is lifted
-// they retry, fault MISSING and get the saved content, so no write is lost
-// between save and punch.
+// application, a client writing its own mapping, a worker that skipped the
+// protocol): from the fence until the hole is punched writes block in a WP
+// fault, and after the fence is lifted they retry, fault MISSING and get the
+// saved content, so no write is lost between save and punch. With client
+// memory the fence goes up on both mappings, ours and (through the client's
+// uffd, at its addresses) the client's; the punch removes the page from both.
 #include <fcntl.h>
 #include <sched.h>
 
@@ -99,6 +101,7 @@ void Region::waitGrace() noexcept
     while (!cfg_.epochs->passed(e)) {
         // A reader may be blocked in a fault only we can serve.
         serviceFaultsLocked(nullptr);
+        serviceClientFaultsLocked(nullptr);
         ::sched_yield();
         if (!warned && monotonicNs() - start > warnNs) {
             warned = true;
@@ -151,26 +154,32 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
         NPF_WARN_RL("region %s: evict %zu pages at page %llu: %s: %s", cfg_.name.c_str(), n,
                     static_cast<unsigned long long>(victims_[k]), what, std::strerror(-err));
     };
+    // Released pages are dropped instead of saved. Decided here, after the
+    // grace period: a fast-path writer that put new data into a released
+    // page cleared its discard bit (markReferenced) inside its section, which
+    // has ended now, and the pager's patches clear it under the lock we hold,
+    // so a released page written since is saved. Only protect() can still
+    // clear the bit from here on, and it announces content still to come.
     // The fence guards the save -> punch window of pages whose content is
-    // kept; released pages are discarded anyway, so they skip it (and its
-    // TLB shootdowns).
-    // Decided once: a release() racing with this eviction only means the
-    // page is saved (and fenced) after all.
+    // kept; released pages are dropped anyway, so they skip it (and its TLB
+    // shootdowns).
     uint8_t save[1024] = {};
     for (size_t k = 0; k < victims_.size(); ++k)
-        save[k] = !bits::test(discard_.data(), victims_[k]);
+        save[k] = !bits::testAcquire(discard_.data(), victims_[k]);
     auto isFenced = [&](size_t k) { return wp_ && save[k]; };
 
     if (wp_)
         forRuns(victims_, isFenced, [&](size_t k, size_t n) {
             int rc = uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, true);
+            if (!rc)
+                rc = fenceClient(victims_[k], n, true);
             if (rc)
                 fail(k, n, rc, "write-protect");
         });
 
     auto keep = [&](size_t k) { return !failed[k] && save[k]; };
     forRuns(victims_, keep, [&](size_t k, size_t n) {
-        int rc = spill_.save(victims_[k] * kPage, pageAddr(victims_[k]), n * kPage);
+        int rc = saveRun(victims_[k], n);
         if (rc) {
             fail(k, n, rc, "save to spill file");
             return;
@@ -187,27 +196,35 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
             fail(k, n, -errno, "punch hole");
     });
 
+    // Punched pages are accounted before the fence is lifted: lifting the
+    // client's may have to read its events, and a fault served then must see
+    // the page gone and restore its saved content.
+    int evicted = 0;
+    for (size_t k = 0; k < victims_.size(); ++k) {
+        if (failed[k])
+            continue;
+        bits::clearAtomic(discard_.data(), victims_[k], __ATOMIC_RELAXED);
+        if (!save[k])
+            bump(c_->discarded);
+        bits::clear(present_.data(), victims_[k]);
+        resident_.fetch_sub(1, std::memory_order_relaxed);
+        ++evicted;
+    }
+
     if (wp_)
         forRuns(victims_, isFenced, [&](size_t k, size_t n) {
             // Lifts the fence (and its PTE markers) and wakes blocked writers.
             if (uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, false))
                 uffd_.wake(pageAddr(victims_[k]), n * kPage);
+            fenceClient(victims_[k], n, false);
         });
 
-    int evicted = 0;
     for (size_t k = 0; k < victims_.size(); ++k) {
-        uint64_t v = victims_[k];
-        if (failed[k]) {
-            bits::clear(saved_.data(), v);
-            clockPush(v);
-            bits::setAtomic(bitmap_, v, __ATOMIC_RELEASE);
+        if (!failed[k])
             continue;
-        }
-        if (bits::testAndClearAtomic(discard_.data(), v, __ATOMIC_RELAXED))
-            bump(c_->discarded);
-        bits::clear(present_.data(), v);
-        resident_.fetch_sub(1, std::memory_order_relaxed);
-        ++evicted;
+        bits::clear(saved_.data(), victims_[k]);
+        clockPush(victims_[k]);
+        bits::setAtomic(bitmap_, victims_[k], __ATOMIC_RELEASE);
     }
     bump(c_->evicted, static_cast<uint64_t>(evicted));
     if (failedAny && !evicted)

@@ -1,4 +1,4 @@
-// Internals shared by region.cpp and region_evict.cpp.
+// Internals shared by region.cpp, region_evict.cpp and region_client.cpp.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@ struct Region::Counters {
     std::atomic<uint64_t> packetFaults{0}, cpuFaults{0}, cpuFaultWakes{0}, pagesInstalled{0};
     std::atomic<uint64_t> copyCalls{0}, eexist{0}, prefetched{0}, evicted{0}, spilled{0};
     std::atomic<uint64_t> discarded{0}, restored{0}, evictBlocked{0}, graceWaits{0}, errors{0};
+    std::atomic<uint64_t> vanished{0}, clientFaults{0}, clientIgnored{0}, clientGone{0};
 };
 
 inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) noexcept

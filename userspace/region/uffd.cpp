@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "sys/error.h"
 
@@ -93,6 +94,26 @@ Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::str
     return u;
 }
 
+Userfaultfd Userfaultfd::adopt(Fd fd, const std::string& who)
+{
+    // Only a real userfaultfd: events read from any other file would be
+    // whatever its writer forged (a fork event's fd number, which we close).
+    char link[64] = {};
+    std::string path = "/proc/self/fd/" + std::to_string(fd.get());
+    ssize_t n = fd ? ::readlink(path.c_str(), link, sizeof(link) - 1) : -1;
+    if (n < 0)
+        throwErrno(fd ? errno : EBADF, "adopt the userfaultfd of " + who);
+    if (std::strcmp(link, "anon_inode:[userfaultfd]") != 0)
+        throwErrno(EINVAL, "adopt the userfaultfd of " + who + ": fd " + std::to_string(fd.get()) + " is " + link +
+                               ", not a userfaultfd");
+    int fl = ::fcntl(fd.get(), F_GETFL);
+    if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0)
+        throwErrno("make the userfaultfd of " + who + " non-blocking");
+    Userfaultfd u;
+    u.fd_ = std::move(fd);
+    return u;
+}
+
 void Userfaultfd::registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const
 {
     uffdio_register reg{};
@@ -129,12 +150,12 @@ int Userfaultfd::wake(void* addr, size_t len) const noexcept
     return ::ioctl(fd_.get(), UFFDIO_WAKE, &r) == 0 ? 0 : -errno;
 }
 
-int Userfaultfd::writeProtect(void* addr, size_t len, bool wp) const noexcept
+int Userfaultfd::writeProtect(void* addr, size_t len, bool wp, bool wake) const noexcept
 {
     uffdio_writeprotect w{};
     w.range.start = reinterpret_cast<uint64_t>(addr);
     w.range.len = len;
-    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0;
+    w.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : wake ? 0 : UFFDIO_WRITEPROTECT_MODE_DONTWAKE;
     return ::ioctl(fd_.get(), UFFDIO_WRITEPROTECT, &w) == 0 ? 0 : -errno;
 }
 

@@ -34,6 +34,11 @@ public:
     // Opens a non-blocking uffd and negotiates `wanted` features; the ones in
     // `optional` are dropped silently when the kernel lacks them.
     static Userfaultfd open(uint64_t wanted, uint64_t optional, const std::string& who);
+    // Takes over a userfaultfd another process created, negotiated and
+    // registered (npfd's client, through SCM_RIGHTS) and makes it
+    // non-blocking (poll() reports POLLERR on a blocking one). Throws if `fd`
+    // is not a userfaultfd. features() is 0: the creator negotiated them.
+    static Userfaultfd adopt(Fd fd, const std::string& who);
 
     // Registers [addr, addr + len) in `modes` (UFFDIO_REGISTER_MODE_*).
     void registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const;
@@ -44,8 +49,9 @@ public:
     long copy(void* dst, const void* src, size_t len, int64_t* copied) const noexcept;
     // UFFDIO_WAKE of threads waiting on [addr, addr + len).
     int wake(void* addr, size_t len) const noexcept;
-    // UFFDIO_WRITEPROTECT: protect (wp = true) or resolve and wake (wp = false).
-    int writeProtect(void* addr, size_t len, bool wp) const noexcept;
+    // UFFDIO_WRITEPROTECT: protect (wp = true) or resolve and wake (wp = false;
+    // wake = false resolves without waking).
+    int writeProtect(void* addr, size_t len, bool wp, bool wake = true) const noexcept;
     // Reads up to n pending events; 0 when none (non-blocking), or -errno.
     int readEvents(uffd_msg* msgs, int n) const noexcept;
 

@@ -1,0 +1,469 @@
+// A region that adopts a client's memory (npfd): a real second process owns
+// the memfd and its own userfaultfd, and the region serves both mappings.
+// The invariant throughout: no access to a page whose content was saved, by
+// either side, ever reads a silently allocated zero page.
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <future>
+
+#include "client_process.h"
+#include "region_fixture.h"
+#include "sys/latency_histogram.h"
+
+namespace npf::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A client that cannot get a user-mode userfaultfd skips; anything else it
+// fails on is a failure.
+#define NPF_REQUIRE_CLIENT(c)                                                                        \
+    do {                                                                                             \
+        const std::string& e_ = (c).error();                                                         \
+        if (e_.find("userfaultfd") != std::string::npos || e_.find("UFFDIO_API") != std::string::npos) \
+            GTEST_SKIP() << "client: " << e_;                                                        \
+        ASSERT_EQ(e_, "") << "client setup";                                                         \
+    } while (0)
+
+RegionConfig clientConfig(uint64_t size = ClientSpec{}.size)
+{
+    RegionConfig c = smallConfig(size);
+    c.name = "npf-test-client-region";
+    return c;
+}
+
+// Waits for a condition another thread or process makes true: a counter,
+// never a sleep standing in for one.
+template <typename P>
+bool waitFor(P pred, std::chrono::seconds limit = 10s)
+{
+    auto until = std::chrono::steady_clock::now() + limit;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > until)
+            return false;
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+// Reads through the region's own mapping on another thread (a fault there
+// blocks until the pager thread serves it).
+std::vector<uint8_t> daemonRead(const Region& r, uint64_t off, uint64_t len)
+{
+    std::vector<uint8_t> v(len);
+    std::thread([&] { std::memcpy(v.data(), r.base() + off, len); }).join();
+    return v;
+}
+
+std::vector<uint8_t> withPatch(std::vector<uint8_t> page, size_t at, const std::vector<uint8_t>& p)
+{
+    std::memcpy(&page[at], p.data(), p.size());
+    return page;
+}
+
+struct ClientCase {
+    const char* name;
+    bool dropPrivileges; // the client runs as nobody (65534)
+    bool writeProtect;   // the client registers WP too
+};
+
+class RegionClientAs : public ::testing::TestWithParam<ClientCase> {};
+
+TEST_P(RegionClientAs, ZerosPatchesAndSavedContentReachBothSides)
+{
+    NPF_REQUIRE_UFFD();
+    ClientSpec spec;
+    spec.dropPrivileges = GetParam().dropPrivileges;
+    spec.writeProtect = GetParam().writeProtect;
+    ClientProcess c(spec);
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    ASSERT_TRUE(r.adopted());
+    ASSERT_GE(r.clientUffdFd(), 0);
+    EXPECT_EQ(r.clientWriteProtect(), r.writeProtectFence() && spec.writeProtect);
+    PagerThread pager(r);
+
+    // A page nobody touched: the client reads zeros the region installed.
+    auto z = c.read(7 * kPg, kPg);
+    ASSERT_EQ(z.size(), kPg);
+    EXPECT_TRUE(allZero(z.data(), kPg));
+    pager.sync();
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.clientFaults, 1u);
+    EXPECT_EQ(s.pagesInstalled, 1u);
+    EXPECT_TRUE(r.isResident(7 * kPg, kPg));
+    EXPECT_EQ(memfdBytes(r), kPg);
+
+    // A packet patch reaches the client with no fault at all.
+    auto payload = randomBytes(1000, 1);
+    Patch ps[] = {{20 * kPg + 100, payload.data(), 1000}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(ps, res), 1);
+    EXPECT_EQ(c.read(20 * kPg + 100, 1000), payload);
+    EXPECT_EQ(r.stats().clientFaults, 1u);
+
+    // The client's own writes land in pages the region installed, and the
+    // daemon sees them without faulting.
+    ASSERT_TRUE(c.fill(30 * kPg, 2 * kPg, 2));
+    pager.sync();
+    auto mine = randomBytes(2 * kPg, 2);
+    EXPECT_EQ(std::memcmp(r.base() + 30 * kPg, mine.data(), 2 * kPg), 0);
+    EXPECT_EQ(r.stats().clientFaults, 3u);
+    EXPECT_EQ(r.stats().cpuFaults, 0u);
+
+    // Evicted with saving, then read by the client: restored, never zeros.
+    ASSERT_EQ(r.evictAll(), 4);
+    EXPECT_EQ(memfdBytes(r), 0u) << "the punch must remove the pages from both mappings";
+    auto page20 = withPatch(std::vector<uint8_t>(kPg, 0), 100, payload);
+    EXPECT_EQ(c.read(20 * kPg, kPg), page20);
+    EXPECT_EQ(c.read(30 * kPg, 2 * kPg), mine);
+    EXPECT_TRUE(allZero(c.read(7 * kPg, kPg).data(), kPg));
+    pager.sync();
+    s = r.stats();
+    EXPECT_EQ(s.spilled, 4u);
+    EXPECT_EQ(s.restored, 4u);
+    EXPECT_EQ(s.clientFaults, 7u);
+
+    // Evicted again, read by the daemon through its own mapping: restored
+    // there too, and the client then reads it without a fault.
+    ASSERT_EQ(r.evictAll(), 4);
+    EXPECT_EQ(daemonRead(r, 20 * kPg, kPg), page20);
+    EXPECT_EQ(daemonRead(r, 30 * kPg, 2 * kPg), mine);
+    pager.sync();
+    EXPECT_EQ(r.stats().cpuFaults, 3u);
+    EXPECT_EQ(c.read(30 * kPg, 2 * kPg), mine);
+    EXPECT_EQ(r.stats().clientFaults, 7u);
+    EXPECT_EQ(r.stats().errors, 0u);
+    EXPECT_FALSE(r.clientGone());
+}
+
+INSTANTIATE_TEST_SUITE_P(Client, RegionClientAs,
+                         ::testing::Values(ClientCase{"root", false, true}, ClientCase{"nobody", true, true},
+                                           ClientCase{"nobody_missing_only", true, false}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// The client writes its own mapping (outside any epoch protocol) while the
+// region evicts those pages over and over: the fence on the client's
+// mapping keeps every write.
+TEST(RegionClient, ClientWritesRacingEvictionAreNeverLost)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c(ClientSpec{});
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    if (!r.clientWriteProtect())
+        GTEST_SKIP() << "no userfaultfd write-protect on shmem: the client's writes are not fenced";
+    PagerThread pager(r);
+    constexpr uint64_t kLen = 4 * kPg;
+    ASSERT_TRUE(c.startWriteLoop(0, kLen));
+    int evictions = 0;
+    auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < start + 1s || evictions < 500) {
+        ASSERT_LT(std::chrono::steady_clock::now(), start + 20s) << "the client stopped making progress";
+        int n = r.evictAll();
+        ASSERT_GE(n, 0);
+        evictions += n;
+    }
+    uint64_t writes = c.stopWriteLoop();
+    ASSERT_GT(writes, 0u);
+    auto want = writeLoopImage(kLen, writes);
+    auto got = c.read(0, kLen);
+    ASSERT_EQ(got.size(), kLen);
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), kLen), 0) << "a client write was lost to eviction";
+    EXPECT_EQ(std::memcmp(daemonRead(r, 0, kLen).data(), want.data(), kLen), 0);
+    EXPECT_EQ(r.stats().errors, 0u);
+    std::printf("[ client ] %llu client writes against %d page evictions, %llu client faults\n",
+                (unsigned long long)writes, evictions, (unsigned long long)r.stats().clientFaults);
+}
+
+// kill -9 while the region serves the client's faults and fences its
+// mapping: the region notices through the next failing ioctl, stops serving
+// the client, and goes on working for its own side.
+TEST(RegionClient, KilledClientIsReportedGoneAndNothingHangs)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c(ClientSpec{});
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    PagerThread pager(r);
+    ASSERT_TRUE(c.startWriteLoop(0, 8 * kPg));
+    auto start = std::chrono::steady_clock::now();
+    while (r.stats().clientFaults < 50) {
+        ASSERT_LT(std::chrono::steady_clock::now(), start + 20s) << "the client does not fault";
+        ASSERT_GE(r.evictAll(), 0);
+    }
+    c.kill();
+
+    // Eviction goes on, with something to evict each round: fencing the
+    // dead client's mapping fails (ESRCH), which is how the region learns.
+    auto payload = randomBytes(64, 3);
+    for (uint64_t i = 0; !r.clientGone() && r.clientWriteProtect(); ++i) {
+        ASSERT_LT(std::chrono::steady_clock::now(), start + 20s) << "the dead client was never noticed";
+        Patch ps[] = {{(100 + i % 64) * kPg, payload.data(), 64}};
+        int res[1];
+        ASSERT_EQ(r.applyPatches(ps, res), 1);
+        ASSERT_GE(r.evictAll(), 0);
+    }
+    EXPECT_FALSE(r.checkClient());
+    EXPECT_TRUE(r.clientGone());
+    EXPECT_EQ(r.stats().clientGone, 1u);
+    EXPECT_EQ(r.serviceClientFaults(), -ENOTCONN);
+
+    // The region's own side is unaffected.
+    Patch ps[] = {{200 * kPg + 5, payload.data(), 64}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(ps, res), 1);
+    ASSERT_GT(r.evictAll(), 0);
+    EXPECT_EQ(daemonRead(r, 200 * kPg + 5, 64), payload);
+    EXPECT_EQ(r.stats().clientGone, 1u);
+}
+
+// A client that dies while idle is found by checkClient() (one ioctl).
+TEST(RegionClient, CheckClientFindsAnIdleClientGone)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c(ClientSpec{});
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    EXPECT_TRUE(r.checkClient());
+    EXPECT_FALSE(r.clientGone());
+    c.kill();
+    EXPECT_FALSE(r.checkClient());
+    EXPECT_TRUE(r.clientGone());
+    EXPECT_EQ(r.stats().clientGone, 1u);
+    EXPECT_EQ(r.serviceClientFaults(), -ENOTCONN);
+}
+
+TEST(RegionClient, MemfdSmallerThanClaimedIsRefused)
+{
+    NPF_REQUIRE_UFFD();
+    ClientSpec spec;
+    spec.memfdSize = spec.size / 2;
+    ClientProcess c(spec);
+    NPF_REQUIRE_CLIENT(c);
+    try {
+        Region r(clientConfig(spec.size), c.memory());
+        FAIL() << "adopted a memfd smaller than the region";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EINVAL);
+        std::string what = e.what();
+        EXPECT_NE(what.find("npf-test-client-region"), std::string::npos) << what;
+        EXPECT_NE(what.find("less than the region's"), std::string::npos) << what;
+    }
+}
+
+// The client's uffd also covers a page outside the region: a fault there is
+// not ours to serve (the client stays blocked in it; its problem).
+TEST(RegionClient, FaultOutsideTheRegionIsIgnoredAndCounted)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c(ClientSpec{});
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    PagerThread pager(r);
+    ASSERT_TRUE(c.touchOutside());
+    ASSERT_TRUE(waitFor([&] { return r.stats().clientIgnored >= 1; })) << "the fault never arrived";
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.clientIgnored, 1u);
+    EXPECT_EQ(s.clientFaults, 0u);
+    EXPECT_EQ(s.pagesInstalled, 0u);
+    EXPECT_EQ(s.errors, 0u);
+    EXPECT_FALSE(r.clientGone());
+    EXPECT_TRUE(r.checkClient());
+}
+
+// A uffd registered on nothing of the region: no fault ever arrives and the
+// client is not fenced; the region works as before.
+TEST(RegionClient, UffdCoveringNothingIsHarmless)
+{
+    NPF_REQUIRE_UFFD();
+    ClientSpec spec;
+    spec.registerRegion = false;
+    ClientProcess c(spec);
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    EXPECT_FALSE(r.clientWriteProtect());
+    auto payload = randomBytes(300, 4);
+    Patch ps[] = {{3 * kPg + 7, payload.data(), 300}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(ps, res), 1);
+    EXPECT_EQ(c.read(3 * kPg + 7, 300), payload);
+    EXPECT_EQ(r.evictAll(), 1);
+    EXPECT_EQ(r.serviceClientFaults(), 0);
+    EXPECT_EQ(r.stats().errors, 0u);
+    EXPECT_TRUE(r.checkClient());
+}
+
+// The client punches holes in its memfd under pages the region believes
+// present: the pager writes and saves through the memfd (a write through its
+// own mapping would fault on its own uffd and wait for itself), and a fault
+// on such a page, by either side, installs it again.
+TEST(RegionClient, ClientPunchingItsMemfdCannotHangThePager)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c(ClientSpec{});
+    NPF_REQUIRE_CLIENT(c);
+    Region r(clientConfig(), c.memory());
+    PagerThread pager(r);
+    ASSERT_EQ(r.prefetch(0, 12 * kPg), 12);
+    ASSERT_TRUE(c.punch(0, 12 * kPg));
+
+    auto payload = randomBytes(500, 5);
+    auto patch = std::async(std::launch::async, [&] {
+        Patch ps[] = {{kPg + 10, payload.data(), 500}};
+        int res[1];
+        return r.applyPatches(ps, res);
+    });
+    ASSERT_EQ(patch.wait_for(10s), std::future_status::ready) << "the pager hung on a page the client punched";
+    EXPECT_EQ(patch.get(), 1);
+    EXPECT_EQ(c.read(kPg + 10, 500), payload);
+
+    // A fault by the daemon's side, then by the client, on punched pages.
+    EXPECT_TRUE(allZero(daemonRead(r, 8 * kPg, kPg).data(), kPg));
+    EXPECT_TRUE(allZero(c.read(9 * kPg, kPg).data(), kPg));
+    pager.sync();
+    EXPECT_EQ(r.stats().vanished, 2u);
+
+    auto evict = std::async(std::launch::async, [&] { return r.evictAll(); });
+    ASSERT_EQ(evict.wait_for(10s), std::future_status::ready) << "eviction hung on a punched page";
+    EXPECT_EQ(evict.get(), 12);
+    EXPECT_EQ(c.read(kPg, kPg), withPatch(std::vector<uint8_t>(kPg, 0), 10, payload));
+    EXPECT_EQ(r.stats().errors, 0u);
+}
+
+// What the region refuses to adopt, and the seal it puts on what it adopts.
+TEST(RegionClientAdopt, RefusesMemoryItCannotServeSafely)
+{
+    NPF_REQUIRE_UFFD();
+    const uint64_t size = 64 * kPg;
+    auto memfd = [&](unsigned flags, int seals = 0) {
+        Fd fd(::memfd_create("npf-test-adopt", MFD_CLOEXEC | flags));
+        EXPECT_TRUE(fd);
+        EXPECT_EQ(::ftruncate(fd.get(), static_cast<off_t>(size)), 0);
+        if (seals) {
+            EXPECT_EQ(::fcntl(fd.get(), F_ADD_SEALS, seals), 0);
+        }
+        return fd;
+    };
+    auto refused = [&](ClientMemory m, int err, const char* says) {
+        try {
+            Region r(clientConfig(size), std::move(m));
+            ADD_FAILURE() << "adopted; expected: " << says;
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code().value(), err) << e.what();
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    };
+    refused({memfd(0), Fd(), 0}, EPERM, "MFD_ALLOW_SEALING");
+    refused({memfd(MFD_ALLOW_SEALING, 0x0010 /* F_SEAL_FUTURE_WRITE */), Fd(), 0}, EPERM, "sealed against writes");
+    refused({Fd(::eventfd(0, EFD_CLOEXEC)), Fd(), 0}, EINVAL, "not a shmem memfd");
+    refused({memfd(MFD_ALLOW_SEALING), Fd(::eventfd(0, EFD_CLOEXEC)), 0}, EINVAL, "not a userfaultfd");
+    {
+        // A real userfaultfd at an address that is no page.
+        Userfaultfd u = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM, 0, "test");
+        Fd dup(::fcntl(u.fd(), F_DUPFD_CLOEXEC, 0));
+        refused({memfd(MFD_ALLOW_SEALING), std::move(dup), 123}, EINVAL, "page-aligned");
+    }
+
+    // Adopted without a uffd: the region's own side works, and the memfd
+    // can no longer shrink under the daemon's mapping.
+    Fd fd = memfd(MFD_ALLOW_SEALING);
+    Fd keep(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+    Region r(clientConfig(size), ClientMemory{std::move(fd), Fd(), 0});
+    EXPECT_TRUE(r.adopted());
+    EXPECT_EQ(r.clientUffdFd(), -1);
+    EXPECT_EQ(r.serviceClientFaults(), -ENOTCONN);
+    EXPECT_FALSE(r.checkClient());
+    EXPECT_NE(::ftruncate(keep.get(), kPg), 0);
+    EXPECT_EQ(errno, EPERM);
+    auto a = randomBytes(2 * kPg, 6);
+    Patch ps[] = {{5 * kPg, a.data(), static_cast<uint32_t>(a.size())}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(ps, res), 1);
+    ASSERT_EQ(r.evictAll(), 2);
+    PagerThread pager(r);
+    EXPECT_EQ(daemonRead(r, 5 * kPg, 2 * kPg), a);
+}
+
+// Client fault service latency, as the client sees it (printed, not asserted):
+// the region's path, and for comparison the same fault served the two ways a
+// page server can, without a Region: (A) UFFDIO_COPY through its own mapping
+// + UFFDIO_WAKE of the client, which the region does; (B) UFFDIO_COPY
+// straight into the client's mapping through the client's uffd.
+TEST(RegionClient, ClientFaultLatency)
+{
+    NPF_REQUIRE_UFFD();
+    constexpr uint64_t kPages = 4000;
+    ClientSpec spec;
+    spec.size = 4096 * kPg;
+    auto summary = [](const std::vector<uint32_t>& lat) {
+        LatencyHistogram h;
+        for (uint32_t v : lat)
+            h.record(v);
+        return h.summary();
+    };
+
+    {
+        ClientProcess c(spec);
+        NPF_REQUIRE_CLIENT(c);
+        Region r(clientConfig(spec.size), c.memory());
+        PagerThread pager(r);
+        auto lat = c.touch(0, kPages * kPg);
+        ASSERT_EQ(lat.size(), kPages);
+        pager.sync();
+        EXPECT_EQ(r.stats().clientFaults, kPages);
+        std::printf("[ client ] client fault served by the region (poll + serviceClientFaults): %s ns\n",
+                    summary(lat).c_str());
+    }
+
+    for (bool direct : {false, true}) {
+        ClientProcess c(spec);
+        NPF_REQUIRE_CLIENT(c);
+        ClientMemory m = c.memory();
+        MmapArea mine = MmapArea::map(spec.size, PROT_READ | PROT_WRITE, MAP_SHARED, m.memfd.get(), 0, "test");
+        Userfaultfd own = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM, 0, "test");
+        own.registerRange(mine.get(), spec.size, UFFDIO_REGISTER_MODE_MISSING, "test");
+        Userfaultfd theirs = Userfaultfd::adopt(std::move(m.uffd), "test client");
+        std::atomic<bool> stop{false};
+        std::atomic<uint64_t> served{0};
+        std::thread server([&] {
+            alignas(4096) static uint8_t zero[4096];
+            uffd_msg msg[16];
+            while (!stop.load()) {
+                pollfd p{theirs.fd(), POLLIN, 0};
+                if (::poll(&p, 1, 2) <= 0)
+                    continue;
+                int n = theirs.readEvents(msg, 16);
+                for (int i = 0; i < n; ++i) {
+                    uint64_t off = (msg[i].arg.pagefault.address - m.base) & ~(kPg - 1);
+                    if (direct) {
+                        long rc = theirs.copy(reinterpret_cast<void*>(m.base + off), zero, kPg, nullptr);
+                        if (rc == -EEXIST)
+                            theirs.wake(reinterpret_cast<void*>(m.base + off), kPg);
+                    } else {
+                        own.copy(mine.as<uint8_t>() + off, zero, kPg, nullptr);
+                        theirs.wake(reinterpret_cast<void*>(m.base + off), kPg);
+                    }
+                    served.fetch_add(1);
+                }
+            }
+        });
+        auto lat = c.touch(0, kPages * kPg);
+        stop = true;
+        server.join();
+        ASSERT_EQ(lat.size(), kPages);
+        EXPECT_EQ(served.load(), kPages);
+        std::printf("[ client ] raw %s: %s ns\n",
+                    direct ? "(B) UFFDIO_COPY through the client's uffd"
+                           : "(A) UFFDIO_COPY through our mapping + UFFDIO_WAKE client",
+                    summary(lat).c_str());
+    }
+}
+
+} // namespace
+} // namespace npf::test

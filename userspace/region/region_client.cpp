@@ -1,0 +1,299 @@
+// The client side of a region built from ClientMemory (npfd): adopting the
+// client's memfd and userfaultfd, serving the client's faults, fencing its
+// mapping during eviction, and reading and writing pages through the memfd.
+//
+// A client fault is served like our own CPU fault: the page goes into the
+// shmem page cache through our own mapping and uffd (restored content if it
+// was saved, else zeros), then UFFDIO_WAKE on the client's uffd lets the
+// client retry, and its retry finds the page in the page cache. The client's
+// uffd is only ever used to wake, fence and probe, never to UFFDIO_COPY into
+// the client's address space: one install path with one set of bookkeeping,
+// our own mapping populated for the fast path, and nothing written into a
+// foreign mm through a file descriptor a client chose.
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "region/region.h"
+#include "region/region_internal.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+namespace npf {
+namespace {
+
+constexpr uint64_t kPage = NPF_PAGE_SIZE;
+
+int preadAll(int fd, void* dst, size_t len, uint64_t off) noexcept
+{
+    auto p = static_cast<char*>(dst);
+    while (len) {
+        ssize_t n = ::pread(fd, p, len, static_cast<off_t>(off));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        off += static_cast<uint64_t>(n);
+        len -= static_cast<size_t>(n);
+    }
+    return 0;
+}
+
+int pwriteAll(int fd, const void* src, size_t len, uint64_t off) noexcept
+{
+    auto p = static_cast<const char*>(src);
+    while (len) {
+        ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(off));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -errno : -EIO;
+        p += n;
+        off += static_cast<uint64_t>(n);
+        len -= static_cast<size_t>(n);
+    }
+    return 0;
+}
+
+} // namespace
+
+void Region::adoptMemfd(Fd memfd)
+{
+    const std::string what = "the client's memfd for region " + cfg_.name;
+    if (!memfd)
+        throwErrno(EBADF, what);
+    struct statfs fs{};
+    if (::fstatfs(memfd.get(), &fs) != 0)
+        throwErrno("fstatfs " + what);
+    if (fs.f_type != TMPFS_MAGIC)
+        throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB)");
+    int seals = ::fcntl(memfd.get(), F_GET_SEALS);
+    if (seals < 0)
+        throwErrno("F_GET_SEALS on " + what);
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+        throwErrno(EPERM, what + " is sealed against writes: eviction could not punch holes in it");
+    // Sealed before the size is read, so the size cannot change after.
+    if (!(seals & F_SEAL_SEAL)) {
+        if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+            throwErrno("seal " + what + " against shrinking");
+    } else if (!(seals & F_SEAL_SHRINK)) {
+        throwErrno(EPERM, what + " cannot be sealed against shrinking: the client must create it with "
+                              "MFD_ALLOW_SEALING (a shrunk memfd would SIGBUS the daemon)");
+    }
+    struct stat st{};
+    if (::fstat(memfd.get(), &st) != 0)
+        throwErrno("fstat " + what);
+    if (static_cast<uint64_t>(st.st_size) < size_)
+        throwErrno(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes, less than the region's " +
+                               std::to_string(size_) + ": refused");
+    memfd_ = std::move(memfd);
+    adopted_ = true;
+}
+
+void Region::adoptClientUffd(Fd uffd, uint64_t base)
+{
+    const std::string who = "the client of region " + cfg_.name;
+    if (base % kPage || base + size_ < base) {
+        char hex[32];
+        std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(base));
+        throwErrno(EINVAL, who + ": base " + hex + " is not the page-aligned start of " + std::to_string(size_) +
+                               " bytes");
+    }
+    clientUffd_ = Userfaultfd::adopt(std::move(uffd), who);
+    clientBase_ = base;
+    if (!wp_)
+        return; // no fence for our own mapping: none for the client's either
+    // Probe: un-protect the client's range without waking (nothing is
+    // fenced yet). 0: its mapping is registered for WP, the fence covers it;
+    // ENOENT: not registered for WP (or not at all) there.
+    int rc = 0;
+    for (int again = 0; again < 100; ++again) {
+        rc = clientUffd_.writeProtect(clientAddr(0), size_, false, false);
+        if (rc != -EAGAIN)
+            break;
+        serviceClientFaultsLocked(nullptr); // reads the event that holds the client's mappings
+    }
+    if (rc == 0) {
+        clientWp_ = true;
+    } else if (rc == -ENOENT) {
+        NPF_WARN("region %s: the client's mapping is not registered for write-protect: its own writes racing an "
+                 "eviction can be lost",
+                 cfg_.name.c_str());
+    } else {
+        throwErrno(-rc, "write-protect probe through the userfaultfd of " + who +
+                            (rc == -ESRCH ? " (the client has exited)" : " over its region"));
+    }
+}
+
+void Region::clientFailed(int err, const char* what) noexcept
+{
+    if (clientGone_.exchange(true, std::memory_order_acq_rel))
+        return;
+    bump(c_->clientGone);
+    NPF_INFO("region %s: %s through the client's userfaultfd: %s; the client is gone, its faults are no longer "
+             "served",
+             cfg_.name.c_str(), what, std::strerror(-err));
+}
+
+bool Region::checkClient() noexcept
+{
+    std::lock_guard lk(mu_);
+    if (!clientUffd_ || clientGone())
+        return false;
+    // Un-protecting one page without waking changes nothing outside an
+    // eviction (we hold the lock); the kernel checks the client's mm first.
+    int rc = clientUffd_.writeProtect(clientAddr(0), kPage, false, false);
+    if (rc == 0 || rc == -ENOENT || rc == -EAGAIN)
+        return true;
+    clientFailed(rc, "probe");
+    return false;
+}
+
+void Region::wakeClient(uint64_t page, uint64_t n) noexcept
+{
+    if (int rc = clientUffd_.wake(clientAddr(page), n * kPage))
+        clientFailed(rc, "UFFDIO_WAKE");
+}
+
+int Region::serviceClientFaults(BatchTiming* t) noexcept
+{
+    std::lock_guard lk(mu_);
+    if (t)
+        *t = BatchTiming{monotonicNs()};
+    int rc = serviceClientFaultsLocked(t);
+    if (t)
+        t->end = monotonicNs();
+    autoEvictLocked();
+    return rc;
+}
+
+int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
+{
+    if (!clientUffd_ || clientGone())
+        return -ENOTCONN;
+    int served = 0;
+    for (int round = 0; round < 16; ++round) {
+        int n = clientUffd_.readEvents(msgs_.data(), static_cast<int>(msgs_.size()));
+        if (n < 0) {
+            clientFailed(n, "read events");
+            return served ? served : -ENOTCONN;
+        }
+        if (n == 0)
+            break;
+        scratchPages_.clear();
+        for (int m = 0; m < n; ++m) {
+            const uffd_msg& msg = msgs_[m];
+            if (msg.event != UFFD_EVENT_PAGEFAULT) {
+                // Non-cooperative events the client asked for concern us not;
+                // reading them is all they need. A fork event's new uffd was
+                // installed into our fd table by the read: close it.
+                if (msg.event == UFFD_EVENT_FORK)
+                    ::close(static_cast<int>(msg.arg.fork.ufd));
+                bump(c_->clientIgnored);
+                continue;
+            }
+            uint64_t a = msg.arg.pagefault.address;
+            if (a < clientBase_ || a - clientBase_ >= size_) {
+                bump(c_->clientIgnored);
+                NPF_WARN_RL("region %s: client fault at 0x%llx outside its region: ignored", cfg_.name.c_str(),
+                            static_cast<unsigned long long>(a));
+                continue;
+            }
+            uint64_t page = (a - clientBase_) >> NPF_PAGE_SHIFT;
+            ++served;
+            bump(c_->clientFaults);
+            // WP: left over from an eviction whose fence is lifted (the lift
+            // woke it already). Present: installed since the client faulted
+            // (our install wakes only our own waiters), or punched by it.
+            bool wpFault = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
+            if (wpFault || present(page)) {
+                if (!wpFault)
+                    refill(page);
+                wakeClient(page, 1);
+                continue;
+            }
+            if (!pushBack(scratchPages_, page)) {
+                bump(c_->errors);
+                wakeClient(page, 1); // faults again later
+            }
+        }
+        installFaulted(t);
+        // Woken whether installed or not: a failed install faults again, a
+        // client never waits for an event we already read.
+        for (size_t k = 0; k < scratchPages_.size();) {
+            size_t m = k + 1;
+            while (m < scratchPages_.size() && scratchPages_[m] == scratchPages_[m - 1] + 1)
+                ++m;
+            wakeClient(scratchPages_[k], m - k);
+            k = m;
+        }
+        if (clientGone())
+            return served;
+        if (n < static_cast<int>(msgs_.size()))
+            break;
+    }
+    return served;
+}
+
+int Region::fenceClient(uint64_t page, uint64_t n, bool wp) noexcept
+{
+    if (!clientWp_ || clientGone())
+        return 0;
+    for (int again = 0;; ++again) {
+        int rc = clientUffd_.writeProtect(clientAddr(page), n * kPage, wp);
+        if (rc == 0)
+            return 0;
+        if (rc == -EAGAIN && again < 100) {
+            // The client's mappings are changing: a non-cooperative event
+            // waits to be read.
+            serviceClientFaultsLocked(nullptr);
+            continue;
+        }
+        if (rc == -EAGAIN)
+            return rc; // the victims stay resident, eviction tries again later
+        // Gone (exited: ESRCH), or its mapping is not where it said: either
+        // way it writes no page of ours through a registered mapping now.
+        clientFailed(rc, wp ? "write-protect" : "lift write-protect");
+        return 0;
+    }
+}
+
+int Region::patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept
+{
+    if (!adopted_) {
+        plan_.applyTo(pageAddr(page), pb, pe);
+        return 0;
+    }
+    // The client can punch this page at any time; a write through our
+    // mapping would then wait in a fault on our own uffd, served only by
+    // this thread. pwrite() fills a punched page (zeros + payload) instead.
+    auto pieces = plan_.pieces();
+    for (size_t q = pb; q < pe; ++q)
+        if (int rc = pwriteAll(memfd_.get(), pieces[q].src, pieces[q].len, page * kPage + pieces[q].pageOff))
+            return rc;
+    return 0;
+}
+
+int Region::saveRun(uint64_t page, uint64_t n) noexcept
+{
+    if (!adopted_)
+        return spill_.save(page * kPage, pageAddr(page), n * kPage);
+    // Through the memfd for the same reason as patchInPlace: a hole reads
+    // as zeros instead of faulting. Staging is free: installs hold the lock.
+    uint8_t* buf = staging_.as<uint8_t>();
+    if (int rc = preadAll(memfd_.get(), buf, n * kPage, page * kPage))
+        return rc;
+    return spill_.save(page * kPage, buf, n * kPage);
+}
+
+} // namespace npf
