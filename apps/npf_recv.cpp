@@ -25,6 +25,7 @@
 #include "ctl/iface.h"
 #include "ctl/sizes.h"
 #include "ctl/stats.h"
+#include "npf/client.h"
 #include "npf/engine.h"
 #include "npf/log.h"
 
@@ -65,6 +66,8 @@ struct Options {
     uint32_t queues = 0, prefetch = 256;
     uint64_t count = 0;
     int readyFd = -1; // --ready-fd: "ready\n" once every buffer is posted
+    bool connect = false;  // --connect: through npfd
+    std::string socket;    // its socket ("" = the default)
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false, json = false, noUdpCsum = false;
     int verbose = 0;
@@ -120,9 +123,37 @@ struct IfaceCounters {
     npf::ctl::LinkRxDrops link;
 };
 
+// The interface counters through an in-process engine; an npfd client has
+// none (they are npfd's: npfctl stats).
 IfaceCounters readIface(const npf::Engine& eng, int ifindex)
 {
     return {eng.xdpCounters(), npf::ctl::linkRxDrops(ifindex)};
+}
+IfaceCounters readIface(const npf::Client&, int)
+{
+    throw std::runtime_error("interface counters are npfd's (npfctl stats IFACE)");
+}
+
+std::string statsJson(const npf::Engine& eng) { return eng.statsJson(); }
+std::string statsJson(const npf::Client& cli)
+{
+    return npf::ctl::engineStatsJson(cli.stats(), "", ::getpid(), 0).dump();
+}
+
+// Writes a completed buffer. An npfd client's region is registered for
+// user-mode faults only: a page npfd evicted since the completion makes
+// write(2) fail with EFAULT; touching it here brings it back, then retry.
+bool writeBuffer(int fd, const uint8_t* p, size_t n, bool touch)
+{
+    for (int attempt = 0;; attempt++) {
+        if (writeAll(fd, p, n))
+            return true;
+        if (!touch || errno != EFAULT || attempt == 8)
+            return false;
+        for (size_t off = 0; off < n; off += NPF_PAGE_SIZE)
+            (void)*static_cast<const volatile uint8_t*>(p + off);
+        (void)*static_cast<const volatile uint8_t*>(p + n - 1);
+    }
 }
 
 // XDP outcomes of a datagram that matched a flow and was not steered to one of
@@ -206,7 +237,7 @@ void printText(const Summary& m)
             double(s.fastTotal.p99) / 1e3);
 }
 
-void printJson(const Summary& m, const npf::Engine& eng)
+void printJson(const Summary& m, const std::string& engineJson)
 {
     const Tally& t = m.t;
     const npf::EngineStats& s = m.s;
@@ -232,41 +263,28 @@ void printJson(const Summary& m, const npf::Engine& eng)
                         {"xdp", m.xdpNotSteered()},
                         {"before_xdp", m.beforeXdp()},
                         {"in_flight", m.inFlight()}};
-    j["engine"] = nlohmann::ordered_json::parse(eng.statsJson());
+    j["engine"] = nlohmann::ordered_json::parse(engineJson);
     fprintf(stderr, "%s\n", j.dump().c_str());
 }
 
-int run(const Options& o)
+// Receives through an in-process npf::Engine or npfd (npf::Client): the same
+// flow, posting and polling either way.
+template <typename Source>
+int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int ifindex, const OutFd& out)
 {
-    const Sizes sz = parseSizes(o);
-    checkAddr(o);
-    // Checked before anything is attached: a wrong number is a usage error.
-    if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
-        throw npf::ctl::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
-    npf::EngineConfig cfg;
-    cfg.ifname = o.ifname;
-    cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
-    cfg.queues = o.queues;
-    cfg.regionSize = sz.region;
-    cfg.residentBudget = sz.budget;
-    cfg.prefetchDepth = o.prefetch;
-    cfg.spillDir = o.spillDir;
-    cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
-    cfg.verifyUdpChecksum = !o.noUdpCsum;
-
-    const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
-                                    : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (out.fd < 0)
-        throw std::system_error(errno, std::generic_category(), "open output " + o.output);
-
-    npf::Engine eng(cfg);
-    const int ifindex = npf::ctl::resolveInterface(o.ifname).ifindex;
-    const IfaceCounters start = readIface(eng, ifindex);
-    npf::Flow& flow = eng.openFlow(o.port, o.addr);
-    const uint64_t slots = cfg.regionSize / sz.buf;
+    const bool client = std::is_same_v<Source, npf::Client>;
+    IfaceCounters start;
+    std::string ifaceError;
+    try {
+        start = readIface(eng, ifindex);
+    } catch (const std::exception& e) {
+        ifaceError = e.what();
+    }
+    const uint64_t regionSize = eng.regionSize();
+    const uint64_t slots = regionSize / sz.buf;
     const uint64_t depth = std::min<uint64_t>(slots, NPF_POST_RING_SIZE);
     if (!o.cold)
-        eng.populate(0, std::min<uint64_t>(cfg.regionSize, depth * sz.buf));
+        eng.populate(0, std::min<uint64_t>(regionSize, depth * sz.buf));
     uint64_t next = 0; // next slot to post
     auto postNext = [&] {
         flow.post((next % slots) * sz.buf, sz.buf);
@@ -275,10 +293,10 @@ int run(const Options& o)
     for (uint64_t i = 0; i < depth; i++)
         postNext();
     flow.flush(); // every buffer is XDP's before the ready line below
-    NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s",
+    NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s%s",
              o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), sz.buf,
-             static_cast<unsigned long long>(cfg.regionSize >> 20), o.cold ? "cold" : "warm",
-             cfg.residentBudget ? o.budget.c_str() : "unlimited");
+             static_cast<unsigned long long>(regionSize >> 20), o.cold ? "cold" : "warm",
+             sz.budget ? o.budget.c_str() : "unlimited", client ? " (through npfd)" : "");
     if (o.readyFd >= 0) {
         // The readiness event for scripts and tests: datagrams sent from now on find a buffer.
         static constexpr char kReady[] = "ready\n";
@@ -294,8 +312,8 @@ int run(const Options& o)
     while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
         size_t n = flow.wait(batch, std::chrono::milliseconds(50));
         auto now = std::chrono::steady_clock::now();
-        if (n == 0 && !eng.failure().empty()) {
-            NPF_ERR("npf-recv: %s; stopping", eng.failure().c_str());
+        if (n == 0 && !flow.failure().empty()) {
+            NPF_ERR("npf-recv: %s; stopping", flow.failure().c_str());
             gone = true;
             break;
         }
@@ -318,7 +336,7 @@ int run(const Options& o)
             } else {
                 (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
                 t.bytes += c.len;
-                if (!writeAll(out.fd, eng.region() + c.offset, c.len)) {
+                if (!writeBuffer(out.fd, eng.region() + c.offset, c.len, client)) {
                     NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
                     failed = true;
                 }
@@ -330,23 +348,71 @@ int run(const Options& o)
     }
 
     if (!o.quiet) {
-        Summary m{.t = t, .s = eng.stats(), .regionSize = cfg.regionSize};
+        Summary m{.t = t, .regionSize = regionSize};
+        std::string engineJson = "{}";
         try {
-            IfaceCounters end = readIface(eng, ifindex);
-            for (size_t i = 0; i < NPF_STAT_MAX; i++)
-                m.d.xdp[i] = end.xdp[i] - start.xdp[i];
-            m.d.link = {end.link.dropped - start.link.dropped, end.link.missed - start.link.missed};
+            m.s = eng.stats();
+            engineJson = statsJson(eng);
+        } catch (const std::exception& e) {
+            NPF_WARN("npf-recv: stats: %s", e.what()); // npfd gone
+        }
+        m.ifaceError = ifaceError;
+        try {
+            if (ifaceError.empty()) {
+                IfaceCounters end = readIface(eng, ifindex);
+                for (size_t i = 0; i < NPF_STAT_MAX; i++)
+                    m.d.xdp[i] = end.xdp[i] - start.xdp[i];
+                m.d.link = {end.link.dropped - start.link.dropped, end.link.missed - start.link.missed};
+            }
         } catch (const std::exception& e) {
             m.ifaceError = e.what();
         }
         if (o.json)
-            printJson(m, eng);
+            printJson(m, engineJson);
         else
             printText(m);
     }
     if (gone)
         return npf::ctl::kExitNoDevice;
     return failed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
+}
+
+int run(const Options& o)
+{
+    const Sizes sz = parseSizes(o);
+    checkAddr(o);
+    // Checked before anything is attached: a wrong number is a usage error.
+    if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
+        throw npf::ctl::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+    const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
+                                    : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (out.fd < 0)
+        throw std::system_error(errno, std::generic_category(), "open output " + o.output);
+    if (o.connect) {
+        npf::ClientConfig cc;
+        if (!o.socket.empty())
+            cc.socket = o.socket;
+        cc.regionSize = sz.region;
+        cc.residentBudget = sz.budget;
+        cc.name = "npf-recv";
+        npf::Client cli(cc);
+        npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
+        return receive(o, sz, cli, flow, 0, out);
+    }
+    npf::EngineConfig cfg;
+    cfg.ifname = o.ifname;
+    cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
+    cfg.queues = o.queues;
+    cfg.regionSize = sz.region;
+    cfg.residentBudget = sz.budget;
+    cfg.prefetchDepth = o.prefetch;
+    cfg.spillDir = o.spillDir;
+    cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
+    cfg.verifyUdpChecksum = !o.noUdpCsum;
+    npf::Engine eng(cfg);
+    const int ifindex = npf::ctl::resolveInterface(o.ifname).ifindex;
+    npf::Flow& flow = eng.openFlow(o.port, o.addr);
+    return receive(o, sz, eng, flow, ifindex, out);
 }
 
 // A finite number in [lo, hi] (CLI::Range lets "nan" through).
@@ -397,6 +463,12 @@ int main(int argc, char** argv)
                    "once every buffer is posted (datagrams sent from then on find one), write \"ready\\n\" "
                    "to this inherited file descriptor and close it")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+    app.add_option("--connect", o.socket,
+                   "receive through npfd (the npf daemon) at this socket (default /run/npf/npfd.sock) instead of "
+                   "an in-process engine; IFACE is npfd's interface. --mode, --queues, --prefetch, --spill-dir, "
+                   "--reorder-ms and --no-udp-csum are npfd's then")
+        ->expected(0, 1)
+        ->type_name("[SOCKET]");
     app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");
     app.add_flag("-q,--quiet", o.quiet, "no summary on exit");
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
@@ -414,6 +486,7 @@ int main(int argc, char** argv)
         fprintf(stderr, "npf-recv: error: %s (npf-recv --help)\n", e.what());
         return npf::ctl::kExitUsage;
     }
+    o.connect = app.count("--connect") > 0;
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
     npf::log::routeLibbpf();
     std::signal(SIGINT, onSignal);

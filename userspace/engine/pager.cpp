@@ -92,8 +92,11 @@ void Pager::loop() noexcept
         fds.push_back({wakeFd_.get(), POLLIN, 0});
         for (auto& q : queues_)
             fds.push_back({q->backupFd(), POLLIN, 0});
-        for (Region* r : regions_)
+        for (Region* r : regions_) {
             fds.push_back({r->uffdFd(), POLLIN, 0});
+            if (r->clientUffdFd() >= 0) // an npfd client's faults
+                fds.push_back({r->clientUffdFd(), POLLIN, 0});
+        }
     };
 
     uint64_t nextTick = 0;
@@ -123,9 +126,12 @@ void Pager::loop() noexcept
             (void)!::read(wakeFd_.get(), &v, sizeof(v));
         }
         // CPU faults first: a thread is blocked on each of them.
-        for (Region* r : regions_)
+        for (Region* r : regions_) {
             if (int n = r->serviceFaults(); n < 0)
                 NPF_WARN_RL("npf pager: serving CPU faults: %s", strerror(-n));
+            if (r->clientUffdFd() >= 0 && !r->clientGone())
+                (void)r->serviceClientFaults(); // a client gone is the owner's to clean up
+        }
         busy = false;
         for (auto& q : queues_)
             busy |= drainBackup(*q) == xsk::kMaxBatch;

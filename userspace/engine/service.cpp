@@ -42,7 +42,8 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
 
 } // namespace
 
-Service::Service(const EngineConfig& c) : cfg_(c)
+Service::Service(const EngineConfig& c, EpochDomain* epochs)
+    : cfg_(c), ownEpochs_(epochs ? nullptr : std::make_unique<EpochDomain>()), epochs_(epochs ? *epochs : *ownEpochs_)
 {
     if (cfg_.ifname.empty())
         throw ctl::ArgumentError("engine: no interface given");

@@ -40,7 +40,9 @@ class Service {
 public:
     // cfg's region fields are not used (regions come with addRegion). Throws
     // std::system_error naming what failed (interface, attach, sockets).
-    explicit Service(const EngineConfig& cfg);
+    // `epochs`: a domain shared with other services (npfd: a client's region
+    // may receive on several interfaces); nullptr = one of its own.
+    explicit Service(const EngineConfig& cfg, EpochDomain* epochs = nullptr);
     ~Service(); // stops the threads, withdraws and removes the flows, detaches what it attached
     Service(const Service&) = delete;
     Service& operator=(const Service&) = delete;
@@ -53,6 +55,9 @@ public:
     void removeRegion(Region& r) noexcept;
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
+    // The pager serves the faults of the regions added to this service; it
+    // installs payloads into any flow's region.
+    RegionSet& regions() noexcept { return regions_; }
 
     ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
                          bool fresh = false);
@@ -83,7 +88,8 @@ private:
     bool attachedByUs_ = false;
     bool started_ = false;
     std::optional<ctl::Dataplane> dp_;
-    EpochDomain epochs_;
+    std::unique_ptr<EpochDomain> ownEpochs_;
+    EpochDomain& epochs_;
     RegionSet regions_;
     std::unique_ptr<FlowTable> flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;

@@ -1,0 +1,122 @@
+// npfd: the npf daemon. Owns the XDP program's dataplane on one or more
+// interfaces and serves unprivileged client processes (npf::Client) over a
+// Unix socket: each receives into its own pageable region. See README
+// "npfd" and docs/protocol.md.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ctl/exit_codes.h"
+#include "daemon/daemon.h"
+#include "npf/log.h"
+#include "sidecar/config.h"
+
+namespace {
+
+npf::daemon::Daemon* g_daemon = nullptr;
+
+void onSignal(int)
+{
+    if (g_daemon)
+        g_daemon->stop(); // an atomic store and a write(2): async-signal-safe
+}
+
+struct Options {
+    std::vector<std::string> ifaces;
+    std::string config, socket, socketGroup, spillDir, mode = "native";
+    uint32_t queues = 0;
+    int readyFd = -1;
+    bool foreground = false, busyPoll = false;
+    int verbose = 0;
+};
+
+int run(const Options& o)
+{
+    npf::daemon::DaemonOptions d;
+    if (!o.config.empty())
+        d.config = npf::sidecar::loadConfig(o.config);
+    if (!o.ifaces.empty())
+        d.config.ifaces = o.ifaces;
+    if (!o.socket.empty())
+        d.config.socket = o.socket;
+    if (!o.socketGroup.empty())
+        d.config.socketGroup = o.socketGroup;
+    if (!o.spillDir.empty())
+        d.config.spillDir = o.spillDir;
+    if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
+        throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+    d.engine.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
+    d.engine.queues = o.queues;
+    d.engine.pagerBusyPoll = o.busyPoll;
+    const std::string socket = d.config.socket;
+    std::string ifaces;
+    for (const std::string& i : d.config.ifaces)
+        ifaces += (ifaces.empty() ? "" : ",") + i;
+
+    npf::daemon::Daemon daemon(std::move(d));
+    g_daemon = &daemon;
+    // The ready line: clients may connect from now on.
+    std::printf("npfd: serving %s on %s (pid %d)\n", ifaces.c_str(), socket.c_str(), ::getpid());
+    std::fflush(stdout);
+    if (o.readyFd >= 0) {
+        (void)!::write(o.readyFd, "ready\n", 6);
+        ::close(o.readyFd);
+    }
+    daemon.run();
+    g_daemon = nullptr;
+    NPF_INFO("npfd: stopping: disconnecting clients, withdrawing their flows");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    CLI::App app{"npfd: the npf daemon -- npf as a service for unprivileged processes (npf::Client)"};
+    app.add_option("-i,--iface", o.ifaces, "interface to serve (repeat for more; overrides the config's \"ifaces\")");
+    app.add_option("-c,--config", o.config, "config file (JSON: ifaces, socket, clients allow-list; docs/protocol.md)");
+    app.add_option("--socket", o.socket, "Unix socket to listen on (default /run/npf/npfd.sock)");
+    app.add_option("--socket-group", o.socketGroup, "group of the socket file (mode 0660)");
+    app.add_option("--spill-dir", o.spillDir, "directory for evicted content (default /var/tmp)");
+    app.add_option("--mode", o.mode, "XDP mode if npfd attaches the program")->check(CLI::IsMember({"native", "skb"}));
+    app.add_option("--queues", o.queues, "RX queues to serve (0 = all)")
+        ->check(CLI::Range(0u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
+    app.add_flag("--pager-busy-poll", o.busyPoll, "the pagers spin instead of sleeping (give them cores)");
+    app.add_flag("--foreground", o.foreground, "stay in the foreground (npfd always does; for init systems)");
+    app.add_option("--ready-fd", o.readyFd, "write \"ready\\n\" to this inherited fd once serving, then close it")
+        ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+    app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
+    app.footer("Clients are allowed by uid/gid (SO_PEERCRED) through the config's \"clients\" rules; root is\n"
+               "allowed everything unless \"allow_root\": false. SIGTERM/SIGINT: every client's flows are\n"
+               "withdrawn (their traffic passes to the kernel), then npfd exits; it detaches the XDP\n"
+               "program only if it attached it (not if `npfctl attach` did).");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+            return app.exit(e);
+        std::fprintf(stderr, "npfd: error: %s (npfd --help)\n", e.what());
+        return npf::ctl::kExitUsage;
+    }
+    npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
+    npf::log::routeLibbpf();
+    struct sigaction sa{};
+    sa.sa_handler = onSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+    try {
+        return run(o);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "npfd: error: %s\n", e.what());
+        return npf::ctl::exitCodeFor(e);
+    }
+}

@@ -1,0 +1,70 @@
+// libnpf, sidecar mode: receive through npfd (the npf daemon) instead of an
+// in-process engine. The application owns its region -- a memfd it maps,
+// registered with its own userfaultfd, both handed to npfd -- and gets the
+// same npf::Flow as with npf::Engine; only the construction differs:
+//
+//   npf::Client cli({.regionSize = 64ull << 30, .residentBudget = 1ull << 30});
+//   npf::Flow& f = cli.openFlow(9000);
+//   f.post(0, 2048);                       // [offset, offset + len) of cli.region()
+//   npf_completion c[64];
+//   size_t n = f.wait(c, std::chrono::milliseconds(100));
+//
+// The process needs no privileges: npfd authenticates it by its uid/gid
+// (SO_PEERCRED) against its config. If npfd goes away, Flow::wait returns 0
+// at once and Flow::failure() / Client::failure() say so; the region and
+// what was received into it stay. reconnect() registers the same region
+// with a (restarted) npfd; flows are then opened again.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "npf/engine.h"
+
+namespace npf {
+
+struct ClientConfig {
+    std::string socket = "/run/npf/npfd.sock";
+    uint64_t regionSize = 1ull << 30;   // bytes of virtual receive memory (multiple of 4 KiB)
+    uint64_t residentBudget = 0;        // bytes; 0 = the most npfd allows this client
+    std::string name;                   // shown in npfd's log
+    std::chrono::milliseconds timeout{10000}; // for each request to npfd
+};
+
+class Client {
+public:
+    // Connects, says hello and registers the region. Throws std::system_error
+    // naming what failed, with npfd's reason for a refusal.
+    explicit Client(const ClientConfig& cfg);
+    ~Client(); // says bye: npfd closes the flows (their traffic passes to the kernel)
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    // Opens the flow for UDP destination port `port` (optionally only for
+    // `addr`) on `iface` ("" = npfd's only interface). Refused when another
+    // client holds it or npfd's config does not allow it.
+    Flow& openFlow(uint16_t port, const std::string& addr = "", const std::string& iface = "");
+
+    uint8_t* region() const noexcept;
+    uint64_t regionSize() const noexcept;
+    uint64_t residentBudget() const noexcept; // what npfd granted
+    void release(uint64_t offset, uint64_t len);
+    uint64_t populate(uint64_t offset, uint64_t len);
+    // This client's numbers (its flows' completions, its region's faults);
+    // the shared dataplane's counters are the operator's (npfctl stats).
+    EngineStats stats() const;
+    // Why the client is no longer served, "" while it is.
+    std::string failure() const;
+    // After npfd restarted: connects again and registers the same region
+    // (what it holds stays). The old flows are dead; open them again.
+    void reconnect();
+
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace npf

@@ -1,0 +1,170 @@
+#include "daemon/daemon.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "daemon/session.h"
+#include "engine/service.h"
+#include "sys/error.h"
+#include "sys/log.h"
+
+namespace npf::daemon {
+
+Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
+{
+    if (opt_.config.ifaces.empty())
+        throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
+    for (const std::string& iface : opt_.config.ifaces) {
+        EngineConfig c = opt_.engine;
+        c.ifname = iface;
+        c.spillDir = opt_.config.spillDir;
+        services_.push_back(std::make_unique<Service>(c, &epochs_));
+    }
+    for (auto& s : services_)
+        s->start();
+    listener_ = sidecar::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
+    epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!epoll_ || !stopFd_)
+        throwErrno("npfd: epoll/eventfd");
+    for (int fd : {listener_.fd(), stopFd_.get()}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        checkErrno(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "npfd: epoll_ctl");
+    }
+}
+
+Daemon::~Daemon()
+{
+    stop_.store(true, std::memory_order_release);
+    // Every client's flows withdrawn and removed (its traffic fails open to
+    // the kernel), its region released; then the services stop.
+    sessions_.clear();
+    services_.clear();
+}
+
+Service* Daemon::service(const std::string& iface) noexcept
+{
+    for (size_t i = 0; i < services_.size(); i++)
+        if (opt_.config.ifaces[i] == iface)
+            return services_[i].get();
+    return nullptr;
+}
+
+bool Daemon::claimFlow(const std::string& key, const Session* s) { return owners_.emplace(key, s).second; }
+
+void Daemon::releaseFlow(const std::string& key) noexcept { owners_.erase(key); }
+
+const Session* Daemon::flowOwner(const std::string& key) const
+{
+    auto it = owners_.find(key);
+    return it == owners_.end() ? nullptr : it->second;
+}
+
+void Daemon::stop() noexcept
+{
+    stop_.store(true, std::memory_order_release);
+    const uint64_t one = 1;
+    (void)!::write(stopFd_.get(), &one, sizeof(one));
+}
+
+void Daemon::run()
+{
+    epoll_event evs[32];
+    while (!stop_.load(std::memory_order_acquire)) {
+        const int n = ::epoll_wait(epoll_.get(), evs, 32, 500);
+        if (n < 0 && errno != EINTR)
+            throwErrno("npfd: epoll_wait");
+        for (int i = 0; i < n; i++) {
+            const int fd = evs[i].data.fd;
+            if (fd == stopFd_.get())
+                return;
+            if (fd == listener_.fd())
+                accept();
+            else
+                serve(fd);
+        }
+        for (auto& s : services_)
+            if (std::string why = s->failure(); !why.empty()) {
+                NPF_ERR("npfd: %s: stopping", why.c_str());
+                return;
+            }
+    }
+}
+
+void Daemon::accept()
+{
+    for (;;) {
+        Fd fd;
+        try {
+            fd = listener_.accept();
+        } catch (const std::exception& e) { // EMFILE: the client waits in the backlog
+            NPF_WARN_RL("npfd: accept: %s", e.what());
+            return;
+        }
+        if (!fd)
+            return;
+        const int raw = fd.get();
+        std::unique_ptr<Session> s;
+        try {
+            s = std::make_unique<Session>(*this, std::move(fd), nextSession_++);
+        } catch (const std::exception& e) {
+            NPF_WARN("npfd: a client connected and left at once: %s", e.what());
+            continue;
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = raw;
+        if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, raw, &ev) != 0) {
+            NPF_WARN("npfd: epoll_ctl: %s", std::strerror(errno));
+            continue;
+        }
+        sessions_.emplace(raw, std::move(s));
+    }
+}
+
+void Daemon::serve(int fd) noexcept
+{
+    auto it = sessions_.find(fd);
+    if (it == sessions_.end())
+        return;
+    Session& s = *it->second;
+    for (int i = 0; i < 16; i++) { // then give the other clients a turn
+        sidecar::RecvResult r;
+        try {
+            r = sidecar::recvMessage(fd);
+        } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
+            const std::string msg = sidecar::ErrorReply{sidecar::ErrorCode::BadMessage, EMSGSIZE, e.what()}.encode(0);
+            (void)sidecar::sendMessage(fd, msg);
+            drop(fd, e.what());
+            return;
+        }
+        if (r.status == sidecar::IoStatus::WouldBlock)
+            return;
+        if (r.status == sidecar::IoStatus::Eof) {
+            drop(fd, "hung up");
+            return;
+        }
+        if (!s.handle(std::move(r.message))) {
+            drop(fd, "disconnected");
+            return;
+        }
+    }
+}
+
+void Daemon::drop(int fd, const char* why) noexcept
+{
+    auto it = sessions_.find(fd);
+    if (it == sessions_.end())
+        return;
+    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    const std::string who = it->second->describe();
+    sessions_.erase(it); // its flows closed, its region released
+    NPF_INFO("%s %s: its flows are closed", who.c_str(), why);
+}
+
+} // namespace npf::daemon

@@ -1,0 +1,77 @@
+// npfd: npf as a service for other processes. One Service per interface
+// (the XDP program, AF_XDP sockets, workers, pager), a Unix socket
+// (SOCK_SEQPACKET, docs/protocol.md) and one Session per connected client:
+// the client's own region (its memfd and userfaultfd, adopted), its flows.
+//
+// Threads: the control thread runs run(): accept, requests, disconnects, all
+// of them one at a time (opening a flow waits for RCU grace periods: a few
+// ms). The services' workers and pagers run the dataplane.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "npf/engine.h"
+#include "region/epoch.h"
+#include "sidecar/config.h"
+#include "sidecar/unix_socket.h"
+#include "sys/fd.h"
+
+namespace npf {
+
+class Service;
+
+namespace daemon {
+
+class Session;
+
+struct DaemonOptions {
+    sidecar::DaemonConfig config;
+    EngineConfig engine;         // template for every interface's service (ifname, region fields ignored)
+};
+
+class Daemon {
+public:
+    // Opens every interface's service and the socket; throws naming what failed.
+    explicit Daemon(DaemonOptions opt);
+    ~Daemon(); // disconnects every client (their flows withdrawn and removed), stops the services
+    Daemon(const Daemon&) = delete;
+    Daemon& operator=(const Daemon&) = delete;
+
+    // Serves until stop() (any thread, or a signal handler: it writes an eventfd).
+    void run();
+    void stop() noexcept;
+
+    // For sessions.
+    const sidecar::DaemonConfig& config() const noexcept { return opt_.config; }
+    Service* service(const std::string& iface) noexcept; // nullptr if not served
+    Service& home() noexcept { return *services_.front(); } // serves the clients' faults
+    const std::vector<std::string>& ifaces() const noexcept { return opt_.config.ifaces; }
+    EpochDomain& epochs() noexcept { return epochs_; }
+    // Port ownership across sessions: key "iface|addr|port".
+    bool claimFlow(const std::string& key, const Session* s);
+    void releaseFlow(const std::string& key) noexcept;
+    const Session* flowOwner(const std::string& key) const;
+    bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
+
+private:
+    void accept();
+    void serve(int fd) noexcept;
+    void drop(int fd, const char* why) noexcept;
+
+    DaemonOptions opt_;
+    EpochDomain epochs_; // shared by the services: a client's region may receive on several
+    std::vector<std::unique_ptr<Service>> services_;
+    sidecar::Listener listener_;
+    Fd epoll_, stopFd_;
+    std::atomic<bool> stop_{false};
+    std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd
+    std::map<std::string, const Session*> owners_;
+    uint64_t nextSession_ = 1;
+};
+
+} // namespace daemon
+} // namespace npf

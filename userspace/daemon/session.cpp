@@ -1,0 +1,314 @@
+#include "daemon/session.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "ctl/engine_stats.h"
+#include "ctl/errors.h"
+#include "ctl/flows.h"
+#include "daemon/daemon.h"
+#include "engine/service.h"
+#include "sys/clock.h"
+#include "sys/log.h"
+
+namespace npf::daemon {
+namespace {
+
+using sidecar::ErrorCode;
+using sidecar::ProtocolError;
+
+std::string flowKey(const std::string& iface, const ctl::FlowSpec& spec)
+{
+    return iface + "|" + ctl::addrString(spec) + "|" + std::to_string(spec.port);
+}
+
+} // namespace
+
+Session::Session(Daemon& d, Fd fd, uint64_t id) : d_(d), fd_(std::move(fd)), id_(id)
+{
+    cred_ = sidecar::peerCred(fd_.get());
+    try {
+        cgroup_ = sidecar::peerCgroup(cred_.pid); // read now: the pid may be reused once it exits
+    } catch (const std::exception&) {
+        cgroup_.clear();
+    }
+    NPF_INFO("client %llu connected: pid %d uid %u gid %u%s%s", static_cast<unsigned long long>(id_), cred_.pid,
+             cred_.uid, cred_.gid, cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());
+}
+
+Session::~Session()
+{
+    for (OpenFlow& f : flows_)
+        close(f);
+    flows_.clear();
+    if (region_) {
+        d_.home().removeRegion(*region_);
+        region_.reset();
+    }
+}
+
+std::string Session::describe() const
+{
+    return "client " + std::to_string(id_) + " (pid " + std::to_string(cred_.pid) + " uid " +
+           std::to_string(cred_.uid) + (name_.empty() ? "" : " " + name_) + ")";
+}
+
+bool Session::handle(sidecar::WireMessage msg) noexcept
+{
+    uint32_t id = 0;
+    bool keep = true;
+    std::string out;
+    std::vector<int> outFds;
+    try {
+        sidecar::Message m = sidecar::parse(msg.bytes);
+        id = m.id;
+        out = reply(m, msg.fds, outFds);
+        keep = m.type != "bye";
+    } catch (const ProtocolError& e) {
+        sidecar::ErrorReply r = sidecar::ErrorReply::from(e);
+        out = r.encode(id ? id : e.id());
+        // A client that breaks the protocol is disconnected (its flows
+        // freed); one that asks for something it may not have is told so.
+        keep = helloDone_ && e.code() != ErrorCode::BadMessage && e.code() != ErrorCode::BadVersion &&
+               e.code() != ErrorCode::BadFd;
+        NPF_WARN("%s: %s: %s%s", describe().c_str(), std::string(sidecar::toString(e.code())).c_str(), e.what(),
+                 keep ? "" : " (disconnected)");
+    } catch (const std::exception& e) {
+        out = sidecar::ErrorReply{ErrorCode::Internal, EIO, e.what()}.encode(id);
+        NPF_WARN("%s: %s", describe().c_str(), e.what());
+    }
+    try {
+        if (sidecar::sendMessage(fd_.get(), out, outFds) != sidecar::IoStatus::Ok) {
+            NPF_WARN("%s does not take its replies: disconnected", describe().c_str());
+            return false;
+        }
+    } catch (const std::exception& e) {
+        NPF_WARN("%s: sending the reply: %s", describe().c_str(), e.what());
+        return false;
+    }
+    return keep;
+}
+
+std::string Session::reply(const sidecar::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds)
+{
+    if (d_.stopping())
+        throw ProtocolError(ErrorCode::ShuttingDown, "npfd is stopping", 0, m.id);
+    if (!helloDone_ && m.type != sidecar::HelloRequest::kType)
+        throw ProtocolError(ErrorCode::BadMessage, "the first request must be hello, not " + m.type, 0, m.id);
+    if (m.type == sidecar::HelloRequest::kType)
+        return hello(m);
+    if (m.type == sidecar::RegionRequest::kType)
+        return region(m, fds);
+    if (!fds.empty())
+        throw ProtocolError(ErrorCode::BadFd, m.type + " takes no descriptors, got " + std::to_string(fds.size()), 0,
+                            m.id);
+    if (m.type == sidecar::OpenFlowRequest::kType)
+        return openFlow(m, outFds);
+    if (m.type == sidecar::CloseFlowRequest::kType)
+        return closeFlow(m);
+    if (m.type == sidecar::ReleaseRequest::kType)
+        return pages(m, true);
+    if (m.type == sidecar::PopulateRequest::kType)
+        return pages(m, false);
+    if (m.type == sidecar::StatsRequest::kType)
+        return stats(m);
+    if (m.type == sidecar::ByeRequest::kType)
+        return sidecar::OkReply{}.encode(m.id);
+    throw ProtocolError(ErrorCode::BadMessage, "unknown request type '" + m.type + "'", 0, m.id);
+}
+
+std::string Session::hello(const sidecar::Message& m)
+{
+    if (helloDone_)
+        throw ProtocolError(ErrorCode::BadMessage, "hello sent twice", 0, m.id);
+    sidecar::HelloRequest h = sidecar::HelloRequest::decode(m);
+    sidecar::checkVersion(h);
+    name_ = h.name;
+    rule_ = d_.config().match(cred_.uid, cred_.gid, cgroup_);
+    if (!rule_)
+        throw ProtocolError(ErrorCode::NotAllowed,
+                            "uid " + std::to_string(cred_.uid) + " gid " + std::to_string(cred_.gid) +
+                                " matches no client rule of npfd's config",
+                            EACCES, m.id);
+    helloDone_ = true;
+    sidecar::HelloReply r;
+    r.daemonPid = static_cast<uint32_t>(::getpid());
+    r.ifaces = d_.ifaces();
+    r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
+    NPF_INFO("%s: hello%s", describe().c_str(), name_.empty() ? "" : (" from " + name_).c_str());
+    return r.encode(m.id);
+}
+
+std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
+{
+    sidecar::RegionRequest rq = sidecar::RegionRequest::decode(m);
+    if (region_)
+        throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
+    if (fds.size() != 2 || !sidecar::isMemfd(fds[0].get()) || !sidecar::isUserfaultfd(fds[1].get()))
+        throw ProtocolError(ErrorCode::BadFd, "region takes two descriptors: a memfd and a userfaultfd", 0, m.id);
+    if (rq.pageSize != NPF_PAGE_SIZE)
+        throw ProtocolError(ErrorCode::BadMessage, "page_size " + std::to_string(rq.pageSize) + ": npfd serves " +
+                                                       std::to_string(NPF_PAGE_SIZE) + "-byte pages",
+                            EINVAL, m.id);
+    if (rq.size > rule_->regionBytes || rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
+        throw ProtocolError(ErrorCode::TooLarge,
+                            "region of " + std::to_string(rq.size) + " bytes: this client may have " +
+                                std::to_string(rule_->regionBytes),
+                            0, m.id);
+    if (rq.budget > rule_->residentBytes)
+        throw ProtocolError(ErrorCode::TooLarge,
+                            "resident budget of " + std::to_string(rq.budget) + " bytes: this client may have " +
+                                std::to_string(rule_->residentBytes),
+                            0, m.id);
+    ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
+    RegionConfig rc;
+    rc.size = rq.size;
+    rc.residentBudget = rq.budget;
+    rc.residentBitmap = bitmap.words();
+    rc.epochs = &d_.epochs();
+    rc.spillDir = d_.config().spillDir;
+    rc.name = "npfd-client-" + std::to_string(id_);
+    std::unique_ptr<Region> region;
+    try {
+        region = std::make_unique<Region>(rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base});
+    } catch (const std::system_error& e) {
+        throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(),
+                            e.code().value(), m.id);
+    }
+    bitmap_.emplace(std::move(bitmap));
+    region_ = std::move(region);
+    d_.home().addRegion(*region_);
+    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB", describe().c_str(),
+             static_cast<unsigned long long>(rq.size >> 20), static_cast<unsigned long long>(rq.budget >> 20));
+    return sidecar::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
+}
+
+std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFds)
+{
+    sidecar::OpenFlowRequest rq = sidecar::OpenFlowRequest::decode(m);
+    if (!region_)
+        throw ProtocolError(ErrorCode::NoRegion, "open_flow before region", 0, m.id);
+    std::string iface = rq.iface;
+    if (iface.empty()) {
+        if (d_.ifaces().size() != 1)
+            throw ProtocolError(ErrorCode::BadMessage, "npfd serves several interfaces: name one", 0, m.id);
+        iface = d_.ifaces().front();
+    }
+    Service* svc = d_.service(iface);
+    if (!svc)
+        throw ProtocolError(ErrorCode::NotAllowed, "npfd does not serve " + iface, ENODEV, m.id);
+    ctl::FlowSpec spec;
+    try {
+        spec = ctl::parseFlowSpec(std::to_string(rq.port), rq.addr);
+    } catch (const std::exception& e) {
+        throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
+    }
+    if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
+        throw ProtocolError(ErrorCode::NotAllowed, ctl::toString(spec) + " is not allowed for this client", EACCES,
+                            m.id);
+    if (flows_.size() >= rule_->flows)
+        throw ProtocolError(ErrorCode::NoSpace,
+                            "this client may have " + std::to_string(rule_->flows) + " flows open at once", 0, m.id);
+    const std::string key = flowKey(iface, spec);
+    if (const Session* owner = d_.flowOwner(key))
+        throw ProtocolError(ErrorCode::Busy,
+                            ctl::toString(spec) + " on " + iface + " is held by " +
+                                (owner == this ? std::string("this connection") : owner->describe()),
+                            0, m.id);
+    ServedFlow* served = nullptr;
+    try {
+        // A ring map nobody else has mapped, whatever was there before.
+        served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
+    } catch (const ctl::StateError& e) {
+        throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
+                            e.code().value(), m.id);
+    }
+    d_.claimFlow(key, this);
+    flows_.push_back({svc, served, key});
+    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, ctl::toString(spec).c_str(), iface.c_str());
+    sidecar::OpenFlowReply r;
+    r.flow = served->id;
+    r.gen = served->gen;
+    r.port = spec.port;
+    r.completionEntries = served->ring.size();
+    outFds = {served->ringMap.fd(), served->ring.memfd(), served->ring.eventFd()};
+    return r.encode(m.id);
+}
+
+void Session::close(OpenFlow& f) noexcept
+{
+    const uint32_t id = f.served->id;
+    f.service->closeFlow(*f.served);
+    d_.releaseFlow(f.key);
+    NPF_INFO("%s: flow %u closed", describe().c_str(), id);
+}
+
+std::string Session::closeFlow(const sidecar::Message& m)
+{
+    sidecar::CloseFlowRequest rq = sidecar::CloseFlowRequest::decode(m);
+    for (auto it = flows_.begin(); it != flows_.end(); ++it)
+        if (it->served->id == rq.flow) {
+            close(*it);
+            flows_.erase(it);
+            return sidecar::OkReply{}.encode(m.id);
+        }
+    throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(rq.flow) + " on this connection", 0, m.id);
+}
+
+std::string Session::pages(const sidecar::Message& m, bool release)
+{
+    uint64_t offset, len;
+    if (release) {
+        sidecar::ReleaseRequest rq = sidecar::ReleaseRequest::decode(m);
+        offset = rq.offset, len = rq.len;
+    } else {
+        sidecar::PopulateRequest rq = sidecar::PopulateRequest::decode(m);
+        offset = rq.offset, len = rq.len;
+    }
+    if (!region_)
+        throw ProtocolError(ErrorCode::NoRegion, m.type + " before region", 0, m.id);
+    if (offset > region_->size() || len > region_->size() - offset)
+        throw ProtocolError(ErrorCode::BadMessage,
+                            m.type + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                                ") is outside the region of " + std::to_string(region_->size()) + " bytes",
+                            EINVAL, m.id);
+    const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
+    if (rc < 0)
+        throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
+    return sidecar::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
+}
+
+std::string Session::stats(const sidecar::Message& m)
+{
+    (void)sidecar::StatsRequest::decode(m);
+    // This client's own numbers: its flows' completions, its region. The
+    // counters of the shared dataplane (fast/fault path, sockets) are the
+    // operator's (npfctl stats).
+    EngineStats s;
+    std::string iface = d_.ifaces().front();
+    for (const OpenFlow& f : flows_) {
+        const SequencerStats q = f.served->seq.stats();
+        s.completedOk += q.ok;
+        s.completedTruncated += q.truncated;
+        s.completedLost += q.lost;
+        s.completedBadCsum += q.badCsum;
+        s.late += q.stale;
+        iface = f.service->config().ifname;
+    }
+    if (region_) {
+        const RegionStats r = region_->stats();
+        s.cpuFaults = r.cpuFaults + r.clientFaults;
+        s.packetFaults = r.packetFaults;
+        s.prefetched = r.prefetched;
+        s.evicted = r.evicted;
+        s.restored = r.restored;
+        s.residentPages = r.residentPages;
+    }
+    sidecar::StatsReply r;
+    r.stats = sidecar::Json::parse(ctl::engineStatsJson(s, iface, cred_.pid, monotonicNs()).dump());
+    return r.encode(m.id);
+}
+
+} // namespace npf::daemon

@@ -1,0 +1,72 @@
+// One connected npfd client: its credentials and rule, its region (its
+// memfd + userfaultfd, adopted by a Region, and the resident bitmap XDP
+// reads), its flows. Requests are handled one at a time on the daemon's
+// control thread; every one gets exactly one reply.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctl/flow_ring.h"
+#include "region/region.h"
+#include "sidecar/config.h"
+#include "sidecar/protocol.h"
+#include "sidecar/unix_socket.h"
+#include "sys/fd.h"
+
+namespace npf {
+
+class Service;
+class ServedFlow;
+
+namespace daemon {
+
+class Daemon;
+
+class Session {
+public:
+    Session(Daemon& d, Fd fd, uint64_t id);
+    ~Session(); // closes its flows, then its region
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    int fd() const noexcept { return fd_.get(); }
+    // Handles one message; false when the connection must end (EOF, a
+    // protocol violation, bye). Never throws.
+    bool handle(sidecar::WireMessage msg) noexcept;
+    // The client hung up or is gone: why, for the log.
+    std::string describe() const;
+
+private:
+    struct OpenFlow {
+        Service* service;
+        ServedFlow* served;
+        std::string key; // ownership key in the daemon
+    };
+
+    std::string reply(const sidecar::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
+    std::string hello(const sidecar::Message& m);
+    std::string region(const sidecar::Message& m, std::vector<Fd>& fds);
+    std::string openFlow(const sidecar::Message& m, std::vector<int>& outFds);
+    std::string closeFlow(const sidecar::Message& m);
+    std::string pages(const sidecar::Message& m, bool release);
+    std::string stats(const sidecar::Message& m);
+    void close(OpenFlow& f) noexcept;
+
+    Daemon& d_;
+    Fd fd_;
+    const uint64_t id_;
+    sidecar::PeerCred cred_{};
+    std::string cgroup_;
+    std::string name_;
+    const sidecar::ClientRule* rule_ = nullptr;
+    bool helloDone_ = false;
+    std::optional<ctl::ResidentMap> bitmap_;
+    std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
+    std::vector<OpenFlow> flows_;
+};
+
+} // namespace daemon
+} // namespace npf

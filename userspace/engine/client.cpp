@@ -1,0 +1,217 @@
+// npf::Client: the application side of npfd (include/npf/client.h).
+#include "npf/client.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "ctl/engine_stats.h"
+#include "ctl/flow_ring.h"
+#include "engine/flow_impl.h"
+#include "order/completion_ring.h"
+#include "sidecar/channel.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+
+namespace npf {
+namespace {
+
+// A userfaultfd this (unprivileged) process may have: user-mode faults only
+// (a syscall that touches a missing page gets EFAULT: touch it first), with
+// the mapping registered for MISSING, and WP where shmem supports it (npfd
+// then fences the client's writes while it evicts).
+Fd registerUffd(void* base, uint64_t size)
+{
+    Fd uffd(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+    if (!uffd)
+        throwErrno("userfaultfd (user-mode only) for the npf region");
+    for (bool wp : {true, false}) {
+        uffdio_api api{};
+        api.api = UFFD_API;
+        api.features = UFFD_FEATURE_MISSING_SHMEM | (wp ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM : 0);
+        if (::ioctl(uffd.get(), UFFDIO_API, &api) != 0) {
+            if (wp) {
+                uffd.reset(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+                continue;
+            }
+            throwErrno("UFFDIO_API for the npf region");
+        }
+        uffdio_register reg{};
+        reg.range.start = reinterpret_cast<uint64_t>(base);
+        reg.range.len = size;
+        reg.mode = UFFDIO_REGISTER_MODE_MISSING | (wp ? UFFDIO_REGISTER_MODE_WP : 0);
+        if (::ioctl(uffd.get(), UFFDIO_REGISTER, &reg) == 0)
+            return uffd;
+        if (!wp)
+            throwErrno("UFFDIO_REGISTER the npf region");
+        uffd.reset(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+    }
+    throwErrno(EINVAL, "register the npf region with userfaultfd");
+}
+
+} // namespace
+
+struct Client::Impl {
+    ClientConfig cfg;
+    Fd memfd;
+    MmapArea map;
+    uint64_t budget = 0;
+    std::optional<sidecar::Channel> ch;
+    mutable std::mutex mu; // the channel: one request at a time
+    std::vector<std::unique_ptr<Flow>> flows;
+    std::shared_ptr<std::atomic<int>> gone = std::make_shared<std::atomic<int>>(0); // 1: npfd went away
+
+    void connect();
+    template <typename Req>
+    auto call(const Req& rq, std::span<const int> fds = {}) const
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        try {
+            return const_cast<sidecar::Channel&>(*ch).call(rq, fds, cfg.timeout);
+        } catch (const std::system_error& e) {
+            if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+                gone->store(1, std::memory_order_release);
+            throw;
+        }
+    }
+};
+
+void Client::Impl::connect()
+{
+    ch.emplace(sidecar::Channel::connect(cfg.socket));
+    gone = std::make_shared<std::atomic<int>>(0);
+    sidecar::HelloRequest hello;
+    hello.name = cfg.name;
+    sidecar::HelloReply h = call(hello).reply;
+    budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
+    if (budget > cfg.regionSize)
+        budget = cfg.regionSize;
+    // The mapping is registered with a fresh userfaultfd each time: npfd
+    // gets it, and this process keeps no copy (were npfd to die, the
+    // registration goes with its copy, and a thread touching a page npfd
+    // had evicted gets zeros instead of waiting forever).
+    Fd uffd = registerUffd(map.get(), cfg.regionSize);
+    sidecar::RegionRequest rq;
+    rq.size = cfg.regionSize;
+    rq.budget = budget;
+    rq.base = reinterpret_cast<uint64_t>(map.get());
+    rq.pageSize = NPF_PAGE_SIZE;
+    const int fds[2] = {memfd.get(), uffd.get()};
+    (void)call(rq, fds);
+}
+
+Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
+{
+    Impl& c = *impl_;
+    c.cfg = cfg;
+    if (cfg.regionSize == 0 || cfg.regionSize % NPF_PAGE_SIZE)
+        throwErrno(EINVAL, "npf client: region size " + std::to_string(cfg.regionSize) +
+                               " is not a positive multiple of 4096");
+    c.memfd.reset(::memfd_create("npf-client-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!c.memfd)
+        throwErrno("memfd_create for the npf region");
+    checkErrno(::ftruncate(c.memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
+    c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED, c.memfd.get(), 0, "the npf region");
+    c.connect();
+}
+
+Client::~Client()
+{
+    impl_->flows.clear();
+    if (impl_->ch && !impl_->gone->load(std::memory_order_acquire)) {
+        try {
+            (void)impl_->call(sidecar::ByeRequest{});
+        } catch (const std::exception&) {
+            // npfd is gone or refused: closing the socket says the same.
+        }
+    }
+}
+
+Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
+{
+    Impl& c = *impl_;
+    sidecar::OpenFlowRequest rq;
+    rq.iface = iface;
+    rq.port = port;
+    rq.addr = addr;
+    auto r = c.call(rq);
+    Flow::Impl::Parts parts;
+    parts.id = r.reply.flow;
+    parts.port = r.reply.port;
+    parts.ringMap.emplace(ctl::FlowRing::adopt(std::move(r.fds[0])));
+    parts.ring = parts.ringMap->ring();
+    parts.ownCompletions = std::make_unique<CompletionRing>(
+        CompletionRing::attach(std::move(r.fds[1]), std::move(r.fds[2]), "npf flow " + std::to_string(port)));
+    parts.completions = parts.ownCompletions.get();
+    parts.regionSize = c.cfg.regionSize;
+    parts.hangupFd = c.ch->fd();
+    std::shared_ptr<std::atomic<int>> gone = c.gone;
+    const int sock = c.ch->fd();
+    parts.failure = [gone, sock] {
+        if (!gone->load(std::memory_order_acquire)) {
+            pollfd p{sock, 0, 0};
+            if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+                gone->store(1, std::memory_order_release);
+        }
+        return gone->load(std::memory_order_acquire) ? std::string("npfd closed the connection (it exited or "
+                                                                    "restarted): reconnect and open the flow again")
+                                                      : std::string();
+    };
+    c.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
+    return *c.flows.back();
+}
+
+uint8_t* Client::region() const noexcept { return impl_->map.as<uint8_t>(); }
+uint64_t Client::regionSize() const noexcept { return impl_->cfg.regionSize; }
+uint64_t Client::residentBudget() const noexcept { return impl_->budget; }
+
+void Client::release(uint64_t offset, uint64_t len)
+{
+    (void)impl_->call(sidecar::ReleaseRequest{offset, len});
+}
+
+uint64_t Client::populate(uint64_t offset, uint64_t len)
+{
+    return impl_->call(sidecar::PopulateRequest{offset, len}).reply.pages;
+}
+
+EngineStats Client::stats() const
+{
+    auto r = impl_->call(sidecar::StatsRequest{});
+    return ctl::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
+}
+
+std::string Client::failure() const
+{
+    if (impl_->gone->load(std::memory_order_acquire))
+        return "npfd closed the connection (it exited or restarted): reconnect()";
+    pollfd p{impl_->ch->fd(), 0, 0};
+    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
+        impl_->gone->store(1, std::memory_order_release);
+        return failure();
+    }
+    return "";
+}
+
+void Client::reconnect()
+{
+    Impl& c = *impl_;
+    {
+        std::lock_guard<std::mutex> lock(c.mu);
+        c.gone->store(1, std::memory_order_release); // the old flows are dead for good
+        c.ch.reset();
+    }
+    c.connect();
+}
+
+} // namespace npf
