@@ -1,0 +1,46 @@
+// npfd (the real daemon) in the rx namespace of an e2e Rig, with a config in
+// a temp dir: clients with uid 65534 may open ports 7400-7499 (region up to
+// 256 MiB, budget up to 64 MiB, 4 flows); root may do anything. Clients are
+// npf-recv --connect processes run as uid 65534 (setpriv), or npf::Client
+// and raw protocol sockets in the test process (root).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "e2e_rig.h"
+
+namespace npf::e2e {
+
+constexpr uid_t kNobody = 65534;
+constexpr uint16_t kFirstPort = 7400;
+
+class Npfd {
+public:
+    Npfd(Rig& rig, const TempDir& dir);
+    ~Npfd(); // SIGTERM, then waits; SIGKILL if it does not exit
+    void start();                  // (again, after kill())
+    void kill(int sig) { child_->kill(sig); }
+    bool wait(int ms, int* status) { return child_->wait(ms, status); }
+    bool running() { return child_ && child_->running(); }
+    const std::string& socket() const { return socket_; }
+    std::string log() const;
+
+private:
+    Rig& rig_;
+    std::string dir_, config_, socket_, log_;
+    std::unique_ptr<Child> child_;
+};
+
+// npf-recv --connect as uid 65534 in the rx namespace, output to `out`.
+std::unique_ptr<Child> startClientRecv(Rig& rig, const Npfd& d, uint16_t port, const std::string& out,
+                                       const std::string& err, const std::vector<std::string>& extra);
+
+// A file of `size` pseudo-random bytes (seeded), readable by anyone.
+void writeStream(const std::string& path, size_t size, uint32_t seed);
+
+// socat -u -b 1024 FILE:path UDP:rxAddr:port from the tx namespace; exit status.
+int socatSend(Rig& rig, const std::string& path, uint16_t port);
+
+} // namespace npf::e2e

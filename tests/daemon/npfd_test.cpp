@@ -1,0 +1,435 @@
+// npfd end to end (root; the rig's namespaces): unprivileged clients (uid
+// 65534, npf-recv --connect) receive socat streams byte for byte through one
+// npfd; a client killed mid-stream does not disturb another; bad clients are
+// refused or disconnected while npfd keeps serving; npfd's death is a clear
+// error to its clients, and a restarted npfd serves them again; a forged
+// descriptor never reaches another client's region.
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "ctl/flow_ring.h"
+#include "engine_fixture.h"
+#include "npf/client.h"
+#include "npfd_rig.h"
+#include "sidecar/channel.h"
+#include "sidecar/protocol.h"
+#include "sidecar/unix_socket.h"
+
+namespace npf::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+class NpfdE2E : public EngineE2E {};
+
+// ---- unprivileged clients, streams ------------------------------------------------
+
+TEST_F(NpfdE2E, TwoUnprivilegedClientsReceiveSocatStreamsByteForByte)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    struct stat st{};
+    ASSERT_EQ(::stat(npfd.socket().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0660u) << "the socket is for its group only";
+    EXPECT_EQ(st.st_gid, 65534u) << "socket_group nogroup";
+
+    const size_t size = 2 << 20;
+    const uint16_t warmPort = kFirstPort + 1, coldPort = kFirstPort + 2;
+    const std::string inA = dir.path + "/a.in", inB = dir.path + "/b.in";
+    writeStream(inA, size, 1);
+    writeStream(inB, size, 2);
+    const std::string n = std::to_string(size / 1024);
+    auto a = startClientRecv(rig, npfd, warmPort, dir.path + "/a.out", dir.path + "/a.err", {"-n", n, "--idle", "3"});
+    // The second one cold, in a region 8x larger than its resident budget.
+    auto b = startClientRecv(rig, npfd, coldPort, dir.path + "/b.out", dir.path + "/b.err",
+                             {"-n", n, "--idle", "3", "--cold", "--region", "16M", "--budget", "2M"});
+    ASSERT_TRUE(a->ready());
+    ASSERT_TRUE(b->ready());
+    int sa = -1, sb = -1;
+    std::thread ta([&] { sa = socatSend(rig, inA, warmPort); });
+    std::thread tb([&] { sb = socatSend(rig, inB, coldPort); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(sa, 0);
+    EXPECT_EQ(sb, 0);
+    int ea = -1, eb = -1;
+    ASSERT_TRUE(a->wait(int(test::kDeadline.count()), &ea)) << readFile(dir.path + "/a.err");
+    ASSERT_TRUE(b->wait(int(test::kDeadline.count()), &eb)) << readFile(dir.path + "/b.err");
+    EXPECT_EQ(ea, 0) << readFile(dir.path + "/a.err");
+    EXPECT_EQ(eb, 0) << readFile(dir.path + "/b.err");
+    EXPECT_TRUE(readFile(dir.path + "/a.out") == readFile(inA)) << "warm client's output differs from its stream";
+    EXPECT_TRUE(readFile(dir.path + "/b.out") == readFile(inB)) << "cold client's output differs from its stream";
+    const std::string errB = readFile(dir.path + "/b.err");
+    EXPECT_NE(errB.find("evicted="), std::string::npos) << errB;
+    EXPECT_EQ(errB.find("evicted=0 "), std::string::npos) << "the cold client's budget never evicted:\n" << errB;
+    const std::string log = npfd.log();
+    EXPECT_NE(log.find("uid 65534"), std::string::npos) << log;
+    EXPECT_NE(log.find("port " + std::to_string(coldPort)), std::string::npos) << log;
+}
+
+TEST_F(NpfdE2E, KillingOneClientMidStreamDoesNotDisturbTheOther)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const uint16_t portA = kFirstPort + 10, portB = kFirstPort + 11;
+    const std::string inA = dir.path + "/a.in", inB = dir.path + "/b.in", outB = dir.path + "/b.out";
+    writeStream(inA, 2 << 20, 3);
+    writeStream(inB, 8 << 20, 4);
+    auto a = startClientRecv(rig, npfd, portA, dir.path + "/a.out", dir.path + "/a.err",
+                             {"-n", std::to_string((2 << 20) / 1024), "--idle", "3"});
+    auto b = startClientRecv(rig, npfd, portB, outB, dir.path + "/b.err", {});
+    ASSERT_TRUE(a->ready());
+    ASSERT_TRUE(b->ready());
+    std::thread tb([&] { (void)socatSend(rig, inB, portB); }); // fails once B is gone: fine
+    ASSERT_TRUE(test::waitUntil([&] {
+        std::error_code ec;
+        return std::filesystem::file_size(outB, ec) >= (256u << 10);
+    })) << "client B received nothing";
+    b->kill(SIGKILL);
+    int st = -1;
+    ASSERT_TRUE(b->wait(int(test::kDeadline.count()), &st));
+    EXPECT_EQ(st, 128 + SIGKILL);
+    EXPECT_EQ(socatSend(rig, inA, portA), 0);
+    tb.join();
+    int ea = -1;
+    ASSERT_TRUE(a->wait(int(test::kDeadline.count()), &ea)) << readFile(dir.path + "/a.err");
+    EXPECT_EQ(ea, 0) << readFile(dir.path + "/a.err");
+    EXPECT_TRUE(readFile(dir.path + "/a.out") == readFile(inA)) << "client A's stream was disturbed";
+    EXPECT_TRUE(npfd.running()) << npfd.log();
+    // B's flow is gone: its port's datagrams pass to the kernel (no flow).
+    ASSERT_TRUE(test::waitUntil([&] { return npfd.log().find("disconnected") != std::string::npos ||
+                                             npfd.log().find("hung up") != std::string::npos; }))
+        << npfd.log();
+    const std::string flows = rig.npfctl("flow list " + rig.rxIf());
+    EXPECT_EQ(flows.find(std::to_string(portB)), std::string::npos) << flows;
+}
+
+// ---- bad clients ---------------------------------------------------------------------
+
+// A raw connection: whatever bytes and descriptors a test wants to send.
+struct Raw {
+    explicit Raw(const std::string& path) : fd(sidecar::connectSocket(path)) {}
+    void send(std::string_view bytes, std::span<const int> fds = {})
+    {
+        ASSERT_EQ(sidecar::sendMessage(fd.get(), bytes, fds), sidecar::IoStatus::Ok);
+    }
+    // The next message, or nullopt once npfd closed the connection.
+    std::optional<sidecar::Message> next()
+    {
+        pollfd p{fd.get(), POLLIN, 0};
+        if (::poll(&p, 1, int(test::kDeadline.count())) != 1)
+            throw std::runtime_error("npfd did not answer within the deadline");
+        sidecar::RecvResult r = sidecar::recvMessage(fd.get());
+        if (r.status == sidecar::IoStatus::Eof)
+            return std::nullopt;
+        return sidecar::parse(r.message.bytes);
+    }
+    // An error reply with `code`, then (if `closes`) the end of the connection.
+    ::testing::AssertionResult refused(sidecar::ErrorCode code, bool closes)
+    {
+        std::optional<sidecar::Message> m = next();
+        if (!m)
+            return ::testing::AssertionFailure() << "closed without a reply";
+        if (m->type != "error")
+            return ::testing::AssertionFailure() << "reply " << m->body.dump();
+        sidecar::ErrorReply e = sidecar::ErrorReply::decode(*m);
+        if (e.code != code)
+            return ::testing::AssertionFailure() << "error " << sidecar::toString(e.code) << ": " << e.message;
+        if (closes && next())
+            return ::testing::AssertionFailure() << "npfd kept the connection";
+        return ::testing::AssertionSuccess() << e.message;
+    }
+    Fd fd;
+};
+
+// A good client still opens a flow and receives: npfd serves on.
+void expectServes(Rig& rig, const Npfd& npfd, uint16_t port)
+{
+    Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .name = "probe"});
+    Flow& f = cli.openFlow(port);
+    for (uint32_t i = 0; i < 8; i++)
+        ASSERT_TRUE(f.post(i * 2048, 2048));
+    f.flush();
+    Sender tx(rig.veth(), {.sender = 9, .count = 8, .dstPort = port, .size = [](uint32_t) { return 700u; }});
+    tx.start();
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    npf_completion c[8];
+    size_t got = 0;
+    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+    while (got < 8 && std::chrono::steady_clock::now() < end)
+        got += f.wait(std::span(c + got, 8 - got), 100ms);
+    ASSERT_EQ(got, 8u) << npfd.log();
+    for (size_t i = 0; i < got; i++) {
+        ASSERT_EQ(c[i].status, NPF_CS_OK);
+        std::vector<uint8_t> want = payloadFor(senderId(9, uint32_t(i)), 700);
+        EXPECT_EQ(std::memcmp(cli.region() + c[i].offset, want.data(), 700), 0) << "datagram " << i;
+    }
+}
+
+TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    using sidecar::ErrorCode;
+    const std::string hello = sidecar::HelloRequest{}.encode(1);
+    {
+        SCOPED_TRACE("garbage");
+        Raw r(npfd.socket());
+        r.send("\x01\x02 this is not json");
+        EXPECT_TRUE(r.refused(ErrorCode::BadMessage, true));
+    }
+    {
+        SCOPED_TRACE("truncated message");
+        Raw r(npfd.socket());
+        r.send(hello.substr(0, hello.size() / 2));
+        EXPECT_TRUE(r.refused(ErrorCode::BadMessage, true));
+    }
+    {
+        SCOPED_TRACE("oversized message");
+        Raw r(npfd.socket());
+        const std::string big(100000, '{'); // sendMessage refuses to: the raw syscall
+        ASSERT_EQ(::send(r.fd.get(), big.data(), big.size(), MSG_NOSIGNAL), ssize_t(big.size())) << strerror(errno);
+        EXPECT_TRUE(r.refused(ErrorCode::BadMessage, true));
+    }
+    {
+        SCOPED_TRACE("request before hello");
+        Raw r(npfd.socket());
+        r.send(sidecar::OpenFlowRequest{.port = kFirstPort}.encode(1));
+        EXPECT_TRUE(r.refused(ErrorCode::BadMessage, true));
+    }
+    {
+        SCOPED_TRACE("wrong protocol version");
+        Raw r(npfd.socket());
+        r.send(sidecar::HelloRequest{.protocol = 99}.encode(1));
+        EXPECT_TRUE(r.refused(ErrorCode::BadVersion, true));
+    }
+    {
+        SCOPED_TRACE("wrong descriptor types");
+        Raw r(npfd.socket());
+        r.send(hello);
+        ASSERT_TRUE(r.next().has_value());
+        Fd e1(::eventfd(0, EFD_CLOEXEC)), e2(::eventfd(0, EFD_CLOEXEC));
+        const int fds[2] = {e1.get(), e2.get()};
+        r.send(sidecar::RegionRequest{.size = 1 << 20, .budget = 1 << 20, .base = 1 << 30}.encode(2), fds);
+        EXPECT_TRUE(r.refused(ErrorCode::BadFd, true));
+    }
+    {
+        SCOPED_TRACE("flow before region");
+        Raw r(npfd.socket());
+        r.send(hello);
+        ASSERT_TRUE(r.next().has_value());
+        r.send(sidecar::OpenFlowRequest{.port = kFirstPort}.encode(2));
+        EXPECT_TRUE(r.refused(ErrorCode::NoRegion, false));
+    }
+    {
+        SCOPED_TRACE("hangs: never reads its replies");
+        Raw r(npfd.socket());
+        r.send(hello);
+        const std::string stats = sidecar::StatsRequest{}.encode(3);
+        bool dropped = false;
+        for (int i = 0; i < 100000 && !dropped; i++)
+            dropped = sidecar::sendMessage(r.fd.get(), stats) != sidecar::IoStatus::Ok;
+        // Its replies fill the socket: npfd disconnects it, or it stops sending first.
+        expectServes(rig, npfd, kFirstPort + 20);
+    }
+    {
+        SCOPED_TRACE("unprivileged: region too large, port not allowed, port busy");
+        Client holder({.socket = npfd.socket(), .regionSize = 1 << 20, .name = "holder"});
+        (void)holder.openFlow(kFirstPort + 30);
+        struct Case {
+            const char* what;
+            std::vector<std::string> args;
+            const char* says;
+        } cases[] = {
+            {"too large", {"--region", "1G"}, "too_large"},
+            {"not allowed", {}, "not_allowed"},
+            {"busy", {}, "busy"},
+        };
+        const uint16_t ports[] = {kFirstPort + 31, 8000, kFirstPort + 30};
+        for (size_t i = 0; i < std::size(cases); i++) {
+            SCOPED_TRACE(cases[i].what);
+            const std::string err = dir.path + "/bad" + std::to_string(i) + ".err";
+            std::vector<std::string> a = {"setpriv",     "--reuid=65534", "--regid=65534",           "--clear-groups",
+                                          NPF_RECV_PATH, rig.rxIf(),      std::to_string(ports[i]), "--connect",
+                                          npfd.socket()};
+            a.insert(a.end(), cases[i].args.begin(), cases[i].args.end());
+            Child c(rig.veth().rxNs().path(), a, err);
+            int st = -1;
+            ASSERT_TRUE(c.wait(int(test::kDeadline.count()), &st));
+            EXPECT_NE(st, 0);
+            EXPECT_NE(readFile(err).find(cases[i].says), std::string::npos) << readFile(err);
+        }
+    }
+    {
+        SCOPED_TRACE("killed (SIGKILL) with a region and a flow");
+        const std::string err = dir.path + "/killed.err";
+        auto c = startClientRecv(rig, npfd, kFirstPort + 40, dir.path + "/killed.out", err, {"--cold"});
+        ASSERT_TRUE(c->ready());
+        c->kill(SIGKILL);
+        int st = -1;
+        ASSERT_TRUE(c->wait(int(test::kDeadline.count()), &st));
+        // Its port is free again for another client.
+        ASSERT_TRUE(test::waitUntil([&] {
+            try {
+                Client again({.socket = npfd.socket(), .regionSize = 1 << 20});
+                (void)again.openFlow(kFirstPort + 40);
+                return true;
+            } catch (const std::exception&) {
+                return false;
+            }
+        })) << npfd.log();
+    }
+    EXPECT_TRUE(npfd.running()) << npfd.log();
+    expectServes(rig, npfd, kFirstPort + 21);
+}
+
+// ---- npfd's death, a restart ------------------------------------------------------
+
+TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const uint16_t port = kFirstPort + 50;
+    Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .name = "survivor"});
+    Flow& f = cli.openFlow(port);
+    constexpr uint32_t kN = 64;
+    auto size = [](uint32_t) { return 900u; };
+    for (uint32_t i = 0; i < kN; i++)
+        ASSERT_TRUE(f.post(i * 2048, 2048));
+    f.flush();
+    auto receive = [&](Flow& flow, uint32_t sender) {
+        Sender tx(rig.veth(), {.sender = sender, .count = kN, .dstPort = port, .size = size});
+        tx.start();
+        tx.join();
+        ASSERT_EQ(tx.error(), "");
+        std::vector<npf_completion> c(kN);
+        size_t got = 0;
+        const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+        while (got < kN && std::chrono::steady_clock::now() < end)
+            got += flow.wait(std::span(c).subspan(got), 100ms);
+        ASSERT_EQ(got, kN);
+        for (size_t i = 0; i < kN; i++)
+            ASSERT_EQ(c[i].status, NPF_CS_OK);
+    };
+    receive(f, 1);
+
+    npfd.kill(SIGKILL);
+    int st = -1;
+    ASSERT_TRUE(npfd.wait(int(test::kDeadline.count()), &st));
+    // wait() returns at once with a reason, not after its timeout, and not never.
+    npf_completion c[4];
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(f.wait(c, 20s), 0u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    EXPECT_NE(f.failure().find("npfd"), std::string::npos) << f.failure();
+    EXPECT_NE(cli.failure(), "");
+    // What it received stays in its region.
+    for (uint32_t i = 0; i < kN; i++) {
+        std::vector<uint8_t> want = payloadFor(senderId(1, i), 900);
+        ASSERT_EQ(std::memcmp(cli.region() + i * 2048, want.data(), 900), 0) << "datagram " << i;
+    }
+    // Traffic fails open: no socket serves the port any more.
+    const uint64_t passed0 = rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) + rig.xdpStat(NPF_STAT_PASS_NO_FLOW);
+    {
+        Sender tx(rig.veth(), {.sender = 2, .count = 10, .dstPort = port, .size = size});
+        tx.start();
+        tx.join();
+    }
+    EXPECT_TRUE(test::waitUntil([&] {
+        return rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) + rig.xdpStat(NPF_STAT_PASS_NO_FLOW) >= passed0 + 10;
+    }));
+
+    npfd.start();
+    cli.reconnect();
+    EXPECT_EQ(cli.failure(), "");
+    Flow& again = cli.openFlow(port);
+    for (uint32_t i = 0; i < kN; i++)
+        ASSERT_TRUE(again.post((kN + i) * 2048, 2048));
+    again.flush();
+    receive(again, 3);
+    for (uint32_t i = 0; i < kN; i++) {
+        std::vector<uint8_t> first = payloadFor(senderId(1, i), 900), second = payloadFor(senderId(3, i), 900);
+        ASSERT_EQ(std::memcmp(cli.region() + i * 2048, first.data(), 900), 0) << "datagram " << i;
+        ASSERT_EQ(std::memcmp(cli.region() + (kN + i) * 2048, second.data(), 900), 0) << "datagram " << i;
+    }
+}
+
+// ---- isolation -----------------------------------------------------------------------
+
+// A client that writes forged descriptors into its own post ring -- offsets
+// beyond its 1 MiB region, where the victim's 64 MiB region has data --
+// gets drop_bad_desc for every datagram; the victim's region is untouched.
+TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const uint16_t victimPort = kFirstPort + 60, forgerPort = kFirstPort + 61;
+    Client victim({.socket = npfd.socket(), .regionSize = 64 << 20, .name = "victim"});
+    (void)victim.openFlow(victimPort);
+    victim.populate(0, 64 << 20);
+    std::memset(victim.region(), 0x5a, 64 << 20);
+
+    // The forger speaks the protocol itself and maps the ring npfd hands it.
+    const uint64_t kSize = 1 << 20;
+    Fd memfd(::memfd_create("forger", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    ASSERT_TRUE(memfd);
+    ASSERT_EQ(::ftruncate(memfd.get(), kSize), 0);
+    void* base = ::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, memfd.get(), 0);
+    ASSERT_NE(base, MAP_FAILED);
+    Fd uffd(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+    ASSERT_TRUE(uffd);
+    uffdio_api api{.api = UFFD_API, .features = UFFD_FEATURE_MISSING_SHMEM, .ioctls = 0};
+    ASSERT_EQ(::ioctl(uffd.get(), UFFDIO_API, &api), 0);
+    uffdio_register reg{};
+    reg.range = {reinterpret_cast<uint64_t>(base), kSize};
+    reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+    ASSERT_EQ(::ioctl(uffd.get(), UFFDIO_REGISTER, &reg), 0);
+    sidecar::Channel ch = sidecar::Channel::connect(npfd.socket());
+    (void)ch.call(sidecar::HelloRequest{.name = "forger"});
+    const int fds[2] = {memfd.get(), uffd.get()};
+    (void)ch.call(sidecar::RegionRequest{.size = kSize, .budget = kSize, .base = reinterpret_cast<uint64_t>(base)},
+                  fds);
+    auto opened = ch.call(sidecar::OpenFlowRequest{.port = forgerPort});
+    ctl::FlowRing ring = ctl::FlowRing::adopt(std::move(opened.fds[0]));
+    constexpr uint32_t kN = 32;
+    for (uint32_t i = 0; i < kN; i++)
+        ring.posts()[i] = npf_post{.offset = (8ull << 20) + i * 4096, .len = 2048, .pad = 0};
+    ring.cursor()->flags |= NPF_CURSOR_F_SERVED;
+    std::atomic_ref<__u64>(ring.cursor()->prod).store(kN, std::memory_order_release);
+
+    const uint64_t bad0 = rig.xdpStat(NPF_STAT_DROP_BAD_DESC);
+    Sender tx(rig.veth(), {.sender = 4, .count = kN, .dstPort = forgerPort, .size = [](uint32_t) { return 1000u; }});
+    tx.start();
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    EXPECT_TRUE(test::waitUntil([&] { return rig.xdpStat(NPF_STAT_DROP_BAD_DESC) >= bad0 + kN; }))
+        << "drop_bad_desc " << rig.xdpStat(NPF_STAT_DROP_BAD_DESC) - bad0;
+    for (uint64_t off = 0; off < (64u << 20); off += 4096)
+        ASSERT_EQ(victim.region()[off + 17], 0x5a) << "the victim's region changed at " << off;
+    expectServes(rig, npfd, kFirstPort + 62);
+    ::munmap(base, kSize);
+}
+
+} // namespace
+} // namespace npf::e2e
