@@ -1,0 +1,588 @@
+// What npf_xdp costs per packet, by flow count and path: the kernel's own
+// timing of bpf_prog_test_run_opts (mean ns per run over `repeat` runs of one
+// prebuilt 64-byte-payload UDP/IPv4 frame), as it runs on a real veth with
+// real primary and backup AF_XDP sockets in npf_xsks (without them the
+// program fails open before it reaches the post ring).
+//
+// Configurations: F flows in npf_flows (F = 1, 32, 1024 as NPF_MAX_FLOWS
+// allows), each with its post ring and all sharing one 64 MiB region's
+// bitmap; the frame goes to the flow added last (the hash holds F entries).
+//   primary  every page resident: redir_primary
+//   backup   no page resident: redir_backup
+//   no flow  UDP to a port that is not a flow: parse + two hash misses
+//   bare     a two-instruction XDP_PASS program: the test-run loop's own cost
+// A call claims `repeat` posts (the ring holds NPF_POST_RING_SIZE); the
+// flow's cursor is re-armed (cons 0, prod repeat, SERVED) before each call.
+// Rounds interleave the configurations (drift on a shared machine hits all
+// alike); the table shows median, p10 and p90 over all calls. Every call's
+// verdict and every block's counters are checked against the expected
+// outcome: a configuration that measured another path fails the run.
+//
+// The same file builds against ABI 2 (the flat maps before commit 510ac6c:
+// one npf_posts array, npf_cursors, one npf_resident bitmap, 32 flows) so the
+// two can be compared on one machine; see docs/BENCHMARKS.md.
+//
+// Usage: npf-xdp-bench [--calls N] [--repeat N] [--rounds N] [--flows LIST] [--cpu N] [--json FILE]
+// Prints a table, then one JSON line. Root (BPF, AF_XDP, netns).
+#include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/utsname.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ctl/skeleton.h"
+#include "ctl/stats.h"
+#include "generator.h"
+#include "npf/abi.h"
+#include "sys/clock.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+#include "topology.h"
+#include "xsk/socket.h"
+#include "xsk/umem.h"
+#if NPF_ABI_VERSION >= 3
+#include "ctl/flow_ring.h"
+#endif
+
+namespace {
+
+using npf::checkErrno;
+using npf::checkNeg;
+using npf::Fd;
+using npf::MmapArea;
+using npf::monotonicNs;
+using npf::throwErrno;
+using Json = nlohmann::ordered_json;
+using XdpStats = npf::ctl::XdpStats;
+
+constexpr uint64_t kRegionPages = (64ull << 20) >> NPF_PAGE_SHIFT;
+constexpr uint32_t kPostLen = 2048;      // posted buffer: room for the payload, one page
+constexpr uint16_t kPortBase = 20000;    // flow id i listens on kPortBase + i
+constexpr uint16_t kNoFlowPort = kPortBase - 1;
+
+std::atomic<bool> g_stop{false};
+void onSignal(int) { g_stop.store(true); }
+
+// ---- flow state, per ABI ----------------------------------------------------
+
+// Post s of every ring: its own page (s * 4 KiB, inside the 64 MiB region).
+void fillPosts(npf_post* posts)
+{
+    for (uint32_t s = 0; s < NPF_POST_RING_SIZE; s++)
+        posts[s] = npf_post{.offset = uint64_t(s) << NPF_PAGE_SHIFT, .len = kPostLen, .pad = 0};
+}
+
+// The per-flow state npf_xdp reads per packet, for flow ids 0 .. n-1, every
+// post of a ring pointing at its own page of one 64 MiB region.
+#if NPF_ABI_VERSION >= 3
+// ABI 3: each id has its own post ring map in npf_rings; npf_regions binds
+// every id to one shared resident bitmap.
+class FlowState {
+public:
+    explicit FlowState(npf::ctl::Skeleton& skel)
+        : skel_(skel), bitmap_(npf::ctl::ResidentMap::create(kRegionPages))
+    {
+    }
+
+    static npf::ctl::LoadConfig loadConfig() { return {.queues = 1}; }
+
+    // Array-of-maps updates wait for an RCU grace period each: made once.
+    void ensure(uint32_t n)
+    {
+        const int ringsFd = bpf_map__fd(skel_->maps.npf_rings), regionsFd = bpf_map__fd(skel_->maps.npf_regions);
+        const int bitmapFd = bitmap_.fd();
+        for (uint32_t id = uint32_t(rings_.size()); id < n; id++) {
+            auto r = npf::ctl::FlowRing::create(0, NPF_CURSOR_F_SERVED);
+            fillPosts(r.posts());
+            const int fd = r.fd();
+            checkErrno(bpf_map_update_elem(ringsFd, &id, &fd, BPF_ANY),
+                       "install the post ring of flow id " + std::to_string(id));
+            checkErrno(bpf_map_update_elem(regionsFd, &id, &bitmapFd, BPF_ANY),
+                       "bind the bitmap to flow id " + std::to_string(id));
+            rings_.push_back(std::move(r));
+        }
+    }
+    npf_flow flow(uint32_t id) const { return {.id = id, .gen = 0, .region_size = kRegionPages << NPF_PAGE_SHIFT}; }
+    npf_cursor& cursor(uint32_t id) { return *rings_.at(id).cursor(); }
+    void setAllResident(bool on)
+    {
+        std::memset(bitmap_.words(), on ? 0xff : 0, bitmap_.wordCount() * sizeof(uint64_t));
+    }
+
+private:
+    npf::ctl::Skeleton& skel_;
+    npf::ctl::ResidentMap bitmap_;
+    std::vector<npf::ctl::FlowRing> rings_; // index = flow id
+};
+#else
+// ABI 2: one npf_posts array (flow f's slot s at f * NPF_POST_RING_SIZE + s),
+// one npf_cursors array and one npf_resident bitmap, sized at load.
+class FlowState {
+public:
+    explicit FlowState(npf::ctl::Skeleton& skel)
+        : posts_(mapArray(skel->maps.npf_posts, "npf_posts")),
+          cursors_(mapArray(skel->maps.npf_cursors, "npf_cursors")),
+          resident_(mapArray(skel->maps.npf_resident, "npf_resident"))
+    {
+    }
+
+    static npf::ctl::LoadConfig loadConfig() { return {.regionPages = kRegionPages, .queues = 1}; }
+
+    void ensure(uint32_t n)
+    {
+        for (; filled_ < n; filled_++) {
+            fillPosts(posts_.as<npf_post>() + size_t(filled_) * NPF_POST_RING_SIZE);
+            cursor(filled_).flags = NPF_CURSOR_F_SERVED;
+        }
+    }
+    npf_flow flow(uint32_t id) const { return {.id = id, .gen = 0}; }
+    npf_cursor& cursor(uint32_t id) { return cursors_.as<npf_cursor>()[id]; }
+    void setAllResident(bool on) { std::memset(resident_.get(), on ? 0xff : 0, kRegionPages / 8); }
+
+private:
+    static MmapArea mapArray(bpf_map* m, const char* name)
+    {
+        const size_t len = size_t(bpf_map__value_size(m)) * bpf_map__max_entries(m);
+        const size_t page = size_t(sysconf(_SC_PAGESIZE));
+        return MmapArea::map((len + page - 1) / page * page, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0,
+                             name);
+    }
+
+    MmapArea posts_, cursors_, resident_;
+    uint32_t filled_ = 0;
+};
+#endif
+
+// ---- kernel handles ----------------------------------------------------------
+
+// A spare veth pair, down, in the current namespace. A program that is not in
+// the kernel's XDP dispatcher is added to it and removed again around every
+// test run, each time with a synchronize_rcu() (~25 ms on this VM): attached
+// here, the programs stay in it (see bench/generator.cpp's anchor).
+class AnchorVeth {
+public:
+    AnchorVeth() : a_(npf::topology::uniqueName("npfxa")), b_(a_ + "p")
+    {
+        if (b_.size() > 15)
+            b_ = b_.substr(b_.size() - 15);
+        if (npf::topology::sh("ip link add " + a_ + " type veth peer name " + b_) != 0)
+            throw std::runtime_error("ip link add " + a_ + " type veth peer name " + b_ + " failed");
+    }
+    ~AnchorVeth() { npf::topology::sh("ip link del " + a_ + " 2>/dev/null"); }
+    AnchorVeth(const AnchorVeth&) = delete;
+    AnchorVeth& operator=(const AnchorVeth&) = delete;
+    const std::string& a() const { return a_; }
+    const std::string& b() const { return b_; }
+
+private:
+    std::string a_, b_;
+};
+
+// A program attached natively to an interface until destruction.
+class XdpAttachment {
+public:
+    XdpAttachment(const std::string& ifname, int progFd, const std::string& prog)
+        : ifindex_(int(if_nametoindex(ifname.c_str())))
+    {
+        if (!ifindex_)
+            throwErrno("find interface " + ifname);
+        checkNeg(bpf_xdp_attach(ifindex_, progFd, XDP_FLAGS_DRV_MODE, nullptr),
+                 "attach " + prog + " to " + ifname + " (native)");
+    }
+    ~XdpAttachment() { bpf_xdp_detach(ifindex_, XDP_FLAGS_DRV_MODE, nullptr); }
+    XdpAttachment(const XdpAttachment&) = delete;
+    XdpAttachment& operator=(const XdpAttachment&) = delete;
+
+private:
+    int ifindex_;
+};
+
+// return XDP_PASS: what a test run costs with (next to) no program.
+Fd loadBarePass()
+{
+    const bpf_insn insns[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = XDP_PASS},
+        {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+    };
+    Fd fd(bpf_prog_load(BPF_PROG_TYPE_XDP, "npfb_pass", "GPL", insns, 2, nullptr));
+    if (!fd)
+        throwErrno("load the bare XDP_PASS program");
+    return fd;
+}
+
+// Queue 0's primary and backup AF_XDP sockets on one UMEM, as npf binds them
+// (copy mode; the backup shares the UMEM). Members close in reverse: the
+// sockets before the UMEM.
+struct XskPair {
+    XskPair(const std::string& ifname, int xskmapFd)
+    {
+        const uint32_t ifindex = if_nametoindex(ifname.c_str());
+        if (!ifindex)
+            throwErrno("find interface " + ifname);
+        npf::xsk::UmemConfig uc;
+        uc.frameCount = 64;
+        Fd fd = npf::xsk::openXskSocket("primary xsk");
+        umem = std::make_unique<npf::xsk::Umem>(fd.get(), uc, ifname + " queue 0");
+        primary = npf::xsk::XskSocket::bindOwner(std::move(fd), ifindex, 0, 64, npf::xsk::BindMode::Copy, false,
+                                                 false, 1000, "primary xsk");
+        backup = npf::xsk::XskSocket::bindShared(primary, ifindex, 0, 64, "backup xsk");
+        primary.insertInto(xskmapFd, NPF_XSK_PRIMARY(0));
+        backup.insertInto(xskmapFd, NPF_XSK_BACKUP(0));
+    }
+    XskPair(const XskPair&) = delete;
+    XskPair& operator=(const XskPair&) = delete;
+
+    std::unique_ptr<npf::xsk::Umem> umem;
+    npf::xsk::XskSocket primary, backup;
+};
+
+XdpStats readStats(int fd)
+{
+    const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
+    std::vector<uint64_t> per(size_t(ncpu), 0);
+    XdpStats sum{};
+    for (uint32_t k = 0; k < NPF_STAT_MAX; k++) {
+        checkErrno(bpf_map_lookup_elem(fd, &k, per.data()), std::string("read npf_stats ") + npf::ctl::kStatNames[k]);
+        for (uint64_t v : per)
+            sum[k] += v;
+    }
+    return sum;
+}
+
+// ---- configurations ---------------------------------------------------------
+
+enum class Path { Bare, NoFlow, Primary, Backup };
+
+const char* pathName(Path p)
+{
+    switch (p) {
+    case Path::Bare: return "bare";
+    case Path::NoFlow: return "no flow";
+    case Path::Primary: return "primary";
+    case Path::Backup: return "backup";
+    }
+    return "?";
+}
+
+int expectedVerdict(Path p) { return p == Path::Primary || p == Path::Backup ? XDP_REDIRECT : XDP_PASS; }
+
+// The outcome counter every packet of the path must land in (-1: not npf_xdp).
+int expectedStat(Path p)
+{
+    switch (p) {
+    case Path::Bare: return -1;
+    case Path::NoFlow: return NPF_STAT_PASS_NO_FLOW;
+    case Path::Primary: return NPF_STAT_REDIR_PRIMARY;
+    case Path::Backup: return NPF_STAT_REDIR_BACKUP;
+    }
+    return -1;
+}
+
+const char* verdictName(int v)
+{
+    switch (v) {
+    case XDP_ABORTED: return "ABORTED";
+    case XDP_DROP: return "DROP";
+    case XDP_PASS: return "PASS";
+    case XDP_TX: return "TX";
+    case XDP_REDIRECT: return "REDIRECT";
+    }
+    return "?";
+}
+
+struct Config {
+    uint32_t flows; // 0 for bare
+    Path path;
+    std::vector<double> kernelNs, wallNs; // per call: ns per run
+    std::set<int> verdicts;
+    XdpStats moved{};
+
+    std::string name() const
+    {
+        return path == Path::Bare ? "bare XDP_PASS" : std::to_string(flows) + " flows, " + pathName(path);
+    }
+};
+
+double quantile(std::vector<double> v, double q)
+{
+    std::sort(v.begin(), v.end());
+    const double pos = q * double(v.size() - 1);
+    const size_t lo = size_t(pos);
+    const double frac = pos - double(lo);
+    return lo + 1 < v.size() ? v[lo] * (1 - frac) + v[lo + 1] * frac : v[lo];
+}
+
+std::string cpuModel()
+{
+    std::ifstream f("/proc/cpuinfo");
+    for (std::string line; std::getline(f, line);)
+        if (line.rfind("model name", 0) == 0)
+            return line.substr(line.find(':') + 2);
+    return "?";
+}
+
+class Bench {
+public:
+    Bench(uint32_t repeat, uint32_t payload)
+        : veth_(npf::topology::VethOptions{.queues = 1}),
+          inRx_(veth_.rxNs()),
+          skel_(npf::ctl::Skeleton::open(FlowState::loadConfig())),
+          repeat_(repeat),
+          payload_(payload)
+    {
+        skel_.load();
+        state_ = std::make_unique<FlowState>(skel_);
+        bare_ = loadBarePass();
+        npfAnchor_ = std::make_unique<XdpAttachment>(anchor_.a(), bpf_program__fd(skel_->progs.npf_xdp), "npf_xdp");
+        bareAnchor_ = std::make_unique<XdpAttachment>(anchor_.b(), bare_.get(), "npfb_pass");
+        xsks_ = std::make_unique<XskPair>(veth_.rxIf(), bpf_map__fd(skel_->maps.npf_xsks));
+        ifindex_ = if_nametoindex(veth_.rxIf().c_str());
+        if (!ifindex_)
+            throwErrno("find interface " + veth_.rxIf());
+    }
+
+    // Flow ids 0 .. n-1 with rings; npf_flows holds exactly ids 0 .. n-1, added in order.
+    void setFlows(uint32_t n)
+    {
+        state_->ensure(n);
+        const int fd = bpf_map__fd(skel_->maps.npf_flows);
+        npf_flow_key key, next;
+        while (bpf_map_get_next_key(fd, nullptr, &next) == 0) {
+            key = next;
+            checkErrno(bpf_map_delete_elem(fd, &key), "delete an npf_flows entry");
+        }
+        for (uint32_t id = 0; id < n; id++) {
+            key = flowKey(uint16_t(kPortBase + id));
+            const npf_flow f = state_->flow(id);
+            checkErrno(bpf_map_update_elem(fd, &key, &f, BPF_NOEXIST), "add flow id " + std::to_string(id));
+        }
+        flows_ = n;
+    }
+
+    // `calls` timed calls of the configuration (npf_flows as setFlows left it).
+    void run(Config& c, uint32_t calls)
+    {
+        const auto frame = this->frame(c.path == Path::NoFlow ? kNoFlowPort : uint16_t(kPortBase + flows_ - 1));
+        if (c.path == Path::Primary || c.path == Path::Backup)
+            state_->setAllResident(c.path == Path::Primary);
+        const int prog = c.path == Path::Bare ? bare_.get() : bpf_program__fd(skel_->progs.npf_xdp);
+        const int statsFd = bpf_map__fd(skel_->maps.npf_stats);
+        const XdpStats before = readStats(statsFd);
+        npf_cursor& cur = state_->cursor(flows_ - 1);
+        for (uint32_t i = 0; i < calls && !g_stop.load(); i++) {
+            cur.cons = 0;
+            cur.flags = NPF_CURSOR_F_SERVED;
+            __atomic_store_n(&cur.prod, uint64_t(repeat_), __ATOMIC_RELEASE);
+            xdp_md ctx{};
+            ctx.data_end = uint32_t(frame.size());
+            ctx.ingress_ifindex = ifindex_;
+            ctx.rx_queue_index = 0;
+            LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_size_in = uint32_t(frame.size()),
+                        .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = int(repeat_));
+            const uint64_t t0 = monotonicNs();
+            checkNeg(bpf_prog_test_run_opts(prog, &opts), "bpf_prog_test_run " + c.name());
+            const uint64_t t1 = monotonicNs();
+            c.kernelNs.push_back(double(opts.duration));
+            c.wallNs.push_back(double(t1 - t0) / double(repeat_));
+            c.verdicts.insert(int(opts.retval));
+        }
+        const XdpStats after = readStats(statsFd);
+        for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
+            c.moved[k] += after[k] - before[k];
+    }
+
+    uint32_t frameBytes() const { return uint32_t(frame(kNoFlowPort).size()); }
+
+private:
+    npf_flow_key flowKey(uint16_t port) const
+    {
+        npf_flow_key k{};
+        k.port = htons(port);
+        k.family = NPF_FAMILY_IPV4;
+        if (inet_pton(AF_INET, veth_.rxAddr().c_str(), k.addr) != 1)
+            throwErrno(EINVAL, "rx address " + veth_.rxAddr());
+        return k;
+    }
+
+    std::vector<uint8_t> frame(uint16_t dport) const
+    {
+        npf::bench::TrafficConfig t;
+        t.srcMac = veth_.txMac();
+        t.dstMac = veth_.rxMac();
+        t.srcAddr = veth_.txAddr();
+        t.dstAddr = veth_.rxAddr();
+        t.dport = dport;
+        t.payload = payload_;
+        return npf::bench::templateFrame(t);
+    }
+
+    // Member order = teardown order, reversed: sockets and attachments go
+    // before the programs, the programs before the namespaces.
+    npf::topology::VethPair veth_;
+    npf::topology::NetnsGuard inRx_; // test runs look ingress_ifindex up in this namespace
+    AnchorVeth anchor_;
+    npf::ctl::Skeleton skel_;
+    std::unique_ptr<FlowState> state_;
+    Fd bare_;
+    std::unique_ptr<XdpAttachment> npfAnchor_, bareAnchor_;
+    std::unique_ptr<XskPair> xsks_;
+    uint32_t ifindex_ = 0;
+    uint32_t repeat_, payload_;
+    uint32_t flows_ = 0;
+};
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    uint32_t calls = 50, repeat = 4000, rounds = 5, payload = 64;
+    int cpu = -1;
+    std::vector<uint32_t> flowCounts{1, 32, 1024};
+    std::string jsonFile;
+    CLI::App app{"npf-xdp-bench: npf_xdp's cost per packet (bpf_prog_test_run_opts), by flow count and path"};
+    app.add_option("--calls", calls, "timed calls per configuration (each of --repeat runs)")->check(CLI::Range(1, 100000));
+    app.add_option("--repeat", repeat, "runs per call (the post ring holds " + std::to_string(NPF_POST_RING_SIZE) + ")")
+        ->check(CLI::Range(1, NPF_POST_RING_SIZE));
+    app.add_option("--rounds", rounds, "rounds the configurations interleave over")->check(CLI::Range(1, 1000));
+    app.add_option("--flows", flowCounts, "flow counts (above NPF_MAX_FLOWS: skipped)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--payload", payload, "UDP payload bytes")->check(CLI::Range(24, 1400));
+    app.add_option("--cpu", cpu, "pin the benchmark to this CPU (default: not pinned)");
+    app.add_option("--json", jsonFile, "also write the JSON line to this file");
+    CLI11_PARSE(app, argc, argv);
+
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    try {
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            if (::sched_setaffinity(0, sizeof set, &set) != 0)
+                throwErrno("pin to CPU " + std::to_string(cpu));
+        }
+        std::vector<uint32_t> used, skipped;
+        for (uint32_t f : flowCounts)
+            (f <= NPF_MAX_FLOWS ? used : skipped).push_back(f);
+        std::sort(used.begin(), used.end());
+        used.erase(std::unique(used.begin(), used.end()), used.end());
+        if (used.empty())
+            throwErrno(EINVAL, "no flow count within NPF_MAX_FLOWS (" + std::to_string(NPF_MAX_FLOWS) + ")");
+
+        const uint64_t t0 = monotonicNs();
+        Bench b(repeat, payload);
+        // Groups of configurations that share npf_flows' content: bare, then one per flow count.
+        std::vector<std::vector<Config>> groups;
+        groups.push_back({Config{0, Path::Bare, {}, {}, {}, {}}});
+        for (uint32_t f : used)
+            groups.push_back({Config{f, Path::Primary, {}, {}, {}, {}}, Config{f, Path::Backup, {}, {}, {}, {}},
+                              Config{f, Path::NoFlow, {}, {}, {}, {}}});
+        b.setFlows(used.back()); // every ring made before timing starts
+        const double setupSec = double(monotonicNs() - t0) / 1e9;
+
+        for (uint32_t r = 0; r < rounds && !g_stop.load(); r++) {
+            const uint32_t n = calls * (r + 1) / rounds - calls * r / rounds;
+            for (size_t g = 0; g < groups.size(); g++) {
+                auto& group = groups[(g + r) % groups.size()]; // rotate the start: no group always first
+                if (group.front().flows)
+                    b.setFlows(group.front().flows);
+                for (size_t j = 0; j < group.size(); j++)
+                    b.run(group[(j + r) % group.size()], n);
+            }
+        }
+        if (g_stop.load())
+            throw std::runtime_error("interrupted");
+
+        utsname u{};
+        ::uname(&u);
+        std::printf("npf-xdp-bench: ABI %d (NPF_MAX_FLOWS %d), %s, kernel %s, CPU %s, %u calls x %u runs in %u rounds, "
+                    "UDP/IPv4 %u-byte payload (%u-byte frame), region 64 MiB, setup %.1f s\n",
+                    NPF_ABI_VERSION, NPF_MAX_FLOWS, cpuModel().c_str(), u.release,
+                    cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", calls, repeat, rounds, payload,
+                    b.frameBytes(), setupSec);
+        for (uint32_t f : skipped)
+            std::printf("%u flows: skipped (NPF_MAX_FLOWS is %d)\n", f, NPF_MAX_FLOWS);
+        std::printf("%-22s %9s %7s %7s %11s  %-9s %s\n", "configuration", "ns/pkt", "p10", "p90", "wall ns/pkt",
+                    "verdict", "outcome");
+        Json rows = Json::array();
+        std::string wrong;
+        for (const auto& group : groups)
+            for (const Config& c : group) {
+                std::string verdicts, outcome;
+                for (int v : c.verdicts)
+                    verdicts += (verdicts.empty() ? "" : ",") + std::string(verdictName(v));
+                const uint64_t packets = uint64_t(c.kernelNs.size()) * repeat;
+                for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
+                    if (k != NPF_STAT_RX_TOTAL && c.moved[k])
+                        outcome += (outcome.empty() ? "" : ",") + std::string(npf::ctl::kStatNames[k]);
+                const int want = expectedStat(c.path);
+                const bool ok = c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
+                                (want < 0 ? outcome.empty()
+                                          : c.moved[uint32_t(want)] == packets && c.moved[NPF_STAT_RX_TOTAL] == packets &&
+                                                outcome == npf::ctl::kStatNames[want]);
+                if (!ok)
+                    wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ");";
+                if (outcome.empty())
+                    outcome = "-";
+                const double med = quantile(c.kernelNs, 0.5), p10 = quantile(c.kernelNs, 0.1),
+                             p90 = quantile(c.kernelNs, 0.9), wall = quantile(c.wallNs, 0.5);
+                std::printf("%-22s %9.1f %7.1f %7.1f %11.1f  %-9s %s\n", c.name().c_str(), med, p10, p90, wall,
+                            verdicts.c_str(), outcome.c_str());
+                rows.push_back({{"config", c.name()},
+                                {"flows", c.flows},
+                                {"path", pathName(c.path)},
+                                {"nsMedian", med},
+                                {"nsP10", p10},
+                                {"nsP90", p90},
+                                {"wallNsMedian", wall},
+                                {"verdict", verdicts},
+                                {"outcome", outcome},
+                                {"ok", ok},
+                                {"ns", c.kernelNs}});
+            }
+        const Json out{{"bench", "xdp"},
+                       {"abi", NPF_ABI_VERSION},
+                       {"maxFlows", NPF_MAX_FLOWS},
+                       {"cpuModel", cpuModel()},
+                       {"kernel", u.release},
+                       {"cpu", cpu},
+                       {"calls", calls},
+                       {"repeat", repeat},
+                       {"rounds", rounds},
+                       {"payload", payload},
+                       {"frameBytes", b.frameBytes()},
+                       {"skippedFlows", skipped},
+                       {"rows", rows}};
+        std::printf("%s\n", out.dump().c_str());
+        if (!jsonFile.empty()) {
+            std::ofstream f(jsonFile);
+            f << out.dump() << '\n';
+            if (!f)
+                throwErrno("write " + jsonFile);
+        }
+        if (!wrong.empty())
+            throw std::runtime_error("measured another path than intended:" + wrong);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "npf-xdp-bench: %s\n", e.what());
+        return 1;
+    }
+}
