@@ -44,6 +44,8 @@ COUNT=5         # datagrams per UDP step
 
 NPFCTL=$ROOT/$BUILD/loader/npfctl
 NPF_RECV=$ROOT/$BUILD/apps/npf-recv
+NPFD=$ROOT/$BUILD/apps/npfd
+PORT_NPFD=5001  # UDP port an unprivileged client opens through npfd
 PIN_ROOT=/sys/fs/bpf/npf
 PIN_DIR=      # this run's pin directory, once its namespace exists
 WORK=
@@ -227,7 +229,7 @@ sweep_stale
 
 step "building npfctl in $BUILD/ (log: $BUILD/demo-build.log)"
 mkdir -p "$BUILD"
-if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl npf-recv -j"$(nproc)"; } \
+if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl npf-recv npfd -j"$(nproc)"; } \
     >"$BUILD/demo-build.log" 2>&1; then
   tail -n 30 "$BUILD/demo-build.log" >&2
   die "build failed (full log: $BUILD/demo-build.log)"
@@ -336,6 +338,51 @@ p=$(( $(counter redir_primary) - before_p ))
 b=$(( $(counter redir_backup) - before_b ))
 [ $((p + b)) -eq 2048 ] || die "XDP steered $p + $b datagrams, expected 2048"
 note "XDP steered $b datagrams to the backup ring (page not resident) and $p to the primary ring"
+
+step "npfd: an unprivileged process (uid 65534) receives through the npf daemon, byte for byte"
+chmod 755 "$WORK"
+cat >"$WORK/npfd.json" <<EOF_CFG
+{"ifaces": ["$IF_RX"], "socket": "$WORK/npfd.sock", "socket_group": "nogroup",
+ "clients": [{"uid": 65534, "ports": ["$PORT_NPFD"], "region_bytes": 67108864, "resident_bytes": 4194304}]}
+EOF_CFG
+sed 's/^/    /' "$WORK/npfd.json"
+printf '    $ npfd --config npfd.json   (in %s)\n' "$NS_RX"
+bg_rx "$NPFD" --config "$WORK/npfd.json" >"$WORK/npfd.out" 2>"$WORK/npfd.log"
+NPFD_PID=$BG_PID
+for _ in $(seq 100); do
+  grep -q '^npfd: serving' "$WORK/npfd.out" && break
+  kill -0 "$NPFD_PID" 2>/dev/null || { cat "$WORK/npfd.log" >&2; die "npfd exited before it was ready"; }
+  sleep 0.1
+done
+grep -q '^npfd: serving' "$WORK/npfd.out" || die "npfd did not come up"
+sed 's/^/    /' "$WORK/npfd.out"
+head -c $((1024 * 1024)) /dev/urandom >"$WORK/npfd-send.bin"
+touch "$WORK/npfd-recv.bin" && chown 65534:65534 "$WORK/npfd-recv.bin"
+printf '    $ setpriv --reuid=65534 --regid=65534 --clear-groups npf-recv %s %s --connect npfd.sock --cold --budget 2M --count 1024 -o out.bin\n' \
+  "$IF_RX" "$PORT_NPFD"
+bg_rx timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$NPF_RECV" "$IF_RX" "$PORT_NPFD" \
+  --connect "$WORK/npfd.sock" --cold --region 16M --budget 2M --count 1024 -o "$WORK/npfd-recv.bin" \
+  2> >(sed 's/^/    /' >&2)
+RECV_PID=$BG_PID
+for _ in $(seq 100); do
+  grep -q "flow .*port $PORT_NPFD" "$WORK/npfd.log" && break
+  kill -0 "$RECV_PID" 2>/dev/null || die "npf-recv --connect exited before it was ready"
+  sleep 0.1
+done
+printf '    $ socat -u -b 1024 FILE:send.bin UDP4-SENDTO:%s:%s   (from %s; 1 MiB = 1024 datagrams)\n' \
+  "$ADDR_RX" "$PORT_NPFD" "$NS_TX"
+in_tx socat -u -b 1024 "FILE:$WORK/npfd-send.bin" "UDP4-SENDTO:$ADDR_RX:$PORT_NPFD"
+wait "$RECV_PID" || die "npf-recv --connect failed (exit $?)"
+stop_bg "$RECV_PID"
+cmp "$WORK/npfd-send.bin" "$WORK/npfd-recv.bin" || die "the npfd client's output differs from what socat sent"
+note "the unprivileged client's output equals the 1 MiB socat sent, byte for byte (a 16 MiB region, 2 MiB resident)"
+note "npfd's log:"
+sed 's/^/      /' "$WORK/npfd.log"
+kill -TERM "$NPFD_PID"
+wait "$NPFD_PID" || die "npfd exited with $? on SIGTERM"
+stop_bg "$NPFD_PID"
+[ ! -e "$WORK/npfd.sock" ] || die "npfd left its socket behind"
+note "npfd stopped on SIGTERM; the program stays attached (npfctl attached it)"
 
 step "npfctl stats $IF_RX"
 show_rx "$NPFCTL" stats "$IF_RX"
