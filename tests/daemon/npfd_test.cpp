@@ -302,6 +302,46 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
     expectServes(rig, npfd, kFirstPort + 21);
 }
 
+// A client's posted buffers are protected from eviction as an in-process
+// application's are: populating far more than the budget evicts other pages,
+// and the datagrams then land in posted buffers that stayed resident (no
+// completion took the fault path).
+TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const uint16_t port = kFirstPort + 70;
+    Client cli({.socket = npfd.socket(), .regionSize = 16 << 20, .residentBudget = 1 << 20, .name = "protected"});
+    Flow& f = cli.openFlow(port);
+    constexpr uint32_t kN = 128; // 512 KiB of the 1 MiB budget
+    ASSERT_EQ(cli.populate(0, kN * 4096), kN);
+    for (uint32_t i = 0; i < kN; i++)
+        ASSERT_TRUE(f.post(i * 4096, 4096));
+    f.flush();
+    EXPECT_GT(cli.populate(8 << 20, 8 << 20), 0u); // 8 MiB through a 1 MiB budget
+    const EngineStats s = cli.stats();
+    EXPECT_GT(s.evicted, 0u);
+    Sender tx(rig.veth(), {.sender = 5, .count = kN, .dstPort = port, .size = [](uint32_t) { return 1200u; }});
+    tx.start();
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    std::vector<npf_completion> c(kN);
+    size_t got = 0;
+    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+    while (got < kN && std::chrono::steady_clock::now() < end)
+        got += f.wait(std::span(c).subspan(got), 100ms);
+    ASSERT_EQ(got, kN);
+    size_t faulted = 0;
+    for (size_t i = 0; i < kN; i++) {
+        ASSERT_EQ(c[i].status, NPF_CS_OK);
+        faulted += (c[i].flags & NPF_CF_FAULT) != 0;
+        std::vector<uint8_t> want = payloadFor(senderId(5, uint32_t(i)), 1200);
+        ASSERT_EQ(std::memcmp(cli.region() + c[i].offset, want.data(), 1200), 0) << "datagram " << i;
+    }
+    EXPECT_EQ(faulted, 0u) << "posted buffers were evicted";
+}
+
 // ---- npfd's death, a restart ------------------------------------------------------
 
 TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)

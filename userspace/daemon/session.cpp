@@ -274,6 +274,10 @@ std::string Session::pages(const sidecar::Message& m, bool release)
                             m.type + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                 ") is outside the region of " + std::to_string(region_->size()) + " bytes",
                             EINVAL, m.id);
+    // Every buffer the client posted before this request is protected from
+    // the eviction it may cause (the pagers protect a client's posts).
+    for (const OpenFlow& f : flows_)
+        f.service->syncPager();
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);

@@ -75,6 +75,7 @@ void FlowTable::close(ServedFlow& flow, const std::function<void()>& barrier) no
     }
     flow.wakeApplication();
     barrier();
+    gone->releaseProtection(); // no engine thread holds it now
     NPF_INFO("flow %u: %s on %s closed", gone->id, ctl::toString(gone->spec).c_str(), cfg_.ifname.c_str());
 }
 

@@ -132,6 +132,12 @@ void Pager::loop() noexcept
             if (r->clientUffdFd() >= 0 && !r->clientGone())
                 (void)r->serviceClientFaults(); // a client gone is the owner's to clean up
         }
+        // npfd clients' posted buffers: protected from eviction before
+        // anything below installs (and evicts to the budget).
+        flows_.forEach([](ServedFlow& f) {
+            if (f.region.adopted())
+                f.syncProtection();
+        });
         busy = false;
         for (auto& q : queues_)
             busy |= drainBackup(*q) == xsk::kMaxBatch;

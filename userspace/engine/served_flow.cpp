@@ -1,5 +1,6 @@
 #include "engine/served_flow.h"
 
+#include <new>
 #include <string>
 
 #include "region/region.h"
@@ -23,6 +24,50 @@ ServedFlow::ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& s, Region& r,
       sampled(posts.consumed()),
       producer_(ring)
 {
+}
+
+void ServedFlow::syncProtection() noexcept
+{
+    if (!protected_) {
+        protected_.reset(new (std::nothrow) Protected[NPF_POST_RING_SIZE]());
+        if (!protected_)
+            return;
+        protectedTo_ = releasedTo_ = seq.head();
+    }
+    // Published: the application has the buffer back (or will have it).
+    const uint64_t head = seq.head();
+    for (; releasedTo_ < head; releasedTo_++) {
+        Protected& p = protected_[releasedTo_ & PostSlots::kMask];
+        if (p.len)
+            region.unprotect(p.offset, p.len);
+        p.len = 0;
+    }
+    // Posted since: the client writes prod; trust it no further than the ring.
+    uint64_t prod = posts.published();
+    if (prod - head > NPF_POST_RING_SIZE)
+        prod = head + NPF_POST_RING_SIZE;
+    if (protectedTo_ < head)
+        protectedTo_ = head;
+    for (; protectedTo_ < prod; protectedTo_++) {
+        const Post post = posts.slot(protectedTo_);
+        Protected& p = protected_[protectedTo_ & PostSlots::kMask];
+        if (p.len || post.len == 0 || post.offset > regionSize || post.len > regionSize - post.offset)
+            continue;
+        region.protect(post.offset, post.len);
+        p = {post.offset, post.len};
+    }
+}
+
+void ServedFlow::releaseProtection() noexcept
+{
+    if (!protected_)
+        return;
+    for (uint64_t s = releasedTo_; s < protectedTo_; s++) {
+        Protected& p = protected_[s & PostSlots::kMask];
+        if (p.len)
+            region.unprotect(p.offset, p.len);
+        p.len = 0;
+    }
 }
 
 void ServedFlow::publish(uint64_t nowNs) noexcept

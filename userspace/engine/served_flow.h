@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "ctl/flow_ring.h"
@@ -44,6 +45,14 @@ public:
     // Wakes the application blocked in Flow::wait (the engine stopped).
     void wakeApplication() noexcept { producer_.wake(); }
 
+    // An npfd client's flow: the client's posts cannot protect their pages
+    // from eviction (Region::protect is the daemon's), so the pager does it
+    // for them, one round behind: pages of buffers posted and not yet
+    // published are protected, those of published ones released. Pager
+    // thread only; releaseProtection() once no engine thread holds the flow.
+    void syncProtection() noexcept;
+    void releaseProtection() noexcept;
+
     const uint32_t id;
     const uint32_t gen; // of the id when this flow took it: npf_meta.gen must match
     const ctl::FlowSpec spec;
@@ -66,6 +75,15 @@ public:
     std::atomic<bool> faulted{false}; // the pager should prefetch ahead of this flow
 
 private:
+    // syncProtection's state: seqs below protectedTo were looked at; slot
+    // s & kMask holds the range protected for seq s (len 0: none), as it was
+    // protected (the client may rewrite the slot meanwhile).
+    struct Protected {
+        uint64_t offset;
+        uint32_t len;
+    };
+    uint64_t protectedTo_ = 0, releasedTo_ = 0;
+    std::unique_ptr<Protected[]> protected_;
     std::mutex publishMu_;
     CompletionProducer producer_; // under publishMu_
 };

@@ -73,6 +73,9 @@ public:
     bool attachedByUs() const noexcept { return attachedByUs_; }
     const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
     const EngineConfig& config() const noexcept { return cfg_; }
+    // Returns after a whole pager round that began after the call (npfd: the
+    // posts of its clients are protected from eviction by then).
+    void syncPager() noexcept { pager_->sync(); }
     // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
     void wakeApplications() noexcept;
 
