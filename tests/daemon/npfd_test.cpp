@@ -78,6 +78,14 @@ TEST_F(NpfdE2E, TwoUnprivilegedClientsReceiveSocatStreamsByteForByte)
     const std::string errB = readFile(dir.path + "/b.err");
     EXPECT_NE(errB.find("evicted="), std::string::npos) << errB;
     EXPECT_EQ(errB.find("evicted=0 "), std::string::npos) << "the cold client's budget never evicted:\n" << errB;
+    // Both clients are gone; npfd's totals (npfctl stats) still count what they received.
+    const uint64_t total = 2 * (size / 1024);
+    Counters eng;
+    EXPECT_TRUE(test::waitUntil([&] {
+        eng = rig.engineSnapshot();
+        return eng["completed_ok"] >= total;
+    })) << describe(eng);
+    EXPECT_EQ(eng["completed_ok"], total) << describe(eng);
     const std::string log = npfd.log();
     EXPECT_NE(log.find("uid 65534"), std::string::npos) << log;
     EXPECT_NE(log.find("port " + std::to_string(coldPort)), std::string::npos) << log;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -299,6 +300,9 @@ std::string Session::stats(const sidecar::Message& m)
         s.completedLost += q.lost;
         s.completedBadCsum += q.badCsum;
         s.late += q.stale;
+        // Per client, the fault path is what completed with NPF_CF_FAULT.
+        s.faultPath += q.fault;
+        s.fastPath += q.ok + q.truncated - std::min(q.fault, q.ok + q.truncated);
         iface = f.service->config().ifname;
     }
     if (region_) {

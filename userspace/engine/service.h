@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,6 +101,11 @@ private:
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
     std::atomic<bool> ifaceGone_{false};           // set once, by the pager
     std::string statsPath_;
+    // Completions of flows closed while the service ran: the totals stay
+    // monotonic when npfd's clients come and go.
+    mutable std::mutex retiredMu_;
+    SequencerStats retired_;
+    LatencyHistogram retiredLatency_;
 };
 
 } // namespace npf

@@ -45,6 +45,15 @@ EngineStats Service::stats() const
         fast.merge(w->latency());
     }
     LatencyHistogram publishLat;
+    {
+        std::lock_guard<std::mutex> lock(retiredMu_);
+        s.completedOk = retired_.ok;
+        s.completedTruncated = retired_.truncated;
+        s.completedLost = retired_.lost;
+        s.completedBadCsum = retired_.badCsum;
+        s.late = retired_.stale;
+        publishLat.merge(retiredLatency_);
+    }
     flows_->forEach([&](const ServedFlow& f) {
         const SequencerStats q = f.seq.stats();
         s.completedOk += q.ok;
