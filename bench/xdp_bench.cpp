@@ -18,9 +18,8 @@
 // verdict and every block's counters are checked against the expected
 // outcome: a configuration that measured another path fails the run.
 //
-// The same file builds against ABI 2 (the flat maps before commit 510ac6c:
-// one npf_posts array, npf_cursors, one npf_resident bitmap, 32 flows) so the
-// two can be compared on one machine; see docs/BENCHMARKS.md.
+// The ABI 2 comparison in docs/BENCHMARKS.md was made with this file as of
+// commit c7d489d, which also built against ABI 2 (the flat maps).
 //
 // Usage: npf-xdp-bench [--calls N] [--repeat N] [--rounds N] [--flows LIST] [--cpu N] [--json FILE]
 // Prints a table, then one JSON line. Root (BPF, AF_XDP, netns).
@@ -58,9 +57,7 @@
 #include "topology.h"
 #include "xsk/socket.h"
 #include "xsk/umem.h"
-#if NPF_ABI_VERSION >= 3
 #include "ctl/flow_ring.h"
-#endif
 
 namespace {
 
@@ -92,8 +89,7 @@ void fillPosts(npf_post* posts)
 
 // The per-flow state npf_xdp reads per packet, for flow ids 0 .. n-1, every
 // post of a ring pointing at its own page of one 64 MiB region.
-#if NPF_ABI_VERSION >= 3
-// ABI 3: each id has its own post ring map in npf_rings; npf_regions binds
+// Each id has its own post ring map in npf_rings; npf_regions_<class> binds
 // every id to one shared resident bitmap.
 class FlowState {
 public:
@@ -107,7 +103,7 @@ public:
     // Array-of-maps updates wait for an RCU grace period each: made once.
     void ensure(uint32_t n)
     {
-        const int ringsFd = bpf_map__fd(skel_->maps.npf_rings), regionsFd = bpf_map__fd(skel_->maps.npf_regions);
+        const int ringsFd = bpf_map__fd(skel_->maps.npf_rings), regionsFd = skel_.regionsFd(bitmap_.sizeClass());
         const int bitmapFd = bitmap_.fd();
         for (uint32_t id = uint32_t(rings_.size()); id < n; id++) {
             auto r = npf::ctl::FlowRing::create(0, NPF_CURSOR_F_SERVED);
@@ -132,44 +128,6 @@ private:
     npf::ctl::ResidentMap bitmap_;
     std::vector<npf::ctl::FlowRing> rings_; // index = flow id
 };
-#else
-// ABI 2: one npf_posts array (flow f's slot s at f * NPF_POST_RING_SIZE + s),
-// one npf_cursors array and one npf_resident bitmap, sized at load.
-class FlowState {
-public:
-    explicit FlowState(npf::ctl::Skeleton& skel)
-        : posts_(mapArray(skel->maps.npf_posts, "npf_posts")),
-          cursors_(mapArray(skel->maps.npf_cursors, "npf_cursors")),
-          resident_(mapArray(skel->maps.npf_resident, "npf_resident"))
-    {
-    }
-
-    static npf::ctl::LoadConfig loadConfig() { return {.regionPages = kRegionPages, .queues = 1}; }
-
-    void ensure(uint32_t n)
-    {
-        for (; filled_ < n; filled_++) {
-            fillPosts(posts_.as<npf_post>() + size_t(filled_) * NPF_POST_RING_SIZE);
-            cursor(filled_).flags = NPF_CURSOR_F_SERVED;
-        }
-    }
-    npf_flow flow(uint32_t id) const { return {.id = id, .gen = 0}; }
-    npf_cursor& cursor(uint32_t id) { return cursors_.as<npf_cursor>()[id]; }
-    void setAllResident(bool on) { std::memset(resident_.get(), on ? 0xff : 0, kRegionPages / 8); }
-
-private:
-    static MmapArea mapArray(bpf_map* m, const char* name)
-    {
-        const size_t len = size_t(bpf_map__value_size(m)) * bpf_map__max_entries(m);
-        const size_t page = size_t(sysconf(_SC_PAGESIZE));
-        return MmapArea::map((len + page - 1) / page * page, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m), 0,
-                             name);
-    }
-
-    MmapArea posts_, cursors_, resident_;
-    uint32_t filled_ = 0;
-};
-#endif
 
 // ---- kernel handles ----------------------------------------------------------
 

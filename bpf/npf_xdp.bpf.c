@@ -37,6 +37,18 @@ static __always_inline struct npf_flow *npf_flow_lookup(struct npf_flow_key *key
 	return bpf_map_lookup_elem(&npf_flows, key);
 }
 
+/* The size class of a region's bitmap (abi.h): the smallest that fits. */
+static __always_inline __u32 npf_bitmap_class(__u64 region_size)
+{
+	__u64 pages = region_size >> NPF_PAGE_SHIFT;
+	__u32 c;
+
+	for (c = 0; c < NPF_BITMAP_CLASSES - 1; c++)
+		if (pages <= NPF_BITMAP_CLASS_PAGES(c))
+			break;
+	return c;
+}
+
 /* 1 if every page of [off, off + len) is resident in the region's bitmap.
  * The caller has checked that the range lies inside the region. */
 static __always_inline int npf_resident_range(void *bitmap, __u64 off, __u32 len)
@@ -62,6 +74,73 @@ static __always_inline int npf_resident_range(void *bitmap, __u64 off, __u32 len
 	return 1;
 }
 
+struct npf_claim {
+	__u64 seq;
+	__u64 offset;
+	__u32 copy_len;
+	__u8 flags;
+};
+
+/*
+ * Claims the next posted buffer of the flow whose bitmap is regions[fid].
+ * Returns -1 with *c filled, or the outcome to count. Everything that
+ * decides where the packet goes is computed from the slot at cons before the
+ * CAS commits it, so a lost race just recomputes from the new cons; a won CAS
+ * is final. prod is read before the slot: the application fills the slot,
+ * then publishes prod.
+ *
+ * Expanded once per bitmap size class (the caller switches on it): each
+ * expansion reads one outer map, so the verifier inlines the lookups into
+ * its bitmaps (maps of one size).
+ */
+static __always_inline int npf_claim(void *regions, __u32 fid, __u32 gen, __u64 region, __u32 payload_len,
+				     struct npf_ring *ring, struct npf_claim *c)
+{
+	struct npf_cursor *cur = &ring->cursor;
+	void *bitmap = bpf_map_lookup_elem(regions, &fid);
+	__u32 i;
+
+	/* No bitmap bound (no region yet, or unbound meanwhile): nothing is
+	 * claimed, the datagram fails open. */
+	if (!bitmap)
+		return NPF_STAT_PASS_NO_SOCKET;
+	for (i = 0; i < NPF_CAS_RETRIES; i++) {
+		__u64 cons = READ_ONCE(cur->cons);
+		__u64 prod = READ_ONCE(cur->prod);
+		struct npf_post *post;
+		__u64 offset;
+		__u32 len;
+		int bad;
+
+		/* Again after prod (the id may have been handed over since the
+		 * check above): a new flow's gen is set before its first post is
+		 * published. */
+		if (READ_ONCE(cur->gen) != gen)
+			return NPF_STAT_PASS_BAD_FLOW;
+		if ((__s64)(prod - cons) <= 0)
+			return NPF_STAT_DROP_RNR;
+		post = &ring->posts[cons & (NPF_POST_RING_SIZE - 1)];
+		offset = READ_ONCE(post->offset);
+		len = READ_ONCE(post->len);
+		/* A bad slot is consumed too, or it would stall the flow forever;
+		 * the service completes its seq as LOST. So is a cursor pair
+		 * further apart than the ring (the application overwrote slots). */
+		bad = prod - cons > NPF_POST_RING_SIZE || len > region || offset > region - len;
+		c->offset = offset;
+		c->copy_len = payload_len < len ? payload_len : len;
+		c->flags = c->copy_len < payload_len ? NPF_META_F_TRUNCATED : 0;
+		if (!bad && !npf_resident_range(bitmap, offset, c->copy_len))
+			c->flags |= NPF_META_F_BACKUP;
+		if (__sync_val_compare_and_swap(&cur->cons, cons, cons + 1) != cons)
+			continue;
+		if (bad)
+			return NPF_STAT_DROP_BAD_DESC;
+		c->seq = cons;
+		return -1;
+	}
+	return NPF_STAT_DROP_CONTENDED;
+}
+
 /*
  * A frags program: with an MTU above what fits one buffer (on veth about
  * 3.5 KB, jumbo frames on NICs in multi-buffer mode) a packet arrives as a
@@ -77,12 +156,12 @@ int npf_xdp(struct xdp_md *ctx)
 	struct npf_flow *flow;
 	struct npf_ring *ring;
 	struct npf_cursor *cur;
-	void *inner, *bitmap;
-	__u32 zero = 0;
+	struct npf_claim c = {};
 	struct npf_meta *meta;
-	__u32 fid, gen, queue, slot, copy_len = 0, i;
-	__u64 seq = 0, offset = 0, region;
-	__u8 flags = 0;
+	__u32 fid, gen, queue, slot, zero = 0;
+	__u64 region;
+	__u8 flags;
+	void *inner;
 	void *data;
 	int rc;
 
@@ -133,9 +212,6 @@ int npf_xdp(struct xdp_md *ctx)
 	 * region bound: fail open too. */
 	if (!(READ_ONCE(cur->flags) & NPF_CURSOR_F_SERVED) || region == 0)
 		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
-	bitmap = bpf_map_lookup_elem(&npf_regions, &fid);
-	if (!bitmap)
-		return npf_out(NPF_STAT_PASS_NO_SOCKET, XDP_PASS);
 
 	/* A flow datagram's metadata is npf's: drop what an earlier program left
 	 * so npf_meta sits in the 32 bytes right before the packet. */
@@ -146,48 +222,18 @@ int npf_xdp(struct xdp_md *ctx)
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct npf_meta)))
 		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
 
-	/*
-	 * Claim the next posted buffer. Everything that decides where the packet
-	 * goes is computed from the slot at cons before the CAS commits it, so a
-	 * lost race just recomputes from the new cons; a won CAS is final.
-	 * prod is read before the slot: the application fills the slot, then
-	 * publishes prod.
-	 */
-	for (i = 0; i < NPF_CAS_RETRIES; i++) {
-		__u64 cons = READ_ONCE(cur->cons);
-		__u64 prod = READ_ONCE(cur->prod);
-		__u32 len;
-		struct npf_post *post;
-		int bad;
-
-		/* Again after prod (the id may have been handed over since the
-		 * check above): a new flow's gen is set before its first post is
-		 * published. The metadata stays; the kernel ignores it. */
-		if (READ_ONCE(cur->gen) != gen)
-			return npf_out(NPF_STAT_PASS_BAD_FLOW, XDP_PASS);
-		if ((__s64)(prod - cons) <= 0)
-			return npf_out(NPF_STAT_DROP_RNR, XDP_DROP);
-		post = &ring->posts[cons & (NPF_POST_RING_SIZE - 1)];
-		offset = READ_ONCE(post->offset);
-		len = READ_ONCE(post->len);
-		/* A bad slot is consumed too, or it would stall the flow forever;
-		 * the service completes its seq as LOST. So is a cursor pair
-		 * further apart than the ring (the application overwrote slots). */
-		bad = prod - cons > NPF_POST_RING_SIZE || len > region ||
-		      offset > region - len;
-		copy_len = pkt.payload_len < len ? pkt.payload_len : len;
-		flags = copy_len < pkt.payload_len ? NPF_META_F_TRUNCATED : 0;
-		if (!bad && !npf_resident_range(bitmap, offset, copy_len))
-			flags |= NPF_META_F_BACKUP;
-		if (__sync_val_compare_and_swap(&cur->cons, cons, cons + 1) != cons)
-			continue;
-		if (bad)
-			return npf_out(NPF_STAT_DROP_BAD_DESC, XDP_DROP);
-		seq = cons;
-		break;
+	/* Claim the next posted buffer (the metadata stays on a failure; the
+	 * kernel ignores it). */
+	switch (npf_bitmap_class(region)) {
+	case 0: rc = npf_claim(&npf_regions_0, fid, gen, region, pkt.payload_len, ring, &c); break;
+	case 1: rc = npf_claim(&npf_regions_1, fid, gen, region, pkt.payload_len, ring, &c); break;
+	case 2: rc = npf_claim(&npf_regions_2, fid, gen, region, pkt.payload_len, ring, &c); break;
+	case 3: rc = npf_claim(&npf_regions_3, fid, gen, region, pkt.payload_len, ring, &c); break;
+	default: rc = npf_claim(&npf_regions_4, fid, gen, region, pkt.payload_len, ring, &c); break;
 	}
-	if (i == NPF_CAS_RETRIES)
-		return npf_out(NPF_STAT_DROP_CONTENDED, XDP_DROP);
+	if (rc >= 0)
+		return npf_out(rc, rc >= NPF_STAT_DROP_RNR && rc <= NPF_STAT_DROP_CSUM ? XDP_DROP : XDP_PASS);
+	flags = c.flags;
 
 	data = (void *)(long)ctx->data;
 	meta = (void *)(long)ctx->data_meta;
@@ -197,9 +243,9 @@ int npf_xdp(struct xdp_md *ctx)
 	meta->version = NPF_META_VERSION;
 	meta->flow = fid;
 	meta->payload_off = pkt.payload_off;
-	meta->seq = (__u32)seq;
-	meta->len = copy_len;
-	meta->offset = offset;
+	meta->seq = (__u32)c.seq;
+	meta->len = c.copy_len;
+	meta->offset = c.offset;
 	meta->tstamp = (__u32)bpf_ktime_get_ns();
 	meta->gen = (__u16)gen;
 	meta->csum = npf_csum_fold(pkt.csum_partial);

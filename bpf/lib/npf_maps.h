@@ -37,25 +37,29 @@ struct {
 	__array(values, struct npf_ring_map);
 } npf_rings SEC(".maps");
 
-/* A region's resident bitmap: bit p of word p/64 set = page p is present
- * (mmapable, written by the region's pager). Each region has its own, sized
- * for it (BPF_F_INNER_MAP: inner maps of any max_entries). */
-struct npf_bitmap_map {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-};
-
 /* Flow id -> the resident bitmap of the region the flow receives into (the
- * flows of one region share one bitmap map). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, NPF_MAX_FLOWS);
-	__type(key, __u32);
-	__array(values, struct npf_bitmap_map);
-} npf_regions SEC(".maps");
+ * flows of one region share one bitmap map): bit p of word p/64 set = page p
+ * is present (mmapable, written by the region's pager). One outer array per
+ * size class (NPF_BITMAP_CLASS_PAGES in abi.h), each holding maps of one
+ * size, so that XDP's lookups into them are inlined. */
+#define NPF_REGIONS_MAP(c)                                                        \
+	struct {                                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);                         \
+		__uint(max_entries, NPF_MAX_FLOWS);                               \
+		__type(key, __u32);                                               \
+		__array(values, struct {                                          \
+			__uint(type, BPF_MAP_TYPE_ARRAY);                         \
+			__uint(map_flags, BPF_F_MMAPABLE);                        \
+			__uint(max_entries, NPF_BITMAP_CLASS_PAGES(c) / 64);      \
+			__type(key, __u32);                                       \
+			__type(value, __u64);                                     \
+		});                                                               \
+	}
+NPF_REGIONS_MAP(0) npf_regions_0 SEC(".maps");
+NPF_REGIONS_MAP(1) npf_regions_1 SEC(".maps");
+NPF_REGIONS_MAP(2) npf_regions_2 SEC(".maps");
+NPF_REGIONS_MAP(3) npf_regions_3 SEC(".maps");
+NPF_REGIONS_MAP(4) npf_regions_4 SEC(".maps");
 
 /* AF_XDP sockets: slot NPF_XSK_PRIMARY(q) and NPF_XSK_BACKUP(q) per RX queue q. */
 struct {

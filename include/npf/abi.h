@@ -35,6 +35,13 @@
 #define NPF_CAS_RETRIES 8
 /* Largest region (1 TiB; its bitmap is 32 MiB). */
 #define NPF_MAX_REGION_PAGES (1ull << 28)
+/* Resident bitmaps come in size classes: XDP's lookups into an inner map are
+ * inlined only when every map of its outer array has one size. A region of
+ * up to NPF_BITMAP_CLASS_PAGES(c) pages (the smallest class that fits) has a
+ * bitmap of NPF_BITMAP_CLASS_PAGES(c) / 64 words, bound to its flows in
+ * npf_regions_<c>: 64 MiB, 1 GiB, 16 GiB, 256 GiB, 1 TiB. */
+#define NPF_BITMAP_CLASSES 5
+#define NPF_BITMAP_CLASS_PAGES(c) (1ull << ((c) < 4 ? 14 + 4 * (c) : 28))
 
 /* ---- map names (pin names under /sys/fs/bpf/npf/<ifname>/) ---------- */
 

@@ -146,12 +146,14 @@ void XdpHarness::bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap)
     if (it != bound_.end() && it->second == bitmap)
         return;
     bound_[id] = bitmap;
-    const int outer = bpf_map__fd(skel_->maps.npf_regions);
-    if (bitmap) {
-        const int fd = bitmap->fd();
-        checkErrno(bpf_map_update_elem(outer, &id, &fd, BPF_ANY), "bind a bitmap to flow id " + std::to_string(id));
-    } else if (bpf_map_delete_elem(outer, &id) != 0 && errno != ENOENT) {
-        throwErrno("unbind the bitmap of flow id " + std::to_string(id));
+    for (uint32_t c = 0; c < NPF_BITMAP_CLASSES; c++) {
+        const int outer = skel_.regionsFd(c);
+        if (bitmap && bitmap->sizeClass() == c) {
+            const int fd = bitmap->fd();
+            checkErrno(bpf_map_update_elem(outer, &id, &fd, BPF_ANY), "bind a bitmap to flow id " + std::to_string(id));
+        } else if (bpf_map_delete_elem(outer, &id) != 0 && errno != ENOENT) {
+            throwErrno("unbind the bitmap of flow id " + std::to_string(id));
+        }
     }
 }
 

@@ -149,7 +149,8 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
     ours.flush();
     const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
     Fd rings(bpf_obj_get((pins + "/npf_rings").c_str()));
-    Fd regions(bpf_obj_get((pins + "/npf_regions").c_str()));
+    ctl::ResidentMap bitmap = ctl::ResidentMap::create(eng->regionSize() / NPF_PAGE_SIZE);
+    Fd regions(bpf_obj_get((pins + "/npf_regions_" + std::to_string(bitmap.sizeClass())).c_str()));
     Fd flows(bpf_obj_get((pins + "/npf_flows").c_str()));
     ASSERT_TRUE(rings && regions && flows) << strerror(errno);
     const uint32_t id = ours.id();
@@ -178,7 +179,6 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
 
     // Serve the new flow through the engine's sockets, as a second engine
     // sharing them would: a region of its own, posts, SERVED.
-    ctl::ResidentMap bitmap = ctl::ResidentMap::create(eng->regionSize() / NPF_PAGE_SIZE);
     std::memset(bitmap.words(), 0xff, bitmap.wordCount() * sizeof(uint64_t));
     const int bitmapFd = bitmap.fd();
     ASSERT_EQ(bpf_map_update_elem(regions.get(), &id, &bitmapFd, BPF_ANY), 0) << strerror(errno);

@@ -15,7 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kPins[] = {"npf_flows", "npf_rings", "npf_regions", "npf_xsks", "npf_stats"};
+const char* const kPins[] = {"npf_flows",     "npf_rings",     "npf_regions_0", "npf_regions_1", "npf_regions_2",
+                             "npf_regions_3", "npf_regions_4", "npf_xsks",      "npf_stats"};
 
 nlohmann::json bpftoolJson(Rig& rig, const std::string& args)
 {
@@ -163,7 +164,7 @@ TEST_F(AttachSizedTest, QueuesReachTheMaps)
 
     nlohmann::json xsks = bpftoolJson(rig(), "map show pinned " + rig().pinDir() + "/npf_xsks");
     EXPECT_EQ(xsks["max_entries"], 4);
-    for (const char* outer : {"npf_rings", "npf_regions"}) {
+    for (const char* outer : {"npf_rings", "npf_regions_0", "npf_regions_4"}) {
         nlohmann::json m = bpftoolJson(rig(), std::string("map show pinned ") + rig().pinDir() + "/" + outer);
         EXPECT_EQ(m["type"], "array_of_maps") << outer;
         EXPECT_EQ(m["max_entries"], NPF_MAX_FLOWS) << outer;

@@ -50,7 +50,7 @@ Rig::Rig(const RigOptions& opt)
     const uint32_t id = 0;
     const int ringFd = ring_.fd(), bitmapFd = bitmap_.fd();
     checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_rings), &id, &ringFd, BPF_ANY), "install the ring");
-    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_regions), &id, &bitmapFd, BPF_ANY), "bind the bitmap");
+    checkErrno(bpf_map_update_elem(skel_.regionsFd(bitmap_.sizeClass()), &id, &bitmapFd, BPF_ANY), "bind the bitmap");
     npf_flow_key key{};
     key.port = htons(opt_.port);
     key.family = NPF_FAMILY_ANY;

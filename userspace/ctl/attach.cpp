@@ -65,8 +65,9 @@ void validate(const AttachOptions& o)
 // compatible pinned maps of the same names).
 void setPinPaths(Skeleton& sk, const std::string& ifname)
 {
-    bpf_map* maps[] = {sk->maps.npf_flows, sk->maps.npf_rings, sk->maps.npf_regions, sk->maps.npf_xsks,
-                       sk->maps.npf_stats};
+    bpf_map* maps[] = {sk->maps.npf_flows,     sk->maps.npf_rings,     sk->maps.npf_regions_0,
+                       sk->maps.npf_regions_1, sk->maps.npf_regions_2, sk->maps.npf_regions_3,
+                       sk->maps.npf_regions_4, sk->maps.npf_xsks,      sk->maps.npf_stats};
     static_assert(std::size(maps) == kPinnedMaps.size());
     for (size_t i = 0; i < std::size(maps); ++i) {
         if (std::strcmp(bpf_map__name(maps[i]), kPinnedMaps[i]) != 0)

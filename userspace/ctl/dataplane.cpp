@@ -26,6 +26,10 @@ constexpr MapShape kShapes[] = {
     {BPF_MAP_TYPE_HASH, sizeof(npf_flow_key), sizeof(npf_flow), NPF_MAX_FLOWS},
     {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
     {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
+    {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
     {BPF_MAP_TYPE_XSKMAP, sizeof(uint32_t), sizeof(uint32_t), 0},
     {BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(uint64_t), NPF_STAT_MAX},
 };
@@ -78,7 +82,9 @@ Dataplane Dataplane::open(const std::string& ifname)
     dp.progId_ = prog->id;
     dp.mode_ = prog->slot == XdpSlot::Skb ? AttachMode::Skb : AttachMode::Native;
 
-    Fd* fds[] = {&dp.flows_, &dp.rings_, &dp.regions_, &dp.xsks_, &dp.stats_};
+    Fd* fds[] = {&dp.flows_,      &dp.rings_,      &dp.regions_[0], &dp.regions_[1], &dp.regions_[2],
+                 &dp.regions_[3], &dp.regions_[4], &dp.xsks_,       &dp.stats_};
+    static_assert(NPF_BITMAP_CLASSES == 5);
     static_assert(std::size(fds) == kPinnedMaps.size());
     std::vector<uint32_t> used = progMapIds(prog->id);
     for (size_t i = 0; i < kPinnedMaps.size(); ++i) {

@@ -1,11 +1,13 @@
 // Handle on a running npf instance: the fds of its pinned maps.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "ctl/mode.h"
+#include "npf/abi.h"
 #include "sys/fd.h"
 
 namespace npf::ctl {
@@ -20,7 +22,8 @@ public:
 
     int flows() const noexcept { return flows_.get(); }
     int rings() const noexcept { return rings_.get(); }     // flow id -> post ring map
-    int regions() const noexcept { return regions_.get(); } // flow id -> resident bitmap map
+    // flow id -> resident bitmap map, one outer array per bitmap size class
+    int regions(uint32_t cls) const noexcept { return regions_[cls].get(); }
     int xsks() const noexcept { return xsks_.get(); }
     int stats() const noexcept { return stats_.get(); }
 
@@ -35,7 +38,8 @@ public:
 private:
     Dataplane() = default;
 
-    Fd flows_, rings_, regions_, xsks_, stats_;
+    Fd flows_, rings_, xsks_, stats_;
+    std::array<Fd, NPF_BITMAP_CLASSES> regions_;
     std::string ifname_, pinDir_;
     int ifindex_ = 0;
     uint32_t progId_ = 0;

@@ -69,14 +69,23 @@ std::optional<FlowRing> FlowRing::open(const Dataplane& dp, uint32_t id)
 
 FlowRing FlowRing::adopt(Fd fd) { return FlowRing(std::move(fd), "post ring map fd"); }
 
+uint32_t bitmapClass(uint64_t pages) noexcept
+{
+    uint32_t c = 0;
+    while (c < NPF_BITMAP_CLASSES - 1 && pages > NPF_BITMAP_CLASS_PAGES(c))
+        c++;
+    return c;
+}
+
 ResidentMap ResidentMap::create(uint64_t pages)
 {
     if (pages == 0 || pages > NPF_MAX_REGION_PAGES)
         throwErrno(EINVAL, "resident bitmap for " + std::to_string(pages) + " pages (must be 1 .. " +
                                std::to_string(NPF_MAX_REGION_PAGES) + ")");
     ResidentMap m;
-    m.words_ = (pages + 63) / 64;
-    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+    m.class_ = bitmapClass(pages);
+    m.words_ = NPF_BITMAP_CLASS_PAGES(m.class_) / 64;
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
     m.fd_.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "npf_bitmap", sizeof(uint32_t), sizeof(uint64_t),
                                static_cast<uint32_t>(m.words_), &opts));
     if (!m.fd_)
@@ -89,11 +98,12 @@ ResidentMap ResidentMap::create(uint64_t pages)
 uint32_t boundRegions(const Dataplane& dp)
 {
     std::set<uint32_t> ids;
-    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
-        uint32_t mapId = 0;
-        if (bpf_map_lookup_elem(dp.regions(), &id, &mapId) == 0)
-            ids.insert(mapId);
-    }
+    for (uint32_t c = 0; c < NPF_BITMAP_CLASSES; c++)
+        for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++) {
+            uint32_t mapId = 0;
+            if (bpf_map_lookup_elem(dp.regions(c), &id, &mapId) == 0)
+                ids.insert(mapId);
+        }
     return static_cast<uint32_t>(ids.size());
 }
 

@@ -38,24 +38,31 @@ private:
     MmapArea map_;
 };
 
+// The smallest bitmap size class (abi.h) that holds `pages` pages.
+uint32_t bitmapClass(uint64_t pages) noexcept;
+
 class ResidentMap {
 public:
-    // A zeroed bitmap for a region of `pages` pages (1 .. NPF_MAX_REGION_PAGES).
+    // A zeroed bitmap for a region of `pages` pages (1 .. NPF_MAX_REGION_PAGES),
+    // of its size class: the words past the region stay zero.
     static ResidentMap create(uint64_t pages);
 
     int fd() const noexcept { return fd_.get(); }
     uint64_t* words() const noexcept { return map_.as<uint64_t>(); }
     uint64_t wordCount() const noexcept { return words_; }
+    uint32_t sizeClass() const noexcept { return class_; }
 
 private:
     ResidentMap() = default;
     Fd fd_;
     MmapArea map_;
     uint64_t words_ = 0;
+    uint32_t class_ = 0;
 };
 
-// The region a flow receives into, as XDP sees it: its resident bitmap and
-// its size in bytes (the bound of every posted buffer).
+// The region a flow receives into, as XDP sees it: its resident bitmap (in
+// npf_regions_<class>) and its size in bytes (the bound of every posted
+// buffer; XDP derives the class from it).
 struct RegionBinding {
     int bitmapFd = -1;
     uint64_t size = 0;

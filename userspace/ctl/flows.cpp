@@ -136,8 +136,9 @@ void waitForXdpRuns() noexcept
 
 void clearRegion(const Dataplane& dp, uint32_t id, const std::string& what)
 {
-    if (bpf_map_delete_elem(dp.regions(), &id) != 0 && errno != ENOENT)
-        throwErrno(what + ": unbind the region of flow id " + std::to_string(id));
+    for (uint32_t c = 0; c < NPF_BITMAP_CLASSES; c++)
+        if (bpf_map_delete_elem(dp.regions(c), &id) != 0 && errno != ENOENT)
+            throwErrno(what + ": unbind the region of flow id " + std::to_string(id));
 }
 
 // The caller holds the FlowLock.
@@ -212,7 +213,13 @@ EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBi
         out.emplace(addLocked(dp, f, NPF_CURSOR_F_ENGINE));
     // The bitmap first: XDP uses a flow's region once region_size is set.
     const uint32_t id = out->entry.id;
-    checkErrno(bpf_map_update_elem(dp.regions(), &id, &region.bitmapFd, BPF_ANY),
+    // In its size class's outer array (the class follows from the size, in
+    // XDP too); any other class's slot of the id is cleared.
+    const uint32_t cls = bitmapClass((region.size + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE);
+    for (uint32_t c = 0; c < NPF_BITMAP_CLASSES; c++)
+        if (c != cls && bpf_map_delete_elem(dp.regions(c), &id) != 0 && errno != ENOENT)
+            throwErrno(what + ": clear its region binding");
+    checkErrno(bpf_map_update_elem(dp.regions(cls), &id, &region.bitmapFd, BPF_ANY),
                what + ": bind its region's resident bitmap");
     npf_flow val{id, out->entry.gen, region.size};
     checkErrno(bpf_map_update_elem(dp.flows(), &key, &val, BPF_EXIST), what + ": bind its region");

@@ -17,8 +17,9 @@ namespace npf::ctl {
 inline constexpr const char* kBpffsPath = "/sys/fs/bpf";
 
 // The maps an instance pins, by their BPF names (also the pin file names).
-inline constexpr std::array<const char*, 5> kPinnedMaps = {
-    "npf_flows", "npf_rings", "npf_regions", "npf_xsks", "npf_stats",
+inline constexpr std::array<const char*, 9> kPinnedMaps = {
+    "npf_flows",     "npf_rings",     "npf_regions_0", "npf_regions_1", "npf_regions_2",
+    "npf_regions_3", "npf_regions_4", "npf_xsks",      "npf_stats",
 };
 
 // True if `path` is a bpffs mount (statfs magic BPF_FS_MAGIC).

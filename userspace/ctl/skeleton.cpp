@@ -20,6 +20,16 @@ Skeleton Skeleton::open(const LoadConfig& cfg)
     return s;
 }
 
+int Skeleton::regionsFd(uint32_t cls) const
+{
+    bpf_map* maps[] = {skel_->maps.npf_regions_0, skel_->maps.npf_regions_1, skel_->maps.npf_regions_2,
+                       skel_->maps.npf_regions_3, skel_->maps.npf_regions_4};
+    static_assert(std::size(maps) == NPF_BITMAP_CLASSES);
+    if (cls >= NPF_BITMAP_CLASSES)
+        throwErrno(EINVAL, "bitmap size class " + std::to_string(cls));
+    return bpf_map__fd(maps[cls]);
+}
+
 void Skeleton::load()
 {
     checkNeg(npf_xdp__load(skel_.get()), "load BPF program npf_xdp (run with -v for the verifier log)");

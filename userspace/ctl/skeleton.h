@@ -26,6 +26,9 @@ public:
     npf_xdp* operator->() const noexcept { return skel_.get(); }
     const LoadConfig& config() const noexcept { return cfg_; }
 
+    // The npf_regions_<cls> outer map's fd (bitmaps of size class cls).
+    int regionsFd(uint32_t cls) const;
+
 private:
     struct Destroy {
         void operator()(npf_xdp* s) const noexcept { npf_xdp__destroy(s); }
