@@ -12,8 +12,11 @@
 // The process needs no privileges: npfd authenticates it by its uid/gid
 // (SO_PEERCRED) against its config. If npfd goes away, Flow::wait returns 0
 // at once and Flow::failure() / Client::failure() say so; the region and
-// what was received into it stay. reconnect() registers the same region
-// with a (restarted) npfd; flows are then opened again.
+// what was received into it stay: what npfd had evicted is saved in a spill
+// file this process owns, and is copied back into the region as soon as the
+// loss is noticed (a page touched before that reads zeros: npfd no longer
+// serves its faults). reconnect() registers the same region with a
+// (restarted) npfd; flows are then opened again.
 #pragma once
 
 #include <chrono>
@@ -60,6 +63,9 @@ public:
     // After npfd restarted: connects again and registers the same region
     // (what it holds stays). The old flows are dead; open them again.
     void reconnect();
+    // Pages npfd had evicted that came back from this client's spill file
+    // when the connection was lost (failure() noticed it, or reconnect()).
+    uint64_t restoredPages() const noexcept;
 
     struct Impl;
 

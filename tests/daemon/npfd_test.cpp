@@ -358,12 +358,13 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     TempDir dir;
     Npfd npfd(rig, dir);
     const uint16_t port = kFirstPort + 50;
-    Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .name = "survivor"});
+    // 128 datagrams, a page each, through a 64-page budget: npfd evicts half.
+    Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .residentBudget = 256 << 10, .name = "survivor"});
     Flow& f = cli.openFlow(port);
-    constexpr uint32_t kN = 64;
+    constexpr uint32_t kN = 128;
     auto size = [](uint32_t) { return 900u; };
     for (uint32_t i = 0; i < kN; i++)
-        ASSERT_TRUE(f.post(i * 2048, 2048));
+        ASSERT_TRUE(f.post(i * 4096, 2048));
     f.flush();
     auto receive = [&](Flow& flow, uint32_t sender) {
         Sender tx(rig.veth(), {.sender = sender, .count = kN, .dstPort = port, .size = size});
@@ -380,6 +381,7 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
             ASSERT_EQ(c[i].status, NPF_CS_OK);
     };
     receive(f, 1);
+    EXPECT_GT(cli.stats().evicted, 0u) << "nothing was evicted: the test proves nothing about the spill";
 
     npfd.kill(SIGKILL);
     int st = -1;
@@ -391,10 +393,12 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
     EXPECT_NE(f.failure().find("npfd"), std::string::npos) << f.failure();
     EXPECT_NE(cli.failure(), "");
-    // What it received stays in its region.
+    // What it received stays in its region, what npfd had evicted too (it
+    // came back from the client's spill file).
+    EXPECT_GT(cli.restoredPages(), 0u);
     for (uint32_t i = 0; i < kN; i++) {
         std::vector<uint8_t> want = payloadFor(senderId(1, i), 900);
-        ASSERT_EQ(std::memcmp(cli.region() + i * 2048, want.data(), 900), 0) << "datagram " << i;
+        ASSERT_EQ(std::memcmp(cli.region() + i * 4096, want.data(), 900), 0) << "datagram " << i;
     }
     // Traffic fails open: no socket serves the port any more.
     const uint64_t passed0 = rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) + rig.xdpStat(NPF_STAT_PASS_NO_FLOW);
@@ -412,13 +416,13 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     EXPECT_EQ(cli.failure(), "");
     Flow& again = cli.openFlow(port);
     for (uint32_t i = 0; i < kN; i++)
-        ASSERT_TRUE(again.post((kN + i) * 2048, 2048));
+        ASSERT_TRUE(again.post((kN + i) * 4096, 2048));
     again.flush();
     receive(again, 3);
     for (uint32_t i = 0; i < kN; i++) {
         std::vector<uint8_t> first = payloadFor(senderId(1, i), 900), second = payloadFor(senderId(3, i), 900);
-        ASSERT_EQ(std::memcmp(cli.region() + i * 2048, first.data(), 900), 0) << "datagram " << i;
-        ASSERT_EQ(std::memcmp(cli.region() + (kN + i) * 2048, second.data(), 900), 0) << "datagram " << i;
+        ASSERT_EQ(std::memcmp(cli.region() + i * 4096, first.data(), 900), 0) << "datagram " << i;
+        ASSERT_EQ(std::memcmp(cli.region() + (kN + i) * 4096, second.data(), 900), 0) << "datagram " << i;
     }
 }
 

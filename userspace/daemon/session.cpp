@@ -147,8 +147,10 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     sidecar::RegionRequest rq = sidecar::RegionRequest::decode(m);
     if (region_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
-    if (fds.size() != 2 || !sidecar::isMemfd(fds[0].get()) || !sidecar::isUserfaultfd(fds[1].get()))
-        throw ProtocolError(ErrorCode::BadFd, "region takes two descriptors: a memfd and a userfaultfd", 0, m.id);
+    if (fds.size() < 2 || fds.size() > 3 || !sidecar::isMemfd(fds[0].get()) || !sidecar::isUserfaultfd(fds[1].get()) ||
+        (fds.size() == 3 && !sidecar::isMemfd(fds[2].get())))
+        throw ProtocolError(ErrorCode::BadFd,
+                            "region takes a memfd, a userfaultfd and optionally a spill memfd or file", 0, m.id);
     if (rq.pageSize != NPF_PAGE_SIZE)
         throw ProtocolError(ErrorCode::BadMessage, "page_size " + std::to_string(rq.pageSize) + ": npfd serves " +
                                                        std::to_string(NPF_PAGE_SIZE) + "-byte pages",
@@ -173,7 +175,8 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     rc.name = "npfd-client-" + std::to_string(id_);
     std::unique_ptr<Region> region;
     try {
-        region = std::make_unique<Region>(rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base});
+        region = std::make_unique<Region>(
+            rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base, fds.size() == 3 ? std::move(fds[2]) : Fd()});
     } catch (const std::system_error& e) {
         throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(),
                             e.code().value(), m.id);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,15 +62,66 @@ Fd registerUffd(void* base, uint64_t size)
 
 } // namespace
 
+// One connection's fate, shared with its flows. When it is lost (npfd
+// exited, restarted, or dropped the client: in every case npfd no longer
+// uses the region), the content npfd had evicted is brought back from the
+// client's spill file into the memfd, once, as soon as anyone notices.
+struct Link {
+    Link(int memfd, int spill) : memfd(memfd), spill(spill) {}
+    std::atomic<int> gone{0};
+    std::once_flag recovered;
+    const int memfd, spill; // the Client's, which outlives its flows
+    std::atomic<uint64_t> restoredPages{0};
+
+    void lost() noexcept
+    {
+        gone.store(1, std::memory_order_release);
+        std::call_once(recovered, [this] { restoredPages.store(restore(), std::memory_order_release); });
+    }
+    bool isGone() const noexcept { return gone.load(std::memory_order_acquire) != 0; }
+    // Every page the spill holds and the memfd does not (a hole): copied in.
+    uint64_t restore() noexcept
+    {
+        uint64_t n = 0;
+        std::vector<uint8_t> page(NPF_PAGE_SIZE);
+        for (off_t off = 0;;) {
+            const off_t data = ::lseek(spill, off, SEEK_DATA);
+            if (data < 0)
+                break; // ENXIO: no more data
+            const off_t hole = ::lseek(spill, data, SEEK_HOLE);
+            if (hole <= data)
+                break;
+            for (off_t p = data & ~off_t(NPF_PAGE_SIZE - 1); p < hole; p += NPF_PAGE_SIZE) {
+                if (::lseek(memfd, p, SEEK_DATA) == p)
+                    continue; // the memfd has it: npfd had restored it
+                if (::pread(spill, page.data(), NPF_PAGE_SIZE, p) == ssize_t(NPF_PAGE_SIZE) &&
+                    ::pwrite(memfd, page.data(), NPF_PAGE_SIZE, p) == ssize_t(NPF_PAGE_SIZE))
+                    n++;
+            }
+            (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
+            off = hole;
+        }
+        return n;
+    }
+    // npfd closed the connection: POLLHUP on the socket.
+    bool hungUp(int sock) noexcept
+    {
+        pollfd p{sock, 0, 0};
+        if (!isGone() && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+            lost();
+        return isGone();
+    }
+};
+
 struct Client::Impl {
     ClientConfig cfg;
-    Fd memfd;
+    Fd memfd, spill;
     MmapArea map;
     uint64_t budget = 0;
     std::optional<sidecar::Channel> ch;
     mutable std::mutex mu; // the channel: one request at a time
     std::vector<std::unique_ptr<Flow>> flows;
-    std::shared_ptr<std::atomic<int>> gone = std::make_shared<std::atomic<int>>(0); // 1: npfd went away
+    std::shared_ptr<Link> link;
 
     void connect();
     template <typename Req>
@@ -80,7 +132,7 @@ struct Client::Impl {
             return const_cast<sidecar::Channel&>(*ch).call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
             if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
-                gone->store(1, std::memory_order_release);
+                link->lost();
             throw;
         }
     }
@@ -89,7 +141,7 @@ struct Client::Impl {
 void Client::Impl::connect()
 {
     ch.emplace(sidecar::Channel::connect(cfg.socket));
-    gone = std::make_shared<std::atomic<int>>(0);
+    link = std::make_shared<Link>(memfd.get(), spill.get());
     sidecar::HelloRequest hello;
     hello.name = cfg.name;
     sidecar::HelloReply h = call(hello).reply;
@@ -106,7 +158,7 @@ void Client::Impl::connect()
     rq.budget = budget;
     rq.base = reinterpret_cast<uint64_t>(map.get());
     rq.pageSize = NPF_PAGE_SIZE;
-    const int fds[2] = {memfd.get(), uffd.get()};
+    const int fds[3] = {memfd.get(), uffd.get(), spill.get()};
     (void)call(rq, fds);
 }
 
@@ -122,13 +174,18 @@ Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
         throwErrno("memfd_create for the npf region");
     checkErrno(::ftruncate(c.memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
     c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED, c.memfd.get(), 0, "the npf region");
+    // Where npfd saves what it evicts: this process's, so it survives npfd.
+    c.spill.reset(::memfd_create("npf-client-spill", MFD_CLOEXEC));
+    if (!c.spill)
+        throwErrno("memfd_create for the npf region's spill");
+    checkErrno(::ftruncate(c.spill.get(), static_cast<off_t>(cfg.regionSize)), "size the npf spill memfd");
     c.connect();
 }
 
 Client::~Client()
 {
     impl_->flows.clear();
-    if (impl_->ch && !impl_->gone->load(std::memory_order_acquire)) {
+    if (impl_->ch && !impl_->link->isGone()) {
         try {
             (void)impl_->call(sidecar::ByeRequest{});
         } catch (const std::exception&) {
@@ -155,17 +212,12 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
     parts.completions = parts.ownCompletions.get();
     parts.regionSize = c.cfg.regionSize;
     parts.hangupFd = c.ch->fd();
-    std::shared_ptr<std::atomic<int>> gone = c.gone;
+    std::shared_ptr<Link> link = c.link;
     const int sock = c.ch->fd();
-    parts.failure = [gone, sock] {
-        if (!gone->load(std::memory_order_acquire)) {
-            pollfd p{sock, 0, 0};
-            if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
-                gone->store(1, std::memory_order_release);
-        }
-        return gone->load(std::memory_order_acquire) ? std::string("npfd closed the connection (it exited or "
-                                                                    "restarted): reconnect and open the flow again")
-                                                      : std::string();
+    parts.failure = [link, sock] {
+        return link->hungUp(sock) ? std::string("npfd closed the connection (it exited or restarted): reconnect "
+                                                "and open the flow again")
+                                  : std::string();
     };
     c.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
     return *c.flows.back();
@@ -193,14 +245,13 @@ EngineStats Client::stats() const
 
 std::string Client::failure() const
 {
-    if (impl_->gone->load(std::memory_order_acquire))
-        return "npfd closed the connection (it exited or restarted): reconnect()";
-    pollfd p{impl_->ch->fd(), 0, 0};
-    if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
-        impl_->gone->store(1, std::memory_order_release);
-        return failure();
-    }
-    return "";
+    return impl_->link->hungUp(impl_->ch->fd()) ? "npfd closed the connection (it exited or restarted): reconnect()"
+                                                : "";
+}
+
+uint64_t Client::restoredPages() const noexcept
+{
+    return impl_->link->restoredPages.load(std::memory_order_acquire);
 }
 
 void Client::reconnect()
@@ -208,7 +259,15 @@ void Client::reconnect()
     Impl& c = *impl_;
     {
         std::lock_guard<std::mutex> lock(c.mu);
-        c.gone->store(1, std::memory_order_release); // the old flows are dead for good
+        // Closing our end ends npfd's session (if it still has one) only
+        // after it is through with the region: wait for its side to close
+        // before the evicted content comes back.
+        if (!c.link->isGone()) {
+            ::shutdown(c.ch->fd(), SHUT_WR);
+            pollfd p{c.ch->fd(), POLLIN, 0};
+            (void)::poll(&p, 1, static_cast<int>(c.cfg.timeout.count()));
+        }
+        c.link->lost(); // the old flows are dead for good; evicted content comes home
         c.ch.reset();
     }
     c.connect();

@@ -68,7 +68,10 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     if (!wp_)
         uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING, "region " + who);
 
-    spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
+    if (client && client->spill)
+        spill_ = SpillFile::adopt(std::move(client->spill), size_, "region " + who);
+    else
+        spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
 
     size_t words = (pages_ + 63) / 64;
     if (cfg_.residentBitmap) {

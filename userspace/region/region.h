@@ -78,6 +78,9 @@ struct ClientMemory {
     Fd memfd;
     Fd uffd;           // the client's userfaultfd; empty: its faults are not served
     uint64_t base = 0; // the client's address of region offset 0, page aligned
+    // The client's spill file (saved content of evicted pages, at their
+    // region offsets): what npfd evicted survives npfd. Empty: npfd's own.
+    Fd spill;
 };
 
 // Counters of a Region: the monotonic ones (kRegionCounters says what each

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,18 @@ SpillFile SpillFile::open(uint64_t size, const std::string& dir, const std::stri
         throwErrno("create " + what);
     if (::ftruncate(s.fd_.get(), static_cast<off_t>(size)) != 0)
         throwErrno("size " + what + " to " + std::to_string(size) + " bytes");
+    return s;
+}
+
+SpillFile SpillFile::adopt(Fd fd, uint64_t size, const std::string& who)
+{
+    struct stat st{};
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+        throwErrno(EBADF, who + ": the spill descriptor is not a regular file or memfd");
+    if (static_cast<uint64_t>(st.st_size) < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+        throwErrno(who + ": size the spill file to " + std::to_string(size) + " bytes");
+    SpillFile s;
+    s.fd_ = std::move(fd);
     return s;
 }
 

@@ -207,7 +207,9 @@ struct HelloRequest {
 // hello's protocol and ABI versions are this build's.
 void checkVersion(const HelloRequest& h);
 
-// fds, in order: the region's memfd, the userfaultfd it is registered with.
+// fds, in order: the region's memfd, the userfaultfd it is registered with,
+// and optionally the client's spill file (npfd saves evicted content there,
+// so it survives npfd). kFds counts the two that must be there.
 struct RegionRequest {
     static constexpr std::string_view kType = "region";
     static constexpr size_t kFds = 2;
