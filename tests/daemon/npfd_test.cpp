@@ -22,6 +22,8 @@
 #include <optional>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "ctl/flow_ring.h"
 #include "engine_fixture.h"
 #include "npf/client.h"
@@ -256,7 +258,10 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
         bool dropped = false;
         for (int i = 0; i < 100000 && !dropped; i++)
             dropped = sidecar::sendMessage(r.fd.get(), stats) != sidecar::IoStatus::Ok;
-        // Its replies fill the socket: npfd disconnects it, or it stops sending first.
+        // Its replies fill the socket: npfd disconnects it.
+        EXPECT_TRUE(dropped) << "npfd kept a client that does not read its replies";
+        EXPECT_TRUE(test::waitUntil([&] { return npfd.log().find("does not take its replies") != std::string::npos; }))
+            << npfd.log();
         expectServes(rig, npfd, kFirstPort + 20);
     }
     {
@@ -348,6 +353,51 @@ TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
         ASSERT_EQ(std::memcmp(cli.region() + c[i].offset, want.data(), 1200), 0) << "datagram " << i;
     }
     EXPECT_EQ(faulted, 0u) << "posted buffers were evicted";
+}
+
+// A node serves many pods: 64 clients at once, each with its own region and
+// flow, each receives exactly its own datagrams.
+TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    constexpr uint32_t kClients = 64, kN = 4;
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<Flow*> flows;
+    for (uint32_t i = 0; i < kClients; i++) {
+        clients.push_back(std::make_unique<Client>(
+            ClientConfig{.socket = npfd.socket(), .regionSize = 1 << 20, .name = "pod" + std::to_string(i)}));
+        flows.push_back(&clients.back()->openFlow(static_cast<uint16_t>(kFirstPort + 100 + i)));
+        for (uint32_t k = 0; k < kN; k++)
+            ASSERT_TRUE(flows.back()->post(k * 4096, 2048));
+        flows.back()->flush();
+    }
+    for (uint32_t i = 0; i < kClients; i++) {
+        Sender tx(rig.veth(), {.sender = i + 1, .count = kN, .dstPort = static_cast<uint16_t>(kFirstPort + 100 + i),
+                               .size = [](uint32_t k) { return 300u + k; }});
+        tx.start();
+        tx.join();
+        ASSERT_EQ(tx.error(), "");
+    }
+    for (uint32_t i = 0; i < kClients; i++) {
+        SCOPED_TRACE("client " + std::to_string(i));
+        npf_completion c[kN];
+        size_t got = 0;
+        const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+        while (got < kN && std::chrono::steady_clock::now() < end)
+            got += flows[i]->wait(std::span(c + got, kN - got), 100ms);
+        ASSERT_EQ(got, kN);
+        for (uint32_t k = 0; k < kN; k++) {
+            ASSERT_EQ(c[k].status, NPF_CS_OK);
+            std::vector<uint8_t> want = payloadFor(senderId(i + 1, k), 300 + k);
+            ASSERT_EQ(c[k].len, 300u + k);
+            ASSERT_EQ(std::memcmp(clients[i]->region() + c[k].offset, want.data(), want.size()), 0) << "datagram " << k;
+        }
+    }
+    const std::string status = rig.statusJson();
+    ASSERT_FALSE(status.empty());
+    EXPECT_EQ(nlohmann::json::parse(status)["regions"], kClients) << status;
 }
 
 // ---- npfd's death, a restart ------------------------------------------------------
