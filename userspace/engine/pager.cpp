@@ -101,6 +101,7 @@ void Pager::loop() noexcept
 
     uint64_t nextTick = 0;
     bool busy = false;
+    bool syncPending = false; // a sync() came during the last round: run the next one at once
     while (!stop_.load(std::memory_order_acquire)) {
         uint64_t syncWanted;
         {
@@ -118,7 +119,7 @@ void Pager::loop() noexcept
         // While backup traffic keeps coming, poll only to pick up the other
         // fds: one batch per queue per round, then publish and prefetch, so
         // completions flow and prefetch gets ahead during a long fault burst.
-        int rc = ::poll(fds.data(), fds.size(), busy || cfg_.pagerBusyPoll ? 0 : timeoutMs(monotonicNs()));
+        int rc = ::poll(fds.data(), fds.size(), busy || syncPending || cfg_.pagerBusyPoll ? 0 : timeoutMs(monotonicNs()));
         if (rc < 0 && errno != EINTR)
             NPF_WARN_RL("npf pager: poll: %s", strerror(errno));
         if (fds[0].revents & POLLIN) {
@@ -171,6 +172,7 @@ void Pager::loop() noexcept
             syncDone_ = syncWanted;
             syncCv_.notify_all();
         }
+        syncPending = syncWanted_ > syncDone_;
     }
     hooks_.tick();
     stopSyncs();
