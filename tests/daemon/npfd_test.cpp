@@ -169,6 +169,16 @@ struct Raw {
     Fd fd;
 };
 
+// Fills `out` with the flow's completions; returns how many came before the deadline.
+size_t awaitCompletions(Flow& f, std::span<npf_completion> out)
+{
+    size_t got = 0;
+    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+    while (got < out.size() && std::chrono::steady_clock::now() < end)
+        got += f.wait(out.subspan(got), 100ms);
+    return got;
+}
+
 // A good client still opens a flow and receives: npfd serves on.
 void expectServes(Rig& rig, const Npfd& npfd, uint16_t port)
 {
@@ -182,10 +192,7 @@ void expectServes(Rig& rig, const Npfd& npfd, uint16_t port)
     tx.join();
     ASSERT_EQ(tx.error(), "");
     npf_completion c[8];
-    size_t got = 0;
-    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    while (got < 8 && std::chrono::steady_clock::now() < end)
-        got += f.wait(std::span(c + got, 8 - got), 100ms);
+    const size_t got = awaitCompletions(f, c);
     ASSERT_EQ(got, 8u) << npfd.log();
     for (size_t i = 0; i < got; i++) {
         ASSERT_EQ(c[i].status, NPF_CS_OK);
@@ -340,11 +347,7 @@ TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
     tx.join();
     ASSERT_EQ(tx.error(), "");
     std::vector<npf_completion> c(kN);
-    size_t got = 0;
-    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    while (got < kN && std::chrono::steady_clock::now() < end)
-        got += f.wait(std::span(c).subspan(got), 100ms);
-    ASSERT_EQ(got, kN);
+    ASSERT_EQ(awaitCompletions(f, c), kN);
     size_t faulted = 0;
     for (size_t i = 0; i < kN; i++) {
         ASSERT_EQ(c[i].status, NPF_CS_OK);
@@ -383,11 +386,7 @@ TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
     for (uint32_t i = 0; i < kClients; i++) {
         SCOPED_TRACE("client " + std::to_string(i));
         npf_completion c[kN];
-        size_t got = 0;
-        const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-        while (got < kN && std::chrono::steady_clock::now() < end)
-            got += flows[i]->wait(std::span(c + got, kN - got), 100ms);
-        ASSERT_EQ(got, kN);
+        ASSERT_EQ(awaitCompletions(*flows[i], c), kN);
         for (uint32_t k = 0; k < kN; k++) {
             ASSERT_EQ(c[k].status, NPF_CS_OK);
             std::vector<uint8_t> want = payloadFor(senderId(i + 1, k), 300 + k);
@@ -422,11 +421,7 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
         tx.join();
         ASSERT_EQ(tx.error(), "");
         std::vector<npf_completion> c(kN);
-        size_t got = 0;
-        const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-        while (got < kN && std::chrono::steady_clock::now() < end)
-            got += flow.wait(std::span(c).subspan(got), 100ms);
-        ASSERT_EQ(got, kN);
+        ASSERT_EQ(awaitCompletions(flow, c), kN);
         for (size_t i = 0; i < kN; i++)
             ASSERT_EQ(c[i].status, NPF_CS_OK);
     };

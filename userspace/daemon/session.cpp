@@ -296,18 +296,15 @@ std::string Session::stats(const sidecar::Message& m)
     // operator's (npfctl stats).
     EngineStats s;
     std::string iface = d_.ifaces().front();
+    SequencerStats q;
     for (const OpenFlow& f : flows_) {
-        const SequencerStats q = f.served->seq.stats();
-        s.completedOk += q.ok;
-        s.completedTruncated += q.truncated;
-        s.completedLost += q.lost;
-        s.completedBadCsum += q.badCsum;
-        s.late += q.stale;
-        // Per client, the fault path is what completed with NPF_CF_FAULT.
-        s.faultPath += q.fault;
-        s.fastPath += q.ok + q.truncated - std::min(q.fault, q.ok + q.truncated);
+        q += f.served->seq.stats();
         iface = f.service->config().ifname;
     }
+    Service::addCompletions(s, q);
+    // Per client, the fault path is what completed with NPF_CF_FAULT.
+    s.faultPath = q.fault;
+    s.fastPath = q.ok + q.truncated - std::min(q.fault, q.ok + q.truncated);
     if (region_) {
         const RegionStats r = region_->stats();
         s.cpuFaults = r.cpuFaults + r.clientFaults;

@@ -197,12 +197,7 @@ void Service::closeFlow(ServedFlow& f) noexcept
         // Nothing completes into it any more: its counts join the totals.
         const SequencerStats q = f.seq.stats();
         std::lock_guard<std::mutex> lock(retiredMu_);
-        retired_.ok += q.ok;
-        retired_.truncated += q.truncated;
-        retired_.lost += q.lost;
-        retired_.badCsum += q.badCsum;
-        retired_.stale += q.stale;
-        retiredLatency_.merge(q.latency);
+        retired_ += q;
     });
 }
 

@@ -77,6 +77,8 @@ public:
     // Returns after a whole pager round that began after the call (npfd: the
     // posts of its clients are protected from eviction by then).
     void syncPager() noexcept { pager_->sync(); }
+    // The completion counters of a set of flows, in EngineStats' terms.
+    static void addCompletions(EngineStats& s, const SequencerStats& q) noexcept;
     // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
     void wakeApplications() noexcept;
 
@@ -105,7 +107,6 @@ private:
     // monotonic when npfd's clients come and go.
     mutable std::mutex retiredMu_;
     SequencerStats retired_;
-    LatencyHistogram retiredLatency_;
 };
 
 } // namespace npf

@@ -44,25 +44,13 @@ EngineStats Service::stats() const
         s.mismatch += ld(wc.claims.mismatch);
         fast.merge(w->latency());
     }
-    LatencyHistogram publishLat;
+    SequencerStats completions;
     {
         std::lock_guard<std::mutex> lock(retiredMu_);
-        s.completedOk = retired_.ok;
-        s.completedTruncated = retired_.truncated;
-        s.completedLost = retired_.lost;
-        s.completedBadCsum = retired_.badCsum;
-        s.late = retired_.stale;
-        publishLat.merge(retiredLatency_);
+        completions = retired_;
     }
-    flows_->forEach([&](const ServedFlow& f) {
-        const SequencerStats q = f.seq.stats();
-        s.completedOk += q.ok;
-        s.completedTruncated += q.truncated;
-        s.completedLost += q.lost;
-        s.completedBadCsum += q.badCsum;
-        s.late += q.stale;
-        publishLat.merge(q.latency);
-    });
+    flows_->forEach([&](const ServedFlow& f) { completions += f.seq.stats(); });
+    addCompletions(s, completions);
     for (const auto& q : queues_) {
         xsk::QueueStats qs = q->stats();
         s.badMeta += qs.badMeta();
@@ -82,10 +70,19 @@ EngineStats Service::stats() const
     s.steerToPickup = latency(pager_->steerToPickup);
     s.pickupToImage = latency(pager_->pickupToImage);
     s.imageToCopy = latency(pager_->imageToCopy);
-    s.copyToPublish = latency(publishLat);
+    s.copyToPublish = latency(completions.latency);
     s.faultTotal = latency(pager_->faultTotal);
     s.fastTotal = latency(fast);
     return s;
+}
+
+void Service::addCompletions(EngineStats& s, const SequencerStats& q) noexcept
+{
+    s.completedOk += q.ok;
+    s.completedTruncated += q.truncated;
+    s.completedLost += q.lost;
+    s.completedBadCsum += q.badCsum;
+    s.late += q.stale;
 }
 
 std::string Service::statsJson() const

@@ -51,6 +51,16 @@ struct SequencerStats {
     uint64_t ringFull = 0;    // publish() calls that stopped with completions ready but no room
     // complete -> publish latency, ns (only when doneNs given)
     LatencyHistogram latency;
+
+    // Sums (several flows, or flows that closed).
+    SequencerStats& operator+=(const SequencerStats& o) noexcept
+    {
+        ok += o.ok, truncated += o.truncated, lost += o.lost, badCsum += o.badCsum;
+        lostTimeout += o.lostTimeout, fault += o.fault, duplicates += o.duplicates, stale += o.stale;
+        outOfWindow += o.outOfWindow, invalid += o.invalid, ringFull += o.ringFull;
+        latency.merge(o.latency);
+        return *this;
+    }
 };
 
 class Sequencer {
