@@ -43,6 +43,13 @@ Npfd::~Npfd()
 
 std::string Npfd::log() const { return readFile(log_); }
 
+int Npfd::stop()
+{
+    child_->kill(SIGTERM);
+    int st = -1;
+    return child_->wait(int(test::kDeadline.count()), &st) ? st : -1;
+}
+
 std::unique_ptr<Child> startClientRecv(Rig& rig, const Npfd& d, uint16_t port, const std::string& out,
                                        const std::string& err, const std::vector<std::string>& extra)
 {

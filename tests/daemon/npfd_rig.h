@@ -22,6 +22,8 @@ public:
     ~Npfd(); // SIGTERM, then waits; SIGKILL if it does not exit
     void start();                  // (again, after kill())
     void kill(int sig) { child_->kill(sig); }
+    // SIGTERM, then its exit status (-1 if it did not exit in time).
+    int stop();
     bool wait(int ms, int* status) { return child_->wait(ms, status); }
     bool running() { return child_ && child_->running(); }
     const std::string& socket() const { return socket_; }

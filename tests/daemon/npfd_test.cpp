@@ -131,6 +131,40 @@ TEST_F(NpfdE2E, KillingOneClientMidStreamDoesNotDisturbTheOther)
     EXPECT_EQ(flows.find(std::to_string(portB)), std::string::npos) << flows;
 }
 
+// SIGTERM: npfd withdraws its clients' flows and exits 0; it detaches the
+// XDP program only if it attached it, not if `npfctl attach` did.
+TEST_F(NpfdE2E, SigtermDetachesOnlyWhatNpfdAttached)
+{
+    Rig rig;
+    TempDir dir;
+    auto attached = [&] {
+        const std::string st = rig.statusJson();
+        return !st.empty() && nlohmann::json::parse(st)["state"] == "attached";
+    };
+    {
+        Npfd npfd(rig, dir); // nothing attached: npfd attaches
+        ASSERT_TRUE(attached());
+        Client cli({.socket = npfd.socket(), .regionSize = 1 << 20});
+        (void)cli.openFlow(kFirstPort + 80);
+        EXPECT_EQ(npfd.stop(), 0) << npfd.log();
+        EXPECT_FALSE(attached()) << "npfd left the program it attached";
+        EXPECT_NE(cli.failure(), "");
+    }
+    int rc = -1;
+    rig.npfctl("attach " + rig.rxIf(), &rc);
+    ASSERT_EQ(rc, 0);
+    {
+        Npfd npfd(rig, dir);
+        Client cli({.socket = npfd.socket(), .regionSize = 1 << 20});
+        (void)cli.openFlow(kFirstPort + 81);
+        EXPECT_EQ(npfd.stop(), 0) << npfd.log();
+        EXPECT_TRUE(attached()) << "npfd detached the program npfctl attached";
+        const std::string flows = rig.npfctl("flow list " + rig.rxIf());
+        EXPECT_EQ(flows.find(std::to_string(kFirstPort + 81)), std::string::npos) << "its client's flow stayed:\n"
+                                                                                 << flows;
+    }
+}
+
 // ---- bad clients ---------------------------------------------------------------------
 
 // A raw connection: whatever bytes and descriptors a test wants to send.
