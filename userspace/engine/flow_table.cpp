@@ -33,6 +33,8 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
     ServedFlow& ref = *served;
     open_.push_back(std::move(served));
     byId_[entry.id].store(&ref, std::memory_order_release);
+    if (idEnd_.load(std::memory_order_relaxed) <= entry.id)
+        idEnd_.store(entry.id + 1, std::memory_order_release);
     set_.open(entry.id);
     static constexpr const char* kOrigin[] = {
         "", " (taken over from an engine that exited: removed when this one exits)",

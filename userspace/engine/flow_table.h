@@ -62,10 +62,13 @@ public:
         }
         return f->claim(m, seq, c) ? f : nullptr;
     }
+    // Ids are handed out lowest first: the pager's several passes per round
+    // look at ids up to the highest one opened, not at all NPF_MAX_FLOWS.
     template <typename F>
     void forEach(F&& fn) const noexcept
     {
-        for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        const uint32_t end = idEnd_.load(std::memory_order_acquire);
+        for (uint32_t id = 0; id < end; id++)
             if (ServedFlow* f = get(id))
                 fn(*f);
     }
@@ -79,6 +82,7 @@ private:
     const EngineConfig& cfg_;
     xsk::FlowSet set_;
     std::array<std::atomic<ServedFlow*>, NPF_MAX_FLOWS> byId_{};
+    std::atomic<uint32_t> idEnd_{0}; // above every id ever opened (only grows)
     std::mutex mu_;
     std::vector<std::unique_ptr<ServedFlow>> open_; // under mu_
 };
