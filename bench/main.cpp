@@ -64,15 +64,16 @@ uint64_t parseSize(const std::string& s)
 int main(int argc, char** argv)
 {
     npf::bench::Options o;
-    std::string region = "64M", scenarios, json, udpCsum = "on";
+    std::string region = "64M", scenarios, json, udpCsum = "on", releaseMin = "0";
     bool printJson = false, noPlots = false;
     int verbose = 0;
     CLI::App app{"npf-bench: npf vs static pinning, AF_XDP, recvmmsg, io_uring, drop-on-fault and blocking receivers"};
     app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
     app.add_option("-s,--scenario", scenarios,
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum (default all)");
-    app.add_option("-c,--contenders", o.only, "run only these contenders (npf, npf-noprefetch, drop-on-fault, "
-                                              "blocking, static-pinned, xdp-drop, recvmmsg, io_uring)")
+    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-sidecar, "
+                                              "npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
+                                              "recvmmsg, io_uring)")
         ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
     app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")
@@ -87,6 +88,11 @@ int main(int argc, char** argv)
                    "UDP checksums of the generated datagrams: on (correct, verified by npf and the kernel) or off "
                    "(0 = none, nothing to verify); the csum scenario runs both")
         ->check(CLI::IsMember({"on", "off"}));
+    app.add_option("--npfd", o.npfd, "npfd binary the npf-sidecar contender starts (default: the build's)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--release-min", releaseMin,
+                   "npf, npf-sidecar: release consumed buffers once this much is consumed, e.g. 1M (default 0: after "
+                   "every batch of completions)");
     app.add_option("-o,--out", o.outDir, "directory for JSON, data files and plots");
     app.add_option("--json", json, "JSON file (default <out>/npf-bench.json; '-' = stdout only)");
     app.add_flag("--print-json", printJson, "also print the JSON on stdout after the tables");
@@ -104,6 +110,7 @@ int main(int argc, char** argv)
     o.udpCsum = udpCsum == "on";
     try {
         o.region = parseSize(region);
+        o.releaseMin = parseSize(releaseMin);
         if (o.region < (8u << 20) || o.region % 4096)
             throw std::invalid_argument("--region must be a multiple of 4 KiB and at least 8M");
         if (o.quick) {
@@ -136,7 +143,7 @@ int main(int argc, char** argv)
         out["config"] = {{"quick", o.quick},        {"secondsPerContender", o.seconds}, {"coldRatePps", o.coldRate},
                          {"payload", o.payload},    {"regionMiB", o.region >> 20},      {"genCpus", o.genCpus},
                          {"rxCpus", o.rxCpus},      {"flows", o.flows},                 {"sender", o.sender},
-                         {"udpCsum", o.udpCsum}};
+                         {"udpCsum", o.udpCsum},    {"releaseMinBytes", o.releaseMin}};
         printf("npf-bench: kernel %s, %u CPUs (%s), generator on CPU(s) %s, receivers on CPU(s) %s, %.2f s per "
                "contender, UDP checksums %s\n",
                out["machine"]["kernel"].get<std::string>().c_str(), std::thread::hardware_concurrency(),

@@ -33,6 +33,8 @@ struct RxConfig {
     uint32_t frameCount = 2 * NPF_POST_RING_SIZE; // UMEM frames per queue, all contenders
     uint32_t frameSize = 2048;  // 4096 for datagrams above ~1.7 KB
     bool pagerBusyPoll = false; // npf: the pager spins instead of sleeping
+    std::string npfd;           // npf-sidecar: the npfd binary ("" = the build tree's, else next to npf-bench)
+    uint64_t releaseMin = 0;    // npf, npf-sidecar: release consumed buffers in runs of at least this many bytes
     bool verbose = false;
 
     uint64_t slots() const noexcept { return (regionSize - skew - bufLen) / stride + 1; }
@@ -51,15 +53,20 @@ public:
     virtual uint64_t residentBytes() const = 0;
     // Counters of the contender's machinery (engine stats, kernel drops, ...).
     virtual nlohmann::json details() const = 0;
+    // CPU seconds used so far by processes that receive for the contender
+    // (npfd for npf-sidecar); the run's CPU time counts their share.
+    virtual double helperCpuSeconds() const { return 0; }
 };
 
-// kinds: npf, npf-noprefetch, drop-on-fault, blocking, xdp-drop,
-// static-pinned, recvmmsg, io_uring. Must be called inside the rx netns.
+// kinds: npf, npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
+// xdp-drop, static-pinned, recvmmsg, io_uring. Must be called inside the rx
+// netns.
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg);
 const std::vector<std::string>& receiverKinds();
 
 // Implementations.
 std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg);
+std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg); // npf::Client + an npfd it starts
 std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
 std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);

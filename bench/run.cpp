@@ -79,7 +79,7 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
             meters.push_back(std::make_unique<Meter>(t0, spec.seconds + spec.drainSeconds + 0.1, traffic.payload));
             raw.push_back(meters.back().get());
         }
-        const double cpu0 = processCpu();
+        const double cpu0 = processCpu() + rx->helperCpuSeconds();
         rx->start(raw);
         gen->start(spec.seconds);
         gen->join();
@@ -97,7 +97,8 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         }
         rx->stop();
         r.genCpuSeconds = gen->cpuSeconds();
-        r.rxCpuSeconds = processCpu() - cpu0 - (gen->separateProcesses() ? 0.0 : r.genCpuSeconds);
+        r.rxCpuSeconds = processCpu() + rx->helperCpuSeconds() - cpu0 -
+                         (gen->separateProcesses() ? 0.0 : r.genCpuSeconds);
         r.error = gen->error();
         r.sent = gen->sent();
         r.seconds = double(tEnd - t0) * 1e-9;

@@ -101,7 +101,8 @@ private:
                 }
                 flow_->post(cfg_.slotOffset(next_++), cfg_.bufLen);
             }
-            releaseConsumed();
+            if (relTo_ - relFrom_ >= cfg_.releaseMin)
+                releaseConsumed();
             if (lost)
                 m.lost(lost);
             if (badCsum)
@@ -144,8 +145,8 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",           "npf-noprefetch", "drop-on-fault", "blocking",
-                                            "xdp-drop",      "static-pinned",  "recvmmsg",      "io_uring"};
+    static const std::vector<std::string> k{"npf",      "npf-sidecar",   "npf-noprefetch", "drop-on-fault", "blocking",
+                                            "xdp-drop", "static-pinned", "recvmmsg",       "io_uring"};
     return k;
 }
 
@@ -153,6 +154,8 @@ std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& 
 {
     if (kind == "npf" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
+    if (kind == "npf-sidecar")
+        return makeSidecarReceiver(cfg);
     if (kind == "xdp-drop")
         return makeXskReceiver(false, cfg);
     if (kind == "static-pinned")

@@ -83,15 +83,33 @@ const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
     return nullptr;
 }
 
+double cpuNsPerPacket(const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; }
+
+// npf-sidecar against npf in the same scenario: received pps and CPU per
+// packet (npfd's CPU included), as ratios sidecar / in-process.
+void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
+{
+    const RunResult *n = find(rs, "npf"), *s = find(rs, "npf-sidecar");
+    if (!n || !s || n->pps <= 0 || cpuNsPerPacket(*n) <= 0)
+        return;
+    j["sidecarVsNpf"] = {{"pps", s->pps / n->pps}, {"cpuNsPerPacket", cpuNsPerPacket(*s) / cpuNsPerPacket(*n)}};
+    printf("npf-sidecar / npf: pps %.3f, cpu ns/packet %.3f\n", s->pps / n->pps,
+           cpuNsPerPacket(*s) / cpuNsPerPacket(*n));
+}
+
+// The scenario's contenders; with -c, those of them it names, in its order
+// (so that rounds can alternate which one runs first).
 std::vector<RunResult> runAll(const std::vector<std::string>& kinds, RunSpec spec, const TrafficConfig& t,
                               const RxConfig& rx, const Options& o)
 {
+    std::vector<std::string> order;
+    for (auto& k : o.only.empty() ? kinds : o.only)
+        if (std::find(kinds.begin(), kinds.end(), k) != kinds.end())
+            order.push_back(k);
     std::vector<RunResult> rs;
-    for (auto& k : kinds) {
+    for (auto& k : order) {
         if (g_interrupted)
             break;
-        if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), k) == o.only.end())
-            continue;
         spec.kind = k;
         rs.push_back(runOne(spec, t, rx, o.verbose));
     }
@@ -116,6 +134,8 @@ RxConfig rxFor(Env& env, const Options& o, uint32_t payload)
     r.cpus = o.rxCpus;
     r.regionSize = o.region;
     r.verbose = o.verbose;
+    r.npfd = o.npfd;
+    r.releaseMin = o.releaseMin;
     return r;
 }
 
@@ -127,7 +147,7 @@ Json steady(const Options& o)
     auto t = trafficFor(env, o, 0, o.payload);
     auto rx = rxFor(env, o, o.payload);
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, spec, t, rx, o);
+    auto rs = runAll({"npf", "npf-sidecar", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, spec, t, rx, o);
     throughputTable(rs);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
@@ -137,6 +157,7 @@ Json steady(const Options& o)
         printf("npf / static-pinned = %.2f (target >= 0.85), npf / recvmmsg = %.2f (target >= 1.5)\n",
                n->pps / p->pps, n->pps / k->pps);
     }
+    sidecarVsNpf(rs, j);
     for (auto& r : rs)
         writeCdf(o, "cdf_steady_" + r.kind + ".dat", r);
     return j;
@@ -151,7 +172,8 @@ Json cold(const Options& o)
     auto rx = rxFor(env, o, o.payload);
     rx.cold = true;
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"}, spec, t, rx, o);
+    auto rs = runAll({"npf", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"}, spec, t,
+                     rx, o);
     throughputTable(rs);
     printf("%-15s %10s %10s %9s %9s %9s %9s %11s\n", "contender", "t90% (ms)", "lost", "faults", "prefetch",
            "flt p50", "flt p99", "flt p99.9");
@@ -173,7 +195,9 @@ Json cold(const Options& o)
     const RunResult* sp = find(rs, "static-pinned");
     printf("(static-pinned is not cold: it pinned and prefaulted %.0f MiB before the run, in %.1f ms)\n",
            mib(o.region), sp && sp->details.contains("pinSeconds") ? sp->details["pinSeconds"].get<double>() * 1e3 : 0.0);
-    return {{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"offeredPps", o.coldRate}, {"runs", runs}};
+    Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"offeredPps", o.coldRate}, {"runs", runs}};
+    sidecarVsNpf(rs, j);
+    return j;
 }
 
 // 3. Working set larger than the budget: eviction keeps running.
@@ -185,7 +209,7 @@ Json pressure(const Options& o)
     auto rx = rxFor(env, o, o.payload);
     rx.budget = o.region / 4;
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
+    auto rs = runAll({"npf", "npf-sidecar", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
     throughputTable(rs);
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -202,8 +226,10 @@ Json pressure(const Options& o)
                double(detail(r.details, "prefetched")) / s, double(detail(r.details, "evicted")) / s,
                mib(r.residentBytes), mib(r.pinnedBytes));
     }
-    return {{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
-            {"offeredPps", o.coldRate}, {"runs", runs}};
+    Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
+           {"offeredPps", o.coldRate}, {"runs", runs}};
+    sidecarVsNpf(rs, j);
+    return j;
 }
 
 // 4. Every packet faults: one datagram per page, budget far below the region.
@@ -218,7 +244,7 @@ Json faultpath(const Options& o)
     rx.bufLen = 4096;
     rx.budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf-noprefetch", "npf"}, spec, t, rx, o);
+    auto rs = runAll({"npf-noprefetch", "npf", "npf-sidecar"}, spec, t, rx, o);
     throughputTable(rs);
     Json runs = Json::array();
     printf("%-15s %14s %14s %12s %12s %10s\n", "contender", "pkt faults/s", "+prefetch/s", "flt p50", "flt p99",
@@ -235,7 +261,9 @@ Json faultpath(const Options& o)
                ft.is_null() ? 0.0 : ft.value("p50_ns", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99_ns", 0.0) / 1e3,
                "1 core");
     }
-    return {{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
+    Json j{{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
+    sidecarVsNpf(rs, j);
+    return j;
 }
 
 // Fault handling time by stage, one-page and two-page datagrams, at a low

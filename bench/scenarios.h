@@ -19,6 +19,8 @@ struct Options {
     std::vector<int> genCpus{0}, rxCpus{1};
     uint32_t flows = 1;
     std::string sender = "live";
+    std::string npfd;                   // npfd binary for npf-sidecar ("" = the build's)
+    uint64_t releaseMin = 0;            // npf, npf-sidecar: bytes consumed before a release (0 = every batch)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
     std::string outDir = "bench-results";
     bool verbose = false;

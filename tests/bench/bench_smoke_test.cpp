@@ -1,8 +1,11 @@
-// Runs `npf-bench --quick` for real (namespaces, XDP, AF_XDP, userfaultfd)
-// and checks that it exits 0 and that its JSON parses and holds every
-// scenario with results from the contenders.
+// Runs `npf-bench --quick` for real (namespaces, XDP, AF_XDP, userfaultfd,
+// an npfd for npf-sidecar) and checks that it exits 0 and that its JSON
+// parses and holds every scenario with results from the contenders.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <filesystem>
@@ -40,6 +43,23 @@ TEST(BenchSmoke, QuickRunWritesJson)
             EXPECT_GT(r["received"].get<uint64_t>(), 0u) << s << " " << r["contender"];
             EXPECT_EQ(r["badPayloads"].get<uint64_t>(), 0u) << s << " " << r["contender"];
         }
+    // npf-sidecar ran through a real npfd wherever npf runs, and left neither
+    // the npfd it started nor its directory (config, socket, log) behind.
+    for (const char* s : {"steady", "cold", "pressure", "faultpath"}) {
+        const nlohmann::json* run = nullptr;
+        for (const auto& r : j["scenarios"][s]["runs"])
+            if (r["contender"] == "npf-sidecar")
+                run = &r;
+        ASSERT_NE(run, nullptr) << s << ": no npf-sidecar run";
+        EXPECT_FALSE(run->contains("error")) << run->dump();
+        EXPECT_GT((*run)["received"].get<uint64_t>(), 0u) << s;
+        const auto& npfd = (*run)["details"]["npfd"];
+        ASSERT_TRUE(npfd.contains("pid") && npfd.contains("dir")) << run->dump();
+        EXPECT_TRUE(::kill(npfd["pid"].get<pid_t>(), 0) != 0 && errno == ESRCH) << s << ": npfd still running";
+        EXPECT_FALSE(std::filesystem::exists(npfd["dir"].get<std::string>())) << s << ": " << npfd["dir"];
+    }
+    for (const char* s : {"steady", "faultpath"})
+        EXPECT_TRUE(j["scenarios"][s].contains("sidecarVsNpf")) << s;
     std::filesystem::remove_all(dir);
     std::filesystem::remove(dir + ".log");
 }
