@@ -278,10 +278,13 @@ std::string Session::pages(const sidecar::Message& m, bool release)
                             m.type + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                 ") is outside the region of " + std::to_string(region_->size()) + " bytes",
                             EINVAL, m.id);
-    // Every buffer the client posted before this request is protected from
-    // the eviction it may cause (the pagers protect a client's posts).
-    for (const OpenFlow& f : flows_)
-        f.service->syncPager();
+    // populate evicts to the budget: every buffer the client posted before
+    // it is protected first (the pagers protect a client's posts). release
+    // evicts nothing, and a page written after it keeps its content however
+    // late its protection comes (a write clears the release mark): no wait.
+    if (!release)
+        for (const OpenFlow& f : flows_)
+            f.service->syncPager();
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
