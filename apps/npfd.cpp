@@ -3,6 +3,7 @@
 // Unix socket: each receives into its own pageable region. See README
 // "npfd" and docs/protocol.md.
 #include <fcntl.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -69,7 +70,10 @@ int run(const Options& o)
         (void)!::write(o.readyFd, "ready\n", 6);
         ::close(o.readyFd);
     }
+    // systemd (Type=notify): no-ops unless NOTIFY_SOCKET is set.
+    sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", ifaces.c_str(), socket.c_str());
     daemon.run();
+    sd_notify(0, "STOPPING=1");
     g_daemon = nullptr;
     NPF_INFO("npfd: stopping: disconnecting clients, withdrawing their flows");
     return 0;

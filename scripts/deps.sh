@@ -8,6 +8,7 @@ pkgs=(
   clang llvm libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev liburing-dev
   iproute2 ethtool iputils-ping netcat-openbsd socat tcpdump util-linux gnuplot-nox
+  libsystemd-dev systemd
 )
 
 missing=()
