@@ -8,9 +8,9 @@
 
 namespace npf::e2e {
 
-Npfd::Npfd(Rig& rig, const TempDir& dir)
+Npfd::Npfd(Rig& rig, const TempDir& dir, std::string metrics)
     : rig_(rig), dir_(dir.path), config_(dir.path + "/npfd.json"), socket_(dir.path + "/npfd.sock"),
-      log_(dir.path + "/npfd.log")
+      log_(dir.path + "/npfd.log"), metrics_(std::move(metrics))
 {
     ::chmod(dir_.c_str(), 0777); // clients (uid 65534) write their output here
     std::ofstream(config_) << R"({"ifaces": [")" << rig.rxIf() << R"("], "socket": ")" << socket_
@@ -22,8 +22,10 @@ Npfd::Npfd(Rig& rig, const TempDir& dir)
 
 void Npfd::start()
 {
-    child_ = std::make_unique<Child>(rig_.veth().rxNs().path(), std::vector<std::string>{NPFD_PATH, "-c", config_},
-                                     log_, true);
+    std::vector<std::string> args{NPFD_PATH, "-c", config_};
+    if (!metrics_.empty())
+        args.insert(args.end(), {"--metrics", metrics_});
+    child_ = std::make_unique<Child>(rig_.veth().rxNs().path(), args, log_, true);
     auto r = child_->ready();
     if (!r)
         throw std::runtime_error(std::string("npfd did not start: ") + r.message());

@@ -18,7 +18,8 @@ constexpr uint16_t kFirstPort = 7400;
 
 class Npfd {
 public:
-    Npfd(Rig& rig, const TempDir& dir);
+    // `metrics`: npfd --metrics ADDR:PORT (listening in the rx namespace); empty = none.
+    Npfd(Rig& rig, const TempDir& dir, std::string metrics = "");
     ~Npfd(); // SIGTERM, then waits; SIGKILL if it does not exit
     void start();                  // (again, after kill())
     void kill(int sig) { child_->kill(sig); }
@@ -31,7 +32,7 @@ public:
 
 private:
     Rig& rig_;
-    std::string dir_, config_, socket_, log_;
+    std::string dir_, config_, socket_, log_, metrics_;
     std::unique_ptr<Child> child_;
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "daemon/metrics.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/error.h"
@@ -17,6 +18,8 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
 {
     if (opt_.config.ifaces.empty())
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
+    if (!opt_.metrics.empty())
+        checkMetricsAddress(opt_.metrics); // before any interface is touched
     for (const std::string& iface : opt_.config.ifaces) {
         EngineConfig c = opt_.engine;
         c.ifname = iface;
@@ -36,11 +39,14 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         ev.data.fd = fd;
         checkErrno(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "npfd: epoll_ctl");
     }
+    if (!opt_.metrics.empty())
+        metrics_ = std::make_unique<MetricsExporter>(opt_.metrics, [this] { return snapshot(); });
 }
 
 Daemon::~Daemon()
 {
     stop_.store(true, std::memory_order_release);
+    metrics_.reset(); // no scrape reads the services from now on
     // Every client's flows withdrawn and removed (its traffic fails open to
     // the kernel), its region released; then the services stop.
     sessions_.clear();
@@ -65,6 +71,15 @@ const Session* Daemon::flowOwner(const std::string& key) const
     return it == owners_.end() ? nullptr : it->second;
 }
 
+std::vector<IfaceStats> Daemon::snapshot()
+{
+    std::lock_guard<std::mutex> lock(controlMu_);
+    std::vector<IfaceStats> out;
+    for (size_t i = 0; i < services_.size(); i++)
+        out.push_back({opt_.config.ifaces[i], services_[i]->stats(), services_[i]->xdpCounters()});
+    return out;
+}
+
 void Daemon::stop() noexcept
 {
     stop_.store(true, std::memory_order_release);
@@ -79,6 +94,7 @@ void Daemon::run()
         const int n = ::epoll_wait(epoll_.get(), evs, 32, 500);
         if (n < 0 && errno != EINTR)
             throwErrno("npfd: epoll_wait");
+        std::lock_guard<std::mutex> lock(controlMu_);
         for (int i = 0; i < n; i++) {
             const int fd = evs[i].data.fd;
             if (fd == stopFd_.get())

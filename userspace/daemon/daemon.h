@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ class Service;
 namespace daemon {
 
 class Session;
+class MetricsExporter;
+struct IfaceStats;
 
 struct DaemonOptions {
     sidecar::DaemonConfig config;
     EngineConfig engine;         // template for every interface's service (ifname, region fields ignored)
+    std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h); empty = none
 };
 
 class Daemon {
@@ -56,6 +60,8 @@ public:
     void releaseFlow(const std::string& key) noexcept;
     const Session* flowOwner(const std::string& key) const;
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
+    // Every service's counters, between two requests (the exporter's threads).
+    std::vector<IfaceStats> snapshot();
 
 private:
     void accept();
@@ -71,6 +77,12 @@ private:
     std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd
     std::map<std::string, const Session*> owners_;
     uint64_t nextSession_ = 1;
+    // Held by run() while it handles requests and disconnects, by snapshot()
+    // while it reads: flows open and close (and their completions join the
+    // service's totals) only in between, so a scrape never sees a flow that
+    // is being freed, nor one whose counts are in neither place.
+    std::mutex controlMu_;
+    std::unique_ptr<MetricsExporter> metrics_;
 };
 
 } // namespace daemon

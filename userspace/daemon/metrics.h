@@ -1,0 +1,69 @@
+// npfd's Prometheus exporter (`npfd --metrics ADDR:PORT`, docs/cli.md): a
+// pull endpoint (prometheus-cpp's Exposer, GET /metrics) whose one
+// Collectable builds every family from the counter tables at scrape time:
+// kEngineCounters as npf_<name>[_total], ctl::kStatNames as
+// npf_xdp_<name>_total, kEngineLatencies as summaries
+// npf_latency_<name>_seconds, each with one series per interface (label
+// `iface`). No state of its own: nothing goes stale, nothing is copied.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctl/stats.h"
+#include "npf/counters.h"
+
+namespace prometheus {
+class Exposer;
+class Collectable;
+struct MetricFamily;
+} // namespace prometheus
+
+namespace npf::daemon {
+
+// What one interface's Service counts, read at one moment.
+struct IfaceStats {
+    std::string iface;
+    EngineStats engine;
+    ctl::XdpStats xdp{};
+};
+
+// npf_<name>, plus _total unless the entry is a gauge (include/npf/counters.h).
+std::string prometheusName(const CounterDef<EngineStats>& c);
+// npf_xdp_<name>_total; a name that already ends in _total keeps one
+// (rx_total -> npf_xdp_rx_total).
+std::string prometheusXdpName(const char* statName);
+// npf_latency_<name>_seconds
+std::string prometheusLatencyName(const LatencyDef& l);
+
+// The families of a snapshot, in table order: engine counters, XDP counters,
+// latency summaries.
+std::vector<prometheus::MetricFamily> metricFamilies(const std::vector<IfaceStats>& snapshot);
+
+// Throws ctl::ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
+// "PORT" (what MetricsExporter takes).
+void checkMetricsAddress(const std::string& address);
+
+class MetricsExporter {
+public:
+    // Called once per scrape, on one of the exporter's threads.
+    using Snapshot = std::function<std::vector<IfaceStats>()>;
+
+    // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
+    // address); throws std::invalid_argument for a malformed address and
+    // std::system_error naming it when it cannot listen there.
+    MetricsExporter(const std::string& address, Snapshot snapshot);
+    ~MetricsExporter(); // stops serving: no scrape runs after it returns
+    MetricsExporter(const MetricsExporter&) = delete;
+    MetricsExporter& operator=(const MetricsExporter&) = delete;
+
+    std::vector<int> ports() const;
+
+private:
+    std::shared_ptr<prometheus::Collectable> collectable_;
+    std::unique_ptr<prometheus::Exposer> exposer_; // after collectable_: stops first
+};
+
+} // namespace npf::daemon
