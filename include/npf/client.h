@@ -53,6 +53,8 @@ public:
     uint8_t* region() const noexcept;
     uint64_t regionSize() const noexcept;
     uint64_t residentBudget() const noexcept; // what npfd granted
+    // Returns at once (npfd applies it in order with this client's requests);
+    // throws std::system_error(EINVAL) for a range outside the region.
     void release(uint64_t offset, uint64_t len);
     uint64_t populate(uint64_t offset, uint64_t len);
     // This client's numbers (its flows' completions, its region's faults);

@@ -460,6 +460,10 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
             ASSERT_EQ(c[i].status, NPF_CS_OK);
     };
     receive(f, 1);
+    // Installs evict only down to the budget while buffers are protected
+    // (posted, not yet published): a populate after the completions evicts
+    // the received pages beyond it, deterministically.
+    ASSERT_EQ(cli.populate(3 << 20, 4096), 1u);
     EXPECT_GT(cli.stats().evicted, 0u) << "nothing was evicted: the test proves nothing about the spill";
 
     npfd.kill(SIGKILL);

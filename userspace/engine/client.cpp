@@ -229,7 +229,20 @@ uint64_t Client::residentBudget() const noexcept { return impl_->budget; }
 
 void Client::release(uint64_t offset, uint64_t len)
 {
-    (void)impl_->call(sidecar::ReleaseRequest{offset, len});
+    Impl& c = *impl_;
+    if (offset > c.cfg.regionSize || len > c.cfg.regionSize - offset)
+        throwErrno(EINVAL, "release [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                               ") is outside the region of " + std::to_string(c.cfg.regionSize) + " bytes");
+    // A hint npfd applies in order with the client's other requests: no need
+    // to wait for it (a round trip per call would cost the receive loop).
+    std::lock_guard<std::mutex> lock(c.mu);
+    try {
+        c.ch->send(sidecar::ReleaseRequest{offset, len});
+    } catch (const std::system_error& e) {
+        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+            c.link->lost();
+        throw;
+    }
 }
 
 uint64_t Client::populate(uint64_t offset, uint64_t len)

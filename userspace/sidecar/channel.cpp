@@ -74,6 +74,32 @@ Channel::Reply Channel::request(const Json& request, std::span<const int> fds, T
     return exchange(t, id, encodeMessage(t, id, request), fds, timeout);
 }
 
+void Channel::sendOnly(std::string_view type, const std::string& bytes)
+{
+    const Clock::time_point deadline = Clock::now() + kDefaultTimeout;
+    for (;;) {
+        IoStatus s = sendMessage(fd_.get(), bytes, {});
+        if (s == IoStatus::Ok)
+            return;
+        if (s == IoStatus::Eof)
+            closed(type);
+        if (!waitFor(fd_.get(), POLLOUT, deadline))
+            throw ctl::Error(ETIMEDOUT, "npfd did not take '" + std::string(type) + "' within " +
+                                            std::to_string(kDefaultTimeout.count()) + " ms");
+    }
+}
+
+void Channel::drain()
+{
+    for (;;) {
+        RecvResult r = recvMessage(fd_.get());
+        if (r.status == IoStatus::Eof)
+            closed("a request");
+        if (r.status == IoStatus::WouldBlock)
+            return;
+    }
+}
+
 Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::string& bytes,
                                  std::span<const int> fds, Timeout timeout)
 {

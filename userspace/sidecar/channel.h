@@ -80,6 +80,21 @@ public:
         return {R::decode(r.message), std::move(r.fds)};
     }
 
+    // Sends a request without waiting for its reply (a hint whose outcome
+    // the client does not need, such as release): the reply is taken, and
+    // dropped, by a later drain() or call(). Takes the replies already there
+    // first, so they never pile up in npfd's way. Throws as request() does
+    // when npfd has gone.
+    template <typename Req>
+    void send(const Req& req)
+    {
+        drain();
+        const uint32_t id = nextId();
+        sendOnly(Req::kType, req.encode(id));
+    }
+    // Takes every reply that has arrived, without waiting; drops them.
+    void drain();
+
     int fd() const noexcept { return fd_.get(); }
     // The id of the last request sent (ids start at 1 and skip 0 on wrap).
     uint32_t lastId() const noexcept { return id_; }
@@ -89,6 +104,7 @@ private:
     Reply exchange(std::string_view type, uint32_t id, const std::string& bytes, std::span<const int> fds,
                    Timeout timeout);
     static void checkFds(std::string_view type, size_t got, size_t want);
+    void sendOnly(std::string_view type, const std::string& bytes);
 
     Fd fd_;
     uint32_t id_ = 0;
