@@ -319,6 +319,15 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
             {"busy", {}, "busy"},
         };
         const uint16_t ports[] = {kFirstPort + 31, 8000, kFirstPort + 30};
+        // A flow for one address overlaps another client's wildcard flow on
+        // the port (XDP prefers the exact address): busy too.
+        try {
+            Client thief({.socket = npfd.socket(), .regionSize = 1 << 20, .name = "thief"});
+            (void)thief.openFlow(kFirstPort + 30, rig.rxAddr());
+            ADD_FAILURE() << "a second client opened an address on a port another client holds";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find("busy"), std::string::npos) << e.what();
+        }
         for (size_t i = 0; i < std::size(cases); i++) {
             SCOPED_TRACE(cases[i].what);
             const std::string err = dir.path + "/bad" + std::to_string(i) + ".err";

@@ -80,6 +80,15 @@ std::vector<IfaceStats> Daemon::snapshot()
     return out;
 }
 
+const Session* Daemon::portOwner(const std::string& iface, uint16_t port, const Session* except) const
+{
+    const std::string prefix = iface + "|", suffix = "|" + std::to_string(port);
+    for (const auto& [key, owner] : owners_)
+        if (owner != except && key.starts_with(prefix) && key.ends_with(suffix))
+            return owner;
+    return nullptr;
+}
+
 void Daemon::stop() noexcept
 {
     stop_.store(true, std::memory_order_release);

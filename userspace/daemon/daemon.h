@@ -59,6 +59,10 @@ public:
     bool claimFlow(const std::string& key, const Session* s);
     void releaseFlow(const std::string& key) noexcept;
     const Session* flowOwner(const std::string& key) const;
+    // Another session holding the same port on the interface with any address:
+    // a flow for one address and a wildcard flow overlap (XDP prefers the
+    // exact address), so two clients may not share a port at all.
+    const Session* portOwner(const std::string& iface, uint16_t port, const Session* except) const;
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
     // Every service's counters, between two requests (the exporter's threads).
     std::vector<IfaceStats> snapshot();

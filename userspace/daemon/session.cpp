@@ -216,7 +216,10 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
         throw ProtocolError(ErrorCode::NoSpace,
                             "this client may have " + std::to_string(rule_->flows) + " flows open at once", 0, m.id);
     const std::string key = flowKey(iface, spec);
-    if (const Session* owner = d_.flowOwner(key))
+    const Session* owner = d_.flowOwner(key);
+    if (!owner)
+        owner = d_.portOwner(iface, spec.port, this);
+    if (owner)
         throw ProtocolError(ErrorCode::Busy,
                             ctl::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : owner->describe()),
