@@ -5,10 +5,12 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <optional>
 #include <thread>
 
 #include "sys/thread.h"
 #include "npf/engine.h"
+#include "flow_loop.h"
 #include "receiver.h"
 #include "sys/log.h"
 
@@ -43,12 +45,11 @@ public:
         ec.pagerCpu = cfg.cpus.back();
         ec.statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json";
         eng_ = std::make_unique<Engine>(ec);
-        flow_ = &eng_->openFlow(cfg.port, cfg.addr);
+        Flow& flow = eng_->openFlow(cfg.port, cfg.addr);
         if (!cfg.cold)
             eng_->populate(0, cfg.regionSize);
-        depth_ = std::min<uint64_t>(cfg.slots(), NPF_POST_RING_SIZE);
-        for (uint64_t i = 0; i < depth_; i++)
-            flow_->post(cfg.slotOffset(next_++), cfg.bufLen);
+        loop_.emplace(cfg_, flow, eng_->region(), [this](uint64_t off, uint64_t len) { eng_->release(off, len); });
+        loop_->postInitial();
     }
     ~NpfReceiver() override { stop(); }
 
@@ -75,63 +76,13 @@ public:
 private:
     void loop(Meter& m) noexcept
     {
-        npf_completion batch[256];
-        uint8_t* region = eng_->region();
-        while (!stop_.load(std::memory_order_relaxed)) {
-            size_t n = flow_->wait(batch, std::chrono::milliseconds(10));
-            if (!n)
-                continue;
-            const uint64_t now = monotonicNs();
-            uint64_t bytes = 0, ok = 0, lost = 0, badCsum = 0;
-            for (size_t i = 0; i < n; i++) {
-                const npf_completion& c = batch[i];
-                if (c.offset != relTo_) { // the slots wrapped around the region
-                    releaseConsumed();
-                    relFrom_ = c.offset & ~uint64_t(NPF_PAGE_SIZE - 1);
-                }
-                relTo_ = c.offset + cfg_.bufLen;
-                if (c.status == NPF_CS_LOST) {
-                    lost++;
-                } else if (c.status == NPF_CS_BAD_CSUM) {
-                    badCsum++;
-                } else {
-                    m.onPayload(region + c.offset, c.len, now);
-                    bytes += c.len;
-                    ok++;
-                }
-                flow_->post(cfg_.slotOffset(next_++), cfg_.bufLen);
-            }
-            if (relTo_ - relFrom_ >= cfg_.releaseMin)
-                releaseConsumed();
-            if (lost)
-                m.lost(lost);
-            if (badCsum)
-                m.rejected(badCsum);
-            if (ok)
-                m.count(uint32_t(ok), bytes, now);
-        }
-    }
-
-    // A consumed buffer's content is dead, as in any receive pool: release
-    // it so eviction discards the page instead of saving it. Buffers are
-    // consumed in slot order, so [relFrom_, relTo_) is consumed; the page
-    // holding relTo_ is shared with the next (posted) buffer and waits.
-    void releaseConsumed() noexcept
-    {
-        try {
-            if (relTo_ > relFrom_)
-                eng_->release(relFrom_, relTo_ - relFrom_);
-        } catch (const std::exception& e) {
-            NPF_WARN_RL("npf-bench: release: %s", e.what());
-        }
-        relFrom_ = relTo_ & ~uint64_t(NPF_PAGE_SIZE - 1);
+        while (!stop_.load(std::memory_order_relaxed))
+            loop_->step(m);
     }
 
     RxConfig cfg_;
     std::unique_ptr<Engine> eng_;
-    uint64_t relFrom_ = 0, relTo_ = 0;
-    Flow* flow_ = nullptr;
-    uint64_t depth_ = 0, next_ = 0;
+    std::optional<FlowLoop> loop_;
     std::thread thread_;
     std::atomic<bool> stop_{false};
 };

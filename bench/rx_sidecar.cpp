@@ -24,6 +24,7 @@
 #include "ctl/attach.h"
 #include "ctl/engine_stats.h"
 #include "npf/client.h"
+#include "flow_loop.h"
 #include "receiver.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -319,9 +320,13 @@ public:
         flow_ = &cli_.openFlow(cfg.port, cfg.addr, cfg.ifname);
         if (!cfg.cold)
             cli_.populate(0, cfg.regionSize);
-        depth_ = std::min<uint64_t>(cfg.slots(), NPF_POST_RING_SIZE);
-        for (uint64_t i = 0; i < depth_; i++)
-            flow_->post(cfg.slotOffset(next_++), cfg.bufLen);
+        loop_.emplace(cfg_, *flow_, cli_.region(), [this](uint64_t off, uint64_t len) {
+            const uint64_t t0 = monotonicNs();
+            cli_.release(off, len);
+            releases_++;
+            releaseNs_ += monotonicNs() - t0;
+        });
+        loop_->postInitial();
     }
     ~SidecarReceiver() override { stop(); }
 
@@ -382,66 +387,17 @@ public:
     double helperCpuSeconds() const override { return final_ ? npfdCpu_ : npfd_.cpuSeconds(); }
 
 private:
-    // The npf contender's loop (rx_npf.cpp), on the client's flow and region.
+    // The npf contender's loop (flow_loop.h), on the client's flow and region.
     void loop(Meter& m) noexcept
     {
-        npf_completion batch[256];
-        uint8_t* region = cli_.region();
         while (!stop_.load(std::memory_order_relaxed)) {
-            size_t n = flow_->wait(batch, std::chrono::milliseconds(10));
-            if (!n) {
-                if (std::string why = flow_->failure(); !why.empty()) {
-                    NPF_WARN_RL("npf-bench: npf-sidecar: %s", why.c_str());
-                    std::this_thread::sleep_for(std::chrono::milliseconds(10)); // wait() returns at once now
-                }
+            if (loop_->step(m))
                 continue;
+            if (std::string why = flow_->failure(); !why.empty()) {
+                NPF_WARN_RL("npf-bench: npf-sidecar: %s", why.c_str());
+                std::this_thread::sleep_for(std::chrono::milliseconds(10)); // wait() returns at once now
             }
-            const uint64_t now = monotonicNs();
-            uint64_t bytes = 0, ok = 0, lost = 0, badCsum = 0;
-            for (size_t i = 0; i < n; i++) {
-                const npf_completion& c = batch[i];
-                if (c.offset != relTo_) { // the slots wrapped around the region
-                    releaseConsumed();
-                    relFrom_ = c.offset & ~uint64_t(NPF_PAGE_SIZE - 1);
-                }
-                relTo_ = c.offset + cfg_.bufLen;
-                if (c.status == NPF_CS_LOST) {
-                    lost++;
-                } else if (c.status == NPF_CS_BAD_CSUM) {
-                    badCsum++;
-                } else {
-                    m.onPayload(region + c.offset, c.len, now);
-                    bytes += c.len;
-                    ok++;
-                }
-                flow_->post(cfg_.slotOffset(next_++), cfg_.bufLen);
-            }
-            if (relTo_ - relFrom_ >= cfg_.releaseMin)
-                releaseConsumed();
-            if (lost)
-                m.lost(lost);
-            if (badCsum)
-                m.rejected(badCsum);
-            if (ok)
-                m.count(uint32_t(ok), bytes, now);
         }
-    }
-
-    // As in rx_npf.cpp: consumed buffers are dead; release them so eviction
-    // discards their pages instead of saving them.
-    void releaseConsumed() noexcept
-    {
-        try {
-            if (relTo_ > relFrom_) {
-                const uint64_t t0 = monotonicNs();
-                cli_.release(relFrom_, relTo_ - relFrom_);
-                releases_++;
-                releaseNs_ += monotonicNs() - t0;
-            }
-        } catch (const std::exception& e) {
-            NPF_WARN_RL("npf-bench: release: %s", e.what());
-        }
-        relFrom_ = relTo_ & ~uint64_t(NPF_PAGE_SIZE - 1);
     }
 
     // Teardown order: the app thread (stop()), the client (bye: npfd closes
@@ -451,8 +407,7 @@ private:
     NpfdProcess npfd_;
     Client cli_;
     Flow* flow_ = nullptr;
-    uint64_t relFrom_ = 0, relTo_ = 0;
-    uint64_t depth_ = 0, next_ = 0;
+    std::optional<FlowLoop> loop_;
     uint64_t releases_ = 0, releaseNs_ = 0; // app thread only; read after it joined
     std::thread thread_;
     std::atomic<bool> stop_{false};
