@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "plots.h"
+#include "report.h"
 #include "run.h"
 #include "scenarios.h"
 #include "sys/log.h"
@@ -22,24 +23,14 @@ using npf::bench::Json;
 
 void onSignal(int) { npf::bench::g_interrupted.store(true); }
 
-std::string firstLine(const std::string& path, const std::string& key)
-{
-    std::ifstream f(path);
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind(key, 0) == 0)
-            return line.substr(line.find(':') + 2);
-    return "";
-}
-
 Json machine()
 {
     utsname u;
     uname(&u);
     return {{"kernel", std::string(u.release)},
             {"cpus", std::thread::hardware_concurrency()},
-            {"cpuModel", firstLine("/proc/cpuinfo", "model name")},
-            {"memTotal", firstLine("/proc/meminfo", "MemTotal")},
+            {"cpuModel", npf::bench::procField("/proc/cpuinfo", "model name")},
+            {"memTotal", npf::bench::procField("/proc/meminfo", "MemTotal")},
             {"link", "veth pair between two network namespaces, AF_XDP copy mode, native XDP"}};
 }
 

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "region/uffd.h"
+#include "report.h"
 #include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -413,15 +414,6 @@ double median(std::vector<double> v)
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-std::string cpuModel()
-{
-    std::ifstream f("/proc/cpuinfo");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("model name", 0) == 0)
-            return line.substr(line.find(':') + 2);
-    return "?";
-}
-
 uint64_t threadCpuNs()
 {
     timespec ts;
@@ -547,7 +539,7 @@ int main(int argc, char** argv)
         ::uname(&u);
         std::printf("npf-uffd-bench: %s, kernel %s, CPU %s, %d trials, %zu MiB per trial (%zu 4 KiB / %zu 2 MiB "
                     "pages), shmem THP %s\n",
-                    cpuModel().c_str(), u.release, cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", trials, mib,
+                    npf::bench::cpuModel().c_str(), u.release, cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", trials, mib,
                     b.pages4k, b.pages2m, shmemThp.c_str());
         std::printf("%-17s %-5s %4s  %-30s %11s %9s %17s %9s %11s %7s\n", "case", "page", "/call", "step", "pages/s",
                     "ns/page", "ns/page range", "MB/s", "4K-equiv/s", "on-cpu");
@@ -615,7 +607,7 @@ int main(int argc, char** argv)
                         pool->freshPages() ? "" : "; pages were already in the pool: the first-use row may be warm");
 
         const Json out{{"bench", "uffd"},
-                       {"cpuModel", cpuModel()},
+                       {"cpuModel", npf::bench::cpuModel()},
                        {"kernel", u.release},
                        {"cpu", cpu},
                        {"trials", trials},
@@ -626,13 +618,7 @@ int main(int argc, char** argv)
                        {"limits", limits},
                        {"rows", rows},
                        {"skipped", skipped}};
-        std::printf("%s\n", out.dump().c_str());
-        if (!jsonFile.empty()) {
-            std::ofstream f(jsonFile);
-            f << out.dump() << '\n';
-            if (!f)
-                throwErrno("write " + jsonFile);
-        }
+        npf::bench::emitJson(out, jsonFile);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "npf-uffd-bench: %s\n", e.what());
         return 1;

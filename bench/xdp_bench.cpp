@@ -50,6 +50,7 @@
 #include "ctl/stats.h"
 #include "generator.h"
 #include "npf/abi.h"
+#include "report.h"
 #include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -288,15 +289,6 @@ double quantile(std::vector<double> v, double q)
     return lo + 1 < v.size() ? v[lo] * (1 - frac) + v[lo + 1] * frac : v[lo];
 }
 
-std::string cpuModel()
-{
-    std::ifstream f("/proc/cpuinfo");
-    for (std::string line; std::getline(f, line);)
-        if (line.rfind("model name", 0) == 0)
-            return line.substr(line.find(':') + 2);
-    return "?";
-}
-
 class Bench {
 public:
     Bench(uint32_t repeat, uint32_t payload)
@@ -474,7 +466,7 @@ int main(int argc, char** argv)
         ::uname(&u);
         std::printf("npf-xdp-bench: ABI %d (NPF_MAX_FLOWS %d), %s, kernel %s, CPU %s, %u calls x %u runs in %u rounds, "
                     "UDP/IPv4 %u-byte payload (%u-byte frame), region 64 MiB, setup %.1f s\n",
-                    NPF_ABI_VERSION, NPF_MAX_FLOWS, cpuModel().c_str(), u.release,
+                    NPF_ABI_VERSION, NPF_MAX_FLOWS, npf::bench::cpuModel().c_str(), u.release,
                     cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", calls, repeat, rounds, payload,
                     b.frameBytes(), setupSec);
         for (uint32_t f : skipped)
@@ -520,7 +512,7 @@ int main(int argc, char** argv)
         const Json out{{"bench", "xdp"},
                        {"abi", NPF_ABI_VERSION},
                        {"maxFlows", NPF_MAX_FLOWS},
-                       {"cpuModel", cpuModel()},
+                       {"cpuModel", npf::bench::cpuModel()},
                        {"kernel", u.release},
                        {"cpu", cpu},
                        {"calls", calls},
@@ -530,13 +522,7 @@ int main(int argc, char** argv)
                        {"frameBytes", b.frameBytes()},
                        {"skippedFlows", skipped},
                        {"rows", rows}};
-        std::printf("%s\n", out.dump().c_str());
-        if (!jsonFile.empty()) {
-            std::ofstream f(jsonFile);
-            f << out.dump() << '\n';
-            if (!f)
-                throwErrno("write " + jsonFile);
-        }
+        npf::bench::emitJson(out, jsonFile);
         if (!wrong.empty())
             throw std::runtime_error("measured another path than intended:" + wrong);
     } catch (const std::exception& e) {
