@@ -22,6 +22,7 @@
 #include "region/region.h"
 #include "region/region_internal.h"
 #include "sys/error.h"
+#include "sys/io.h"
 #include "sys/log.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
@@ -32,38 +33,6 @@ namespace npf {
 namespace {
 
 constexpr uint64_t kPage = NPF_PAGE_SIZE;
-
-int preadAll(int fd, void* dst, size_t len, uint64_t off) noexcept
-{
-    auto p = static_cast<char*>(dst);
-    while (len) {
-        ssize_t n = ::pread(fd, p, len, static_cast<off_t>(off));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        off += static_cast<uint64_t>(n);
-        len -= static_cast<size_t>(n);
-    }
-    return 0;
-}
-
-int pwriteAll(int fd, const void* src, size_t len, uint64_t off) noexcept
-{
-    auto p = static_cast<const char*>(src);
-    while (len) {
-        ssize_t n = ::pwrite(fd, p, len, static_cast<off_t>(off));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n < 0 ? -errno : -EIO;
-        p += n;
-        off += static_cast<uint64_t>(n);
-        len -= static_cast<size_t>(n);
-    }
-    return 0;
-}
 
 } // namespace
 
@@ -279,7 +248,7 @@ int Region::patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept
     // this thread. pwrite() fills a punched page (zeros + payload) instead.
     auto pieces = plan_.pieces();
     for (size_t q = pb; q < pe; ++q)
-        if (int rc = pwriteAll(memfd_.get(), pieces[q].src, pieces[q].len, page * kPage + pieces[q].pageOff))
+        if (int rc = pwriteFull(memfd_.get(), pieces[q].src, pieces[q].len, page * kPage + pieces[q].pageOff))
             return rc;
     return 0;
 }
@@ -291,8 +260,11 @@ int Region::saveRun(uint64_t page, uint64_t n) noexcept
     // Through the memfd for the same reason as patchInPlace: a hole reads
     // as zeros instead of faulting. Staging is free: installs hold the lock.
     uint8_t* buf = staging_.as<uint8_t>();
-    if (int rc = preadAll(memfd_.get(), buf, n * kPage, page * kPage))
-        return rc;
+    const ssize_t got = preadUpTo(memfd_.get(), buf, n * kPage, page * kPage);
+    if (got < 0)
+        return static_cast<int>(got);
+    if (static_cast<size_t>(got) != n * kPage) // the memfd is sealed against shrinking: cannot happen
+        return -EIO;
     return spill_.save(page * kPage, buf, n * kPage);
 }
 

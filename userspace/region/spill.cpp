@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "sys/error.h"
+#include "sys/io.h"
 
 namespace npf {
 
@@ -44,41 +45,15 @@ SpillFile SpillFile::adopt(Fd fd, uint64_t size, const std::string& who)
 
 int SpillFile::save(uint64_t off, const void* src, size_t len) const noexcept
 {
-    auto p = static_cast<const char*>(src);
-    while (len) {
-        ssize_t n = ::pwrite(fd_.get(), p, len, static_cast<off_t>(off));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return -EIO;
-        p += n;
-        off += static_cast<uint64_t>(n);
-        len -= static_cast<size_t>(n);
-    }
-    return 0;
+    return pwriteFull(fd_.get(), src, len, off);
 }
 
 int SpillFile::load(uint64_t off, void* dst, size_t len) const noexcept
 {
-    auto p = static_cast<char*>(dst);
-    while (len) {
-        ssize_t n = ::pread(fd_.get(), p, len, static_cast<off_t>(off));
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0) { // past EOF: never saved
-            std::memset(p, 0, len);
-            return 0;
-        }
-        p += n;
-        off += static_cast<uint64_t>(n);
-        len -= static_cast<size_t>(n);
-    }
+    const ssize_t n = preadUpTo(fd_.get(), dst, len, off);
+    if (n < 0)
+        return static_cast<int>(n);
+    std::memset(static_cast<char*>(dst) + n, 0, len - static_cast<size_t>(n)); // past EOF: never saved
     return 0;
 }
 
