@@ -137,6 +137,7 @@ TEST_F(NpfdE2E, SigtermDetachesOnlyWhatNpfdAttached)
 {
     Rig rig;
     TempDir dir;
+    test::NetnsGuard clientNs(rig.veth().rxNs()); // the clients name the interface as npfd serves it
     auto attached = [&] {
         const std::string st = rig.statusJson();
         return !st.empty() && nlohmann::json::parse(st)["state"] == "attached";
@@ -240,6 +241,8 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
+    // In-process clients name the interface as npfd serves it: in its namespace.
+    test::NetnsGuard clientNs(rig.veth().rxNs());
     using sidecar::ErrorCode;
     const std::string hello = sidecar::HelloRequest{}.encode(1);
     {
@@ -374,6 +377,8 @@ TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
+    // In-process clients name the interface as npfd serves it: in its namespace.
+    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t port = kFirstPort + 70;
     Client cli({.socket = npfd.socket(), .regionSize = 16 << 20, .residentBudget = 1 << 20, .name = "protected"});
     Flow& f = cli.openFlow(port);
@@ -408,6 +413,8 @@ TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
+    // In-process clients name the interface as npfd serves it: in its namespace.
+    test::NetnsGuard clientNs(rig.veth().rxNs());
     constexpr uint32_t kClients = 64, kN = 4;
     std::vector<std::unique_ptr<Client>> clients;
     std::vector<Flow*> flows;
@@ -449,6 +456,8 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
+    // In-process clients name the interface as npfd serves it: in its namespace.
+    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t port = kFirstPort + 50;
     // 128 datagrams, a page each, through a 64-page budget: npfd evicts half.
     Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .residentBudget = 256 << 10, .name = "survivor"});
@@ -528,6 +537,8 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
+    // In-process clients name the interface as npfd serves it: in its namespace.
+    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t victimPort = kFirstPort + 60, forgerPort = kFirstPort + 61;
     Client victim({.socket = npfd.socket(), .regionSize = 64 << 20, .name = "victim"});
     (void)victim.openFlow(victimPort);

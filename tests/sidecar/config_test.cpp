@@ -62,6 +62,26 @@ TEST(Config, TheExampleParses)
     EXPECT_EQ(r.flows, 64u);
 }
 
+// NAME in npfd's namespace, NETNS:NAME in another (a /run/netns name or a path).
+TEST(Config, InterfacesInOtherNetworkNamespaces)
+{
+    std::string why;
+    const auto own = parseIfaceSpec("eth0", &why);
+    ASSERT_TRUE(own);
+    EXPECT_EQ(own->netns, "");
+    EXPECT_EQ(own->ifname, "eth0");
+    const auto named = parseIfaceSpec("pod-a:eth0", &why);
+    ASSERT_TRUE(named);
+    EXPECT_EQ(named->netns, "/run/netns/pod-a");
+    EXPECT_EQ(named->ifname, "eth0");
+    const auto path = parseIfaceSpec("/proc/42/ns/net:veth1", &why);
+    ASSERT_TRUE(path);
+    EXPECT_EQ(path->netns, "/proc/42/ns/net");
+    EXPECT_EQ(path->ifname, "veth1");
+    DaemonConfig c = parseConfig(R"({"ifaces": ["eth0", "pod-a:eth0", "/run/netns/pod-b:eth0"]})");
+    EXPECT_EQ(c.ifaces, (std::vector<std::string>{"eth0", "pod-a:eth0", "/run/netns/pod-b:eth0"}));
+}
+
 TEST(Config, Defaults)
 {
     DaemonConfig c = parseConfig(R"({"ifaces": ["veth0", "veth1"],
@@ -104,6 +124,11 @@ TEST(Config, MistakesNameTheKey)
         {R"({"ifaces":["eth0","eth0"]})", "test.json: ifaces[1]: \"eth0\" is listed twice"},
         {R"({"ifaces":["a/b"]})", "test.json: ifaces[0]: \"a/b\" is not an interface name"},
         {R"({"ifaces":["sixteen-chars-xx"]})", "ifaces[0]"},
+        {R"({"ifaces":[":eth0"]})", "test.json: ifaces[0]: \":eth0\": the network namespace must be a name"},
+        {R"({"ifaces":["a/b:eth0"]})", "test.json: ifaces[0]: \"a/b:eth0\": the network namespace must be"},
+        {R"({"ifaces":["..:eth0"]})", "ifaces[0]: \"..:eth0\": the network namespace must be"},
+        {R"({"ifaces":["pod-a:"]})", "test.json: ifaces[0]: \"pod-a:\": \"\" is not an interface name"},
+        {R"({"ifaces":["pod-a:a/b"]})", "ifaces[0]: \"pod-a:a/b\": \"a/b\" is not an interface name"},
         {R"({"ifaces":[7]})", "test.json: ifaces[0]: must be a string, got 7"},
         {R"({"ifaces":["e"],"socket":"run/npfd.sock"})", "test.json: socket: \"run/npfd.sock\" must be an absolute path"},
         {R"({"ifaces":["e"],"socket":"/)" + std::string(120, 's') + "\"}", "test.json: socket: longer than 107 bytes"},

@@ -110,6 +110,11 @@ VethPair::VethPair(VethOptions opt) : rx_("npfr"), tx_("npft")
                       " numrxqueues " + q + " netns " + tx_.name();
     if (sh(cmd) != 0)
         throw std::runtime_error("failed: " + cmd);
+    if (!opt.rxName.empty()) {
+        if (sh(rx_.exec() + "ip link set " + rxIf_ + " name " + opt.rxName) != 0)
+            throw std::runtime_error("renaming veth " + rxIf_ + " to " + opt.rxName + " in " + rx_.name() + " failed");
+        rxIf_ = opt.rxName;
+    }
     std::string mtu = std::to_string(opt.mtu);
     bool ok = sh(rx_.exec() + "ip link set " + rxIf_ + " mtu " + mtu + " up") == 0 &&
               sh(tx_.exec() + "ip link set " + txIf_ + " mtu " + mtu + " up") == 0 &&

@@ -54,6 +54,10 @@ struct VethOptions {
     int queues = 1; // numrxqueues/numtxqueues of both ends
     int mtu = 1500;
     bool txChecksumOffload = false; // on: locally sent UDP arrives with partial checksums
+    // The rx end's name inside its namespace (e.g. "eth0", as a pod's
+    // interface); empty = a unique name. Only the namespace's own: the veth
+    // is created under a unique name and renamed there.
+    std::string rxName;
 };
 
 class VethPair {

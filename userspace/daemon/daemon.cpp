@@ -7,10 +7,12 @@
 #include <cstring>
 
 #include "daemon/metrics.h"
+#include "ctl/errors.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/error.h"
 #include "sys/log.h"
+#include "sys/netns.h"
 
 namespace npf::daemon {
 
@@ -20,14 +22,24 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
     if (!opt_.metrics.empty())
         checkMetricsAddress(opt_.metrics); // before any interface is touched
-    for (const std::string& iface : opt_.config.ifaces) {
+    for (const std::string& label : opt_.config.ifaces) {
+        std::string why;
+        const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
+        if (!spec)
+            throw ctl::ArgumentError("npfd: interface " + why);
         EngineConfig c = opt_.engine;
-        c.ifname = iface;
+        c.ifname = spec->ifname;
         c.spillDir = opt_.config.spillDir;
-        services_.push_back(std::make_unique<Service>(c, &epochs_));
+        // The service is built in the interface's namespace (attach, pins,
+        // sockets) and keeps it for its teardown.
+        NetnsScope in(spec->netns);
+        const uint64_t netns = netnsInode();
+        if (const Served* same = served(spec->ifname, netns))
+            throw ctl::ArgumentError("npfd: " + same->label + " and " + label + " are the same interface");
+        served_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
-    for (auto& s : services_)
-        s->start();
+    for (Served& s : served_)
+        s.service->start();
     listener_ = sidecar::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -50,15 +62,32 @@ Daemon::~Daemon()
     // Every client's flows withdrawn and removed (its traffic fails open to
     // the kernel), its region released; then the services stop.
     sessions_.clear();
-    services_.clear();
+    served_.clear();
 }
 
-Service* Daemon::service(const std::string& iface) noexcept
+Served* Daemon::served(const std::string& ifname, uint64_t netns) noexcept
 {
-    for (size_t i = 0; i < services_.size(); i++)
-        if (opt_.config.ifaces[i] == iface)
-            return services_[i].get();
+    for (Served& s : served_)
+        if (s.netns == netns && s.ifname == ifname)
+            return &s;
     return nullptr;
+}
+
+std::vector<std::string> Daemon::ifacesIn(uint64_t netns) const
+{
+    std::vector<std::string> out;
+    for (const Served& s : served_)
+        if (s.netns == netns)
+            out.push_back(s.ifname);
+    return out;
+}
+
+std::string Daemon::describeServed() const
+{
+    std::string out;
+    for (const Served& s : served_)
+        out += (out.empty() ? "" : ", ") + s.label;
+    return out;
 }
 
 bool Daemon::claimFlow(const std::string& key, const Session* s) { return owners_.emplace(key, s).second; }
@@ -75,8 +104,8 @@ std::vector<IfaceStats> Daemon::snapshot()
 {
     std::lock_guard<std::mutex> lock(controlMu_);
     std::vector<IfaceStats> out;
-    for (size_t i = 0; i < services_.size(); i++)
-        out.push_back({opt_.config.ifaces[i], services_[i]->stats(), services_[i]->xdpCounters()});
+    for (const Served& s : served_)
+        out.push_back({s.label, s.service->stats(), s.service->xdpCounters()});
     return out;
 }
 
@@ -113,8 +142,8 @@ void Daemon::run()
             else
                 serve(fd);
         }
-        for (auto& s : services_)
-            if (std::string why = s->failure(); !why.empty()) {
+        for (Served& s : served_)
+            if (std::string why = s.service->failure(); !why.empty()) {
                 NPF_ERR("npfd: %s: stopping", why.c_str());
                 return;
             }

@@ -37,6 +37,15 @@ struct DaemonOptions {
     std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h); empty = none
 };
 
+// One interface npfd serves: as configured ("eth0", "pod-a:eth0"), its name
+// and network namespace, its service.
+struct Served {
+    std::string label;   // as configured: the metrics' iface label, the log's
+    std::string ifname;  // in its namespace
+    uint64_t netns = 0;  // that namespace's inode
+    std::unique_ptr<Service> service;
+};
+
 class Daemon {
 public:
     // Opens every interface's service and the socket; throws naming what failed.
@@ -51,9 +60,13 @@ public:
 
     // For sessions.
     const sidecar::DaemonConfig& config() const noexcept { return opt_.config; }
-    Service* service(const std::string& iface) noexcept; // nullptr if not served
-    Service& home() noexcept { return *services_.front(); } // serves the clients' faults
-    const std::vector<std::string>& ifaces() const noexcept { return opt_.config.ifaces; }
+    // A client names an interface as it sees it: `ifname` in the network
+    // namespace `netns` (the client's). nullptr if npfd serves no such one;
+    // a client never reaches an interface of another namespace.
+    Served* served(const std::string& ifname, uint64_t netns) noexcept;
+    std::vector<std::string> ifacesIn(uint64_t netns) const; // the names served there
+    std::string describeServed() const;                       // "eth0, pod-a:eth0"
+    Service& home() noexcept { return *served_.front().service; } // serves the clients' faults
     EpochDomain& epochs() noexcept { return epochs_; }
     // Port ownership across sessions: key "iface|addr|port".
     bool claimFlow(const std::string& key, const Session* s);
@@ -74,7 +87,7 @@ private:
 
     DaemonOptions opt_;
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
-    std::vector<std::unique_ptr<Service>> services_;
+    std::vector<Served> served_;
     sidecar::Listener listener_;
     Fd epoll_, stopFd_;
     std::atomic<bool> stop_{false};

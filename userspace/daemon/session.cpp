@@ -35,8 +35,10 @@ Session::Session(Daemon& d, Fd fd, uint64_t id) : d_(d), fd_(std::move(fd)), id_
     } catch (const std::exception&) {
         cgroup_.clear();
     }
-    NPF_INFO("client %llu connected: pid %d uid %u gid %u%s%s", static_cast<unsigned long long>(id_), cred_.pid,
-             cred_.uid, cred_.gid, cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());
+    netns_ = sidecar::peerNetns(fd_.get(), cred_.pid); // throws if it is gone: no session
+    NPF_INFO("client %llu connected: pid %d uid %u gid %u netns %llu%s%s", static_cast<unsigned long long>(id_),
+             cred_.pid, cred_.uid, cred_.gid, static_cast<unsigned long long>(netns_),
+             cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());
 }
 
 Session::~Session()
@@ -136,7 +138,7 @@ std::string Session::hello(const sidecar::Message& m)
     helloDone_ = true;
     sidecar::HelloReply r;
     r.daemonPid = static_cast<uint32_t>(::getpid());
-    r.ifaces = d_.ifaces();
+    r.ifaces = d_.ifacesIn(netns_);
     r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
     NPF_INFO("%s: hello%s", describe().c_str(), name_.empty() ? "" : (" from " + name_).c_str());
     return r.encode(m.id);
@@ -194,15 +196,24 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     sidecar::OpenFlowRequest rq = sidecar::OpenFlowRequest::decode(m);
     if (!region_)
         throw ProtocolError(ErrorCode::NoRegion, "open_flow before region", 0, m.id);
-    std::string iface = rq.iface;
-    if (iface.empty()) {
-        if (d_.ifaces().size() != 1)
-            throw ProtocolError(ErrorCode::BadMessage, "npfd serves several interfaces: name one", 0, m.id);
-        iface = d_.ifaces().front();
+    std::string ifname = rq.iface;
+    if (ifname.empty()) {
+        const std::vector<std::string> here = d_.ifacesIn(netns_);
+        if (here.size() != 1)
+            throw ProtocolError(ErrorCode::BadMessage,
+                                here.empty() ? "npfd serves no interface in this client's network namespace"
+                                             : "npfd serves several interfaces here: name one",
+                                0, m.id);
+        ifname = here.front();
     }
-    Service* svc = d_.service(iface);
-    if (!svc)
-        throw ProtocolError(ErrorCode::NotAllowed, "npfd does not serve " + iface, ENODEV, m.id);
+    Served* itf = d_.served(ifname, netns_);
+    if (!itf)
+        throw ProtocolError(ErrorCode::NotAllowed,
+                            "npfd serves no " + ifname + " in this client's network namespace (it serves " +
+                                d_.describeServed() + ")",
+                            ENODEV, m.id);
+    Service* svc = itf->service.get();
+    const std::string& iface = itf->label;
     ctl::FlowSpec spec;
     try {
         spec = ctl::parseFlowSpec(std::to_string(rq.port), rq.addr);
@@ -233,7 +244,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
                             e.code().value(), m.id);
     }
     d_.claimFlow(key, this);
-    flows_.push_back({svc, served, key});
+    flows_.push_back({itf, served, key});
     NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, ctl::toString(spec).c_str(), iface.c_str());
     sidecar::OpenFlowReply r;
     r.flow = served->id;
@@ -247,7 +258,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
 void Session::close(OpenFlow& f) noexcept
 {
     const uint32_t id = f.served->id;
-    f.service->closeFlow(*f.served);
+    f.iface->service->closeFlow(*f.served);
     d_.releaseFlow(f.key);
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
@@ -287,7 +298,7 @@ std::string Session::pages(const sidecar::Message& m, bool release)
     // late its protection comes (a write clears the release mark): no wait.
     if (!release)
         for (const OpenFlow& f : flows_)
-            f.service->syncPager();
+            f.iface->service->syncPager();
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
@@ -301,11 +312,12 @@ std::string Session::stats(const sidecar::Message& m)
     // counters of the shared dataplane (fast/fault path, sockets) are the
     // operator's (npfctl stats).
     EngineStats s;
-    std::string iface = d_.ifaces().front();
+    const std::vector<std::string> here = d_.ifacesIn(netns_);
+    std::string iface = here.empty() ? "" : here.front();
     SequencerStats q;
     for (const OpenFlow& f : flows_) {
         q += f.served->seq.stats();
-        iface = f.service->config().ifname;
+        iface = f.iface->ifname;
     }
     Service::addCompletions(s, q);
     // Per client, the fault path is what completed with NPF_CF_FAULT.

@@ -24,6 +24,7 @@ class ServedFlow;
 namespace daemon {
 
 class Daemon;
+struct Served;
 
 class Session {
 public:
@@ -41,7 +42,7 @@ public:
 
 private:
     struct OpenFlow {
-        Service* service;
+        Served* iface;
         ServedFlow* served;
         std::string key; // ownership key in the daemon
     };
@@ -60,6 +61,7 @@ private:
     const uint64_t id_;
     sidecar::PeerCred cred_{};
     std::string cgroup_;
+    uint64_t netns_ = 0; // the client's network namespace: the interfaces it may name
     std::string name_;
     const sidecar::ClientRule* rule_ = nullptr;
     bool helloDone_ = false;

@@ -1,10 +1,10 @@
 #include "engine/service.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "ctl/attach.h"
@@ -16,6 +16,7 @@
 #include "region/region.h"
 #include "sys/error.h"
 #include "sys/log.h"
+#include "sys/netns.h"
 #include "xsk/sizing.h"
 
 namespace npf {
@@ -133,11 +134,13 @@ Service::~Service()
 {
     stopThreads();
     // The interface name means something only in the service's namespace.
-    Fd here(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
-    const bool moved = here && setns(netns_.get(), CLONE_NEWNET) == 0;
-    if (!moved)
-        NPF_WARN("engine on %s: cannot enter its network namespace for teardown: %s", cfg_.ifname.c_str(),
-                 strerror(errno));
+    std::optional<NetnsScope> in;
+    try {
+        in.emplace(netns_.get(), "of " + cfg_.ifname);
+    } catch (const std::exception& e) {
+        NPF_WARN("engine on %s: teardown: %s", cfg_.ifname.c_str(), e.what());
+    }
+    const bool moved = in.has_value();
     workers_.clear();
     pager_.reset();
     queues_.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
@@ -149,8 +152,6 @@ Service::~Service()
     ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
     if (attachedByUs_ && moved)
         detachOnExit();
-    if (moved)
-        (void)setns(here.get(), CLONE_NEWNET);
 }
 
 void Service::detachOnExit() noexcept

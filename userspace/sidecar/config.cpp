@@ -308,6 +308,31 @@ const ClientRule* DaemonConfig::match(uid_t uid, gid_t gid, std::string_view cgr
     return nullptr;
 }
 
+std::optional<IfaceSpec> parseIfaceSpec(std::string_view text, std::string* why)
+{
+    const size_t colon = text.rfind(':');
+    IfaceSpec s;
+    s.ifname = std::string(colon == std::string_view::npos ? text : text.substr(colon + 1));
+    if (!isInterfaceName(s.ifname)) {
+        *why = (colon == std::string_view::npos ? "" : "\"" + std::string(text) + "\": ") + "\"" + s.ifname +
+               "\" is not an interface name (NAME or NETNS:NAME)";
+        return std::nullopt;
+    }
+    if (colon == std::string_view::npos)
+        return s;
+    const std::string_view ns = text.substr(0, colon);
+    if (ns.starts_with('/')) {
+        s.netns = std::string(ns);
+    } else if (!ns.empty() && ns != "." && ns != ".." && ns.find('/') == std::string_view::npos) {
+        s.netns = "/run/netns/" + std::string(ns);
+    } else {
+        *why = "\"" + std::string(text) + "\": the network namespace must be a name under /run/netns or an "
+               "absolute path (NETNS:NAME)";
+        return std::nullopt;
+    }
+    return s;
+}
+
 DaemonConfig parseConfig(std::string_view text, const std::string& origin)
 {
     const Ctx ctx(origin);
@@ -324,8 +349,8 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             for (size_t i = 0; i < v.size(); ++i) {
                 const std::string p = k + "[" + std::to_string(i) + "]";
                 const std::string& name = ctx.string(p, v[i]);
-                if (!isInterfaceName(name))
-                    ctx.fail(p, "\"" + name + "\" is not an interface name");
+                if (std::string why; !parseIfaceSpec(name, &why))
+                    ctx.fail(p, why);
                 for (const std::string& seen : c.ifaces)
                     if (seen == name)
                         ctx.fail(p, "\"" + name + "\" is listed twice");

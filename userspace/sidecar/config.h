@@ -5,7 +5,8 @@
 // weakens a rule. docs/protocol.md ("Configuration") documents the format.
 //
 //   {
-//     "ifaces": ["eth0"],                     required, 1..64 interface names
+//     "ifaces": ["eth0", "pod-a:eth0"],       required, 1..64 interfaces: NAME, or
+//                                             NETNS:NAME in another network namespace
 //     "socket": "/run/npf/npfd.sock",         absolute path
 //     "socket_group": "npf",                  group name or gid; null = root's
 //     "spill_dir": "/var/tmp",                absolute path
@@ -63,8 +64,18 @@ struct ClientRule {
     bool allowsAddr(std::string_view addr) const;
 };
 
+// An interface npfd serves: NAME in npfd's own network namespace, or
+// NETNS:NAME in another one, NETNS a name under /run/netns (`ip netns add`)
+// or an absolute path (/proc/PID/ns/net). Interface names never contain ':'.
+struct IfaceSpec {
+    std::string netns;  // path; "" = npfd's own namespace
+    std::string ifname; // in that namespace
+};
+// nullopt when `text` is not NAME or NETNS:NAME (the message in *why).
+std::optional<IfaceSpec> parseIfaceSpec(std::string_view text, std::string* why);
+
 struct DaemonConfig {
-    std::vector<std::string> ifaces;
+    std::vector<std::string> ifaces; // as written: parseIfaceSpec
     std::string socket = kDefaultSocket;
     std::string socketGroup;           // "" = leave the group; else a name or a decimal gid
     std::string spillDir = kDefaultSpillDir;

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -19,6 +20,9 @@
 
 namespace npf::sidecar {
 namespace {
+
+// SO_PEERPIDFD (Linux 6.5); Debian 12's headers predate it.
+constexpr int kSoPeerPidfd = 77;
 
 sockaddr_un unixAddress(const std::string& path)
 {
@@ -356,6 +360,28 @@ PeerCred peerCred(int fd)
     checkErrno(::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &len),
                "SO_PEERCRED on socket fd " + std::to_string(fd));
     return {c.pid, c.uid, c.gid};
+}
+
+uint64_t peerNetns(int fd, pid_t pid)
+{
+    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT || errno == ESRCH)
+            throw ctl::Error(ESRCH, "stat " + path + ": process " + std::to_string(pid) + " is gone");
+        throwErrno("stat " + path);
+    }
+    // The pid was the peer's at connect(); a pidfd of the peer that still
+    // refers to a live process proves the namespace read is the peer's.
+    int pidfd = -1;
+    socklen_t len = sizeof(pidfd);
+    if (::getsockopt(fd, SOL_SOCKET, kSoPeerPidfd, &pidfd, &len) == 0 && pidfd >= 0) {
+        const Fd owned(pidfd);
+        if (::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0 && errno == ESRCH)
+            throw ctl::Error(ESRCH, "the peer on socket fd " + std::to_string(fd) + " (pid " + std::to_string(pid) +
+                                        ") is gone");
+    }
+    return st.st_ino;
 }
 
 std::string peerCgroup(pid_t pid)

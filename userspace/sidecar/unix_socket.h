@@ -124,6 +124,12 @@ PeerCred peerCred(int fd);
 // hello reply, since a pid can be reused once its process exits.
 std::string peerCgroup(pid_t pid);
 
+// The inode of the network namespace the peer on `fd` (pid from peerCred)
+// is in: the namespace whose interfaces its requests name. Where the kernel
+// has SO_PEERPIDFD (6.5) a pid reused since connect() is detected (ESRCH);
+// throws ESRCH if the process is gone.
+uint64_t peerNetns(int fd, pid_t pid);
+
 // Descriptor type checks for what a client passes; false for a closed fd.
 // memfd: a regular file that answers F_GET_SEALS or is named "/memfd:...".
 bool isMemfd(int fd) noexcept;
