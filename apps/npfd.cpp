@@ -86,7 +86,9 @@ int main(int argc, char** argv)
 {
     Options o;
     CLI::App app{"npfd: the npf daemon -- npf as a service for unprivileged processes (npf::Client)"};
-    app.add_option("-i,--iface", o.ifaces, "interface to serve (repeat for more; overrides the config's \"ifaces\")");
+    app.add_option("-i,--iface", o.ifaces,
+                   "interface to serve: NAME, or NETNS:NAME in another network namespace (a /run/netns name or a "
+                   "path); repeat for more; overrides the config's \"ifaces\"");
     app.add_option("-c,--config", o.config, "config file (JSON: ifaces, socket, clients allow-list; docs/protocol.md)");
     app.add_option("--socket", o.socket, "Unix socket to listen on (default /run/npf/npfd.sock)");
     app.add_option("--socket-group", o.socketGroup, "group of the socket file (mode 0660)");

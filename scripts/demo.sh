@@ -5,8 +5,10 @@
 #   sudo scripts/demo.sh [--mode native|skb] [--build-dir DIR]
 #
 # Installs missing packages (scripts/deps.sh), mounts bpffs, builds npfctl,
-# attaches npf_xdp to the receiving veth, sends traffic from the peer namespace
-# with stock tools (ping, socat), shows status, counters and flows, detaches.
+# npf-recv and npfd, attaches npf_xdp to the receiving veth, sends traffic from
+# the peer namespace with stock tools (ping, socat), receives into a cold
+# region (npf-recv), runs npfd in a "pod" and on the "node" with unprivileged
+# clients, shows status, counters and flows, detaches.
 # The namespaces, the veth pair and the pins are removed on every exit path.
 # Exits non-zero if any step fails (including a counter that does not match
 # the packets sent).
@@ -20,7 +22,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --mode) MODE=${2:?--mode needs native or skb}; shift 2 ;;
     --build-dir) BUILD=${2:?--build-dir needs a directory}; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,12 +34,17 @@ case "$MODE" in native|skb) ;; *) echo "demo: --mode must be native or skb" >&2;
 TAG=npfdemo-$$
 NS_RX=$TAG-rx
 NS_TX=$TAG-tx
+NS_POD2=$TAG-pod2 # a second "pod" for npfd's node mode
 IF_RX=npfd$$r
 IF_TX=npfd$$t
+IF_POD2=npfd$$p   # renamed eth0 inside NS_POD2
+IF_TX2=npfd$$u    # its peer in NS_TX
 # 198.18.0.0/15 (benchmarking range) only; the namespaces are private, so
 # fixed addresses cannot clash with anything.
 ADDR_RX=198.18.0.1
 ADDR_TX=198.18.0.2
+ADDR_POD2=198.18.0.5
+ADDR_TX2=198.18.0.6
 PORT_OTHER=7000 # UDP port that is not a flow
 PORT_FLOW=5000  # UDP port made a flow with `npfctl flow add`
 COUNT=5         # datagrams per UDP step
@@ -48,6 +55,8 @@ NPFD=$ROOT/$BUILD/apps/npfd
 PORT_NPFD=5001  # UDP port an unprivileged client opens through npfd
 PIN_ROOT=/sys/fs/bpf/npf
 PIN_DIR=      # this run's pin directory, once its namespace exists
+PIN_DIR2=     # the second pod's (npfd's node mode)
+POD_MNT=0     # the pod's private mount of WORK/pod is up
 WORK=
 CREATED_PIN_ROOT=0
 ATTACHED=0
@@ -78,9 +87,18 @@ cleanup() {
   if [ "$ATTACHED" = 1 ] && [ -e "/run/netns/$NS_RX" ]; then
     in_rx "$NPFCTL" detach "$IF_RX" 2>&1 | sed 's/^/    /'
   fi
-  for ns in "$NS_RX" "$NS_TX"; do
+  if [ "$POD_MNT" = 1 ]; then
+    umount "$WORK/pod/mnt" 2>/dev/null
+    umount -l "$WORK/pod" && note "removed the pod's mount namespace"
+  fi
+  for ns in "$NS_RX" "$NS_TX" "$NS_POD2"; do
     [ -e "/run/netns/$ns" ] && ip netns del "$ns" && note "deleted namespace $ns"
   done
+  if [ -n "$PIN_DIR2" ] && [ -e "$PIN_DIR2" ]; then
+    note "removing leftover pins $PIN_DIR2"
+    rm -rf "${PIN_DIR2:?}"
+    rmdir "${PIN_DIR2%/*}" 2>/dev/null
+  fi
   if [ -n "$PIN_DIR" ] && [ -e "$PIN_DIR" ]; then
     note "removing leftover pins $PIN_DIR"
     rm -rf "${PIN_DIR:?}"
@@ -105,7 +123,7 @@ cleanup() {
 # Namespaces and pins of earlier runs that died before their cleanup.
 sweep_stale() {
   local ns pid p
-  for ns in $(ip netns list | awk '{print $1}' | grep -E '^npfdemo-[0-9]+-(rx|tx)$' || true); do
+  for ns in $(ip netns list | awk '{print $1}' | grep -E '^npfdemo-[0-9]+-(rx|tx|pod2)$' || true); do
     pid=${ns#npfdemo-}
     pid=${pid%-*}
     kill -0 "$pid" 2>/dev/null && continue
@@ -119,6 +137,8 @@ sweep_stale() {
       rm -rf "$d" && rmdir "${d%/*}" 2>/dev/null
       note "removed pins $d of an earlier run"
     done
+    umount "/tmp/npfdemo-$pid/pod/mnt" 2>/dev/null
+    umount -l "/tmp/npfdemo-$pid/pod" 2>/dev/null
     rm -rf "/tmp/npfdemo-$pid"
   done
 }
@@ -203,6 +223,84 @@ expect_received() {
   sed 's/^/      | /' "$WORK/rx-$port"
 }
 
+# Command prefixes (no spaces in these paths) for background processes, so
+# that $! is the program itself (nsenter execs it): the pod (the rx namespace
+# and the pod's own mount of /run/npf), the rx namespace, the second pod.
+in_pod() { $ENTER_POD "$@"; }
+in_pod2() { $ENTER_POD2 "$@"; }
+
+# start_npfd NAME CONFIG ENTER [ARGS...]: npfd in the background (ENTER: a
+# prefix above, "" = the host's namespaces), waits for its ready line.
+start_npfd() {
+  local name=$1 config=$2 enter=$3
+  shift 3
+  $enter "$NPFD" --config "$config" "$@" >"$WORK/$name-npfd.out" 2>"$WORK/$name-npfd.log" &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+  eval "NPFD_PID_$name=$BG_PID"
+  for _ in $(seq 100); do
+    grep -q '^npfd: serving' "$WORK/$name-npfd.out" && break
+    kill -0 "$BG_PID" 2>/dev/null || { cat "$WORK/$name-npfd.log" >&2; die "npfd exited before it was ready"; }
+    sleep 0.1
+  done
+  grep -q '^npfd: serving' "$WORK/$name-npfd.out" || die "npfd did not come up"
+  sed 's/^/    /' "$WORK/$name-npfd.out"
+}
+
+stop_npfd() {
+  local name=$1 pid
+  eval "pid=\$NPFD_PID_$name"
+  note "npfd's log:"
+  sed 's/^/      /' "$WORK/$name-npfd.log"
+  kill -TERM "$pid"
+  wait "$pid" || die "npfd exited with $? on SIGTERM"
+  stop_bg "$pid"
+}
+
+# start_client NAME IFACE PORT SOCKET "EXTRA ARGS" ENTER: npf-recv --connect as
+# uid 65534 receiving 1 MiB (1024 datagrams) into WORK/NAME.out; NAME.in is
+# the stream send_stream sends.
+start_client() {
+  local name=$1 iface=$2 port=$3 sock=$4 extra=$5 enter=$6
+  head -c $((1024 * 1024)) /dev/urandom >"$WORK/$name.in"
+  touch "$WORK/$name.out" && chown 65534:65534 "$WORK/$name.out"
+  printf '    $ setpriv --reuid=65534 --regid=65534 --clear-groups npf-recv %s %s --connect %s--count 1024 %s-o %s.out\n' \
+    "$iface" "$port" "${sock:+${sock##*/} }" "${extra:+$extra }" "$name"
+  # shellcheck disable=SC2086 # extra is a list of options
+  $enter timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$NPF_RECV" "$iface" "$port" \
+    --connect ${sock:+"$sock"} --count 1024 $extra -o "$WORK/$name.out" 2> >(sed 's/^/    /' >&2) &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+  eval "CLIENT_PID_${name//-/_}=$BG_PID"
+}
+
+# await_flows NPFD PORT N: npfd NPFD logged N flows on PORT (its clients are ready).
+await_flows() {
+  local name=$1 port=$2 want=$3
+  for _ in $(seq 100); do
+    [ "$(grep -c "flow .*port $port" "$WORK/$name-npfd.log")" -ge "$want" ] && return 0
+    sleep 0.1
+  done
+  die "npfd ($name) has no $want flows on port $port"
+}
+
+send_stream() {
+  local name=$1 addr=$2 port=$3
+  printf '    $ socat -u -b 1024 FILE:%s.in UDP4-SENDTO:%s:%s   (from %s; 1 MiB = 1024 datagrams)\n' \
+    "$name" "$addr" "$port" "$NS_TX"
+  in_tx socat -u -b 1024 "FILE:$WORK/$name.in" "UDP4-SENDTO:$addr:$port"
+}
+
+# expect_stream NAME WHO: the client exited 0 with its stream byte for byte.
+expect_stream() {
+  local name=$1 who=$2 pid
+  eval "pid=\$CLIENT_PID_${name//-/_}"
+  wait "$pid" || die "$who (npf-recv --connect) failed (exit $?)"
+  stop_bg "$pid"
+  cmp "$WORK/$name.in" "$WORK/$name.out" || die "$who: its output differs from what socat sent"
+  note "$who received its 1 MiB byte for byte"
+}
+
 # ---------------------------------------------------------------------------
 
 [ "$(id -u)" -eq 0 ] || { echo "demo: needs root (XDP, bpffs, network namespaces): sudo $0" >&2; exit 1; }
@@ -210,6 +308,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 WORK=/tmp/$TAG
+ENTER_POD="nsenter --net=/run/netns/$NS_RX --mount=$WORK/pod/mnt"
+ENTER_RX="nsenter --net=/run/netns/$NS_RX"
+ENTER_POD2="nsenter --net=/run/netns/$NS_POD2"
 rm -rf "$WORK"
 mkdir -m 700 "$WORK"
 
@@ -227,7 +328,7 @@ fi
 [ -d "$PIN_ROOT" ] || CREATED_PIN_ROOT=1
 sweep_stale
 
-step "building npfctl in $BUILD/ (log: $BUILD/demo-build.log)"
+step "building npfctl, npf-recv and npfd in $BUILD/ (log: $BUILD/demo-build.log)"
 mkdir -p "$BUILD"
 if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl npf-recv npfd -j"$(nproc)"; } \
     >"$BUILD/demo-build.log" 2>&1; then
@@ -339,50 +440,80 @@ b=$(( $(counter redir_backup) - before_b ))
 [ $((p + b)) -eq 2048 ] || die "XDP steered $p + $b datagrams, expected 2048"
 note "XDP steered $b datagrams to the backup ring (page not resident) and $p to the primary ring"
 
-step "npfd: an unprivileged process (uid 65534) receives through the npf daemon, byte for byte"
+step "npfd in a pod: npfd and two unprivileged clients (uid 65534) in one pod"
+note "the pod: $NS_RX (its interface $IF_RX) and its own /run/npf (a tmpfs in a mount namespace"
+note "of its own, as an emptyDir); npfd listens on its default socket /run/npf/npfd.sock there"
 chmod 755 "$WORK"
+mkdir "$WORK/pod"
+mount --bind "$WORK/pod" "$WORK/pod" && POD_MNT=1
+mount --make-private "$WORK/pod"
+touch "$WORK/pod/mnt"
+unshare --mount="$WORK/pod/mnt" --propagation private \
+  sh -c 'mkdir -p /run/npf && mount -t tmpfs -o mode=0755,size=4m npf-pod /run/npf' ||
+  die "cannot make the pod's mount namespace"
 cat >"$WORK/npfd.json" <<EOF_CFG
-{"ifaces": ["$IF_RX"], "socket": "$WORK/npfd.sock", "socket_group": "nogroup",
- "clients": [{"uid": 65534, "ports": ["$PORT_NPFD"], "region_bytes": 67108864, "resident_bytes": 4194304}]}
+{"ifaces": ["$IF_RX"], "socket_group": "nogroup",
+ "clients": [{"uid": 65534, "ports": ["$PORT_NPFD-$((PORT_NPFD + 1))"], "region_bytes": 67108864, "resident_bytes": 4194304}]}
 EOF_CFG
 sed 's/^/    /' "$WORK/npfd.json"
-printf '    $ npfd --config npfd.json   (in %s)\n' "$NS_RX"
-bg_rx "$NPFD" --config "$WORK/npfd.json" >"$WORK/npfd.out" 2>"$WORK/npfd.log"
-NPFD_PID=$BG_PID
-for _ in $(seq 100); do
-  grep -q '^npfd: serving' "$WORK/npfd.out" && break
-  kill -0 "$NPFD_PID" 2>/dev/null || { cat "$WORK/npfd.log" >&2; die "npfd exited before it was ready"; }
+printf '    [%s + its /run/npf] $ npfd --config npfd.json\n' "$NS_RX"
+start_npfd pod "$WORK/npfd.json" "$ENTER_POD"
+start_client pod-a "$IF_RX" "$PORT_NPFD" "" "" "$ENTER_POD"
+start_client pod-b "$IF_RX" $((PORT_NPFD + 1)) "" "--cold --region 16M --budget 2M" "$ENTER_POD"
+await_flows pod "$PORT_NPFD" 1
+await_flows pod $((PORT_NPFD + 1)) 1
+send_stream pod-a "$ADDR_RX" "$PORT_NPFD"
+send_stream pod-b "$ADDR_RX" $((PORT_NPFD + 1))
+expect_stream pod-a "the warm client"
+expect_stream pod-b "the cold client (a 16 MiB region, 2 MiB resident)"
+in_pod test -S /run/npf/npfd.sock || die "no socket in the pod's /run/npf"
+if [ "$(stat -c %d:%i /run/npf/npfd.sock 2>/dev/null)" = "$(in_pod stat -c %d:%i /run/npf/npfd.sock)" ]; then
+  die "the pod's socket is visible outside the pod"
+fi
+note "the socket is in the pod's /run/npf only; npfctl in the pod shows npfd's numbers"
+note "(its snapshot, rewritten every 500 ms):"
+for _ in $(seq 50); do
+  ok=$(in_pod "$NPFCTL" stats "$IF_RX" | awk '$1 == "engine.completed_ok" { print $2 }')
+  [ "${ok:-0}" -ge 2048 ] && break
   sleep 0.1
 done
-grep -q '^npfd: serving' "$WORK/npfd.out" || die "npfd did not come up"
-sed 's/^/    /' "$WORK/npfd.out"
-head -c $((1024 * 1024)) /dev/urandom >"$WORK/npfd-send.bin"
-touch "$WORK/npfd-recv.bin" && chown 65534:65534 "$WORK/npfd-recv.bin"
-printf '    $ setpriv --reuid=65534 --regid=65534 --clear-groups npf-recv %s %s --connect npfd.sock --cold --budget 2M --count 1024 -o out.bin\n' \
-  "$IF_RX" "$PORT_NPFD"
-bg_rx timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$NPF_RECV" "$IF_RX" "$PORT_NPFD" \
-  --connect "$WORK/npfd.sock" --cold --region 16M --budget 2M --count 1024 -o "$WORK/npfd-recv.bin" \
-  2> >(sed 's/^/    /' >&2)
-RECV_PID=$BG_PID
-for _ in $(seq 100); do
-  grep -q "flow .*port $PORT_NPFD" "$WORK/npfd.log" && break
-  kill -0 "$RECV_PID" 2>/dev/null || die "npf-recv --connect exited before it was ready"
-  sleep 0.1
-done
-printf '    $ socat -u -b 1024 FILE:send.bin UDP4-SENDTO:%s:%s   (from %s; 1 MiB = 1024 datagrams)\n' \
-  "$ADDR_RX" "$PORT_NPFD" "$NS_TX"
-in_tx socat -u -b 1024 "FILE:$WORK/npfd-send.bin" "UDP4-SENDTO:$ADDR_RX:$PORT_NPFD"
-wait "$RECV_PID" || die "npf-recv --connect failed (exit $?)"
-stop_bg "$RECV_PID"
-cmp "$WORK/npfd-send.bin" "$WORK/npfd-recv.bin" || die "the npfd client's output differs from what socat sent"
-note "the unprivileged client's output equals the 1 MiB socat sent, byte for byte (a 16 MiB region, 2 MiB resident)"
-note "npfd's log:"
-sed 's/^/      /' "$WORK/npfd.log"
-kill -TERM "$NPFD_PID"
-wait "$NPFD_PID" || die "npfd exited with $? on SIGTERM"
-stop_bg "$NPFD_PID"
-[ ! -e "$WORK/npfd.sock" ] || die "npfd left its socket behind"
+[ "${ok:-0}" -ge 2048 ] || die "npfctl stats in the pod: engine.completed_ok is ${ok:-missing}, expected 2048"
+note "  engine.completed_ok $ok (both clients' 1024 datagrams)"
+stop_npfd pod
 note "npfd stopped on SIGTERM; the program stays attached (npfctl attached it)"
+
+step "npfd on the node: one npfd in the host's namespace serves two pods' interfaces"
+ip netns add "$NS_POD2"
+nsenter --net="/run/netns/$NS_POD2" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+ip link add "$IF_POD2" netns "$NS_POD2" type veth peer name "$IF_TX2" netns "$NS_TX"
+in_pod2 ip link set "$IF_POD2" name eth0
+in_pod2 ip addr add "$ADDR_POD2/30" dev eth0
+in_tx ip addr add "$ADDR_TX2/30" dev "$IF_TX2"
+in_pod2 ip link set lo up
+in_pod2 ip link set eth0 up
+in_tx ip link set "$IF_TX2" up
+in_tx ethtool -K "$IF_TX2" tx off >/dev/null
+in_tx ip neigh replace "$ADDR_POD2" lladdr "$(in_pod2 ip -br link show dev eth0 | awk '{print $3}')" dev "$IF_TX2"
+in_pod2 ip neigh replace "$ADDR_TX2" lladdr "$(in_tx ip -br link show dev "$IF_TX2" | awk '{print $3}')" dev eth0
+PIN_DIR2="$PIN_ROOT/netns-$(stat -L -c %i "/run/netns/$NS_POD2")/eth0"
+note "pod 1: $NS_RX ($IF_RX $ADDR_RX)   pod 2: $NS_POD2 (eth0 $ADDR_POD2)   both fed from $NS_TX"
+printf '    [host] $ npfd --config npfd.json --iface %s:%s --iface %s:eth0 --socket node.sock\n' \
+  "$NS_RX" "$IF_RX" "$NS_POD2"
+start_npfd node "$WORK/npfd.json" "" --iface "$NS_RX:$IF_RX" --iface "$NS_POD2:eth0" --socket "$WORK/node.sock"
+in_pod2 ip link show dev eth0 | grep -q 'prog/xdp' || die "npfd did not attach to eth0 in $NS_POD2"
+note "npfd entered $NS_POD2 and attached npf_xdp to its eth0 (and took over $IF_RX's, which npfctl attached)"
+# Both pods' clients on the same port: each pod's interface is its own.
+start_client node-1 "$IF_RX" "$PORT_NPFD" "$WORK/node.sock" "" "$ENTER_RX"
+start_client node-2 eth0 "$PORT_NPFD" "$WORK/node.sock" "--cold --region 16M --budget 2M" "$ENTER_POD2"
+await_flows node "$PORT_NPFD" 2
+send_stream node-1 "$ADDR_RX" "$PORT_NPFD"
+send_stream node-2 "$ADDR_POD2" "$PORT_NPFD"
+expect_stream node-1 "pod 1's client"
+expect_stream node-2 "pod 2's client (port $PORT_NPFD too: its own eth0)"
+stop_npfd node
+in_pod2 ip link show dev eth0 | grep -q 'prog/xdp' && die "npfd left its program on eth0 in $NS_POD2"
+[ ! -e "$PIN_DIR2" ] || die "npfd left pins $PIN_DIR2"
+note "npfd stopped: it detached what it attached (pod 2's eth0); $IF_RX keeps npfctl's program"
 
 step "npfctl stats $IF_RX"
 show_rx "$NPFCTL" stats "$IF_RX"

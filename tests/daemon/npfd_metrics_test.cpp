@@ -207,8 +207,6 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     TempDir dir;
     const uint16_t mport = freePort(rig);
     Npfd npfd(rig, dir, "127.0.0.1:" + std::to_string(mport));
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     const std::string iface = "{iface=\"" + rig.rxIf() + "\"}";
     auto series = [&](const std::string& name) { return name + iface; };
     auto quantile = [&](const std::string& name, const char* q) {

@@ -137,7 +137,6 @@ TEST_F(NpfdE2E, SigtermDetachesOnlyWhatNpfdAttached)
 {
     Rig rig;
     TempDir dir;
-    test::NetnsGuard clientNs(rig.veth().rxNs()); // the clients name the interface as npfd serves it
     auto attached = [&] {
         const std::string st = rig.statusJson();
         return !st.empty() && nlohmann::json::parse(st)["state"] == "attached";
@@ -241,8 +240,6 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     using sidecar::ErrorCode;
     const std::string hello = sidecar::HelloRequest{}.encode(1);
     {
@@ -377,8 +374,6 @@ TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t port = kFirstPort + 70;
     Client cli({.socket = npfd.socket(), .regionSize = 16 << 20, .residentBudget = 1 << 20, .name = "protected"});
     Flow& f = cli.openFlow(port);
@@ -413,8 +408,6 @@ TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     constexpr uint32_t kClients = 64, kN = 4;
     std::vector<std::unique_ptr<Client>> clients;
     std::vector<Flow*> flows;
@@ -456,8 +449,6 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t port = kFirstPort + 50;
     // 128 datagrams, a page each, through a 64-page budget: npfd evicts half.
     Client cli({.socket = npfd.socket(), .regionSize = 4 << 20, .residentBudget = 256 << 10, .name = "survivor"});
@@ -537,8 +528,6 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    // In-process clients name the interface as npfd serves it: in its namespace.
-    test::NetnsGuard clientNs(rig.veth().rxNs());
     const uint16_t victimPort = kFirstPort + 60, forgerPort = kFirstPort + 61;
     Client victim({.socket = npfd.socket(), .regionSize = 64 << 20, .name = "victim"});
     (void)victim.openFlow(victimPort);

@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "daemon/metrics.h"
@@ -22,6 +23,7 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
     if (!opt_.metrics.empty())
         checkMetricsAddress(opt_.metrics); // before any interface is touched
+    ownNetns_ = sidecar::currentNetns();
     for (const std::string& label : opt_.config.ifaces) {
         std::string why;
         const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
@@ -33,9 +35,10 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         // The service is built in the interface's namespace (attach, pins,
         // sockets) and keeps it for its teardown.
         NetnsScope in(spec->netns);
-        const uint64_t netns = netnsInode();
-        if (const Served* same = served(spec->ifname, netns))
-            throw ctl::ArgumentError("npfd: " + same->label + " and " + label + " are the same interface");
+        const uint64_t netns = sidecar::currentNetns();
+        for (const Served& same : served_)
+            if (same.netns == netns && same.ifname == spec->ifname)
+                throw ctl::ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
         served_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
     for (Served& s : served_)
@@ -67,18 +70,20 @@ Daemon::~Daemon()
 
 Served* Daemon::served(const std::string& ifname, uint64_t netns) noexcept
 {
-    for (Served& s : served_)
-        if (s.netns == netns && s.ifname == ifname)
-            return &s;
+    for (uint64_t ns : {netns, ownNetns_})
+        for (Served& s : served_)
+            if (s.netns == ns && s.ifname == ifname)
+                return &s;
     return nullptr;
 }
 
 std::vector<std::string> Daemon::ifacesIn(uint64_t netns) const
 {
     std::vector<std::string> out;
-    for (const Served& s : served_)
-        if (s.netns == netns)
-            out.push_back(s.ifname);
+    for (uint64_t ns : {netns, ownNetns_})
+        for (const Served& s : served_)
+            if (s.netns == ns && std::find(out.begin(), out.end(), s.ifname) == out.end())
+                out.push_back(s.ifname);
     return out;
 }
 

@@ -42,7 +42,7 @@ struct DaemonOptions {
 struct Served {
     std::string label;   // as configured: the metrics' iface label, the log's
     std::string ifname;  // in its namespace
-    uint64_t netns = 0;  // that namespace's inode
+    uint64_t netns = 0;  // that namespace's cookie (sidecar::currentNetns)
     std::unique_ptr<Service> service;
 };
 
@@ -60,11 +60,13 @@ public:
 
     // For sessions.
     const sidecar::DaemonConfig& config() const noexcept { return opt_.config; }
-    // A client names an interface as it sees it: `ifname` in the network
-    // namespace `netns` (the client's). nullptr if npfd serves no such one;
-    // a client never reaches an interface of another namespace.
+    // The interface a client in the network namespace `netns` (cookie) means
+    // by `ifname`: npfd's `ifname` in that namespace (a pod's eth0), else
+    // npfd's `ifname` in npfd's own namespace (the node's NIC, which carries
+    // every pod's traffic: the client rules bound what a client may take).
+    // nullptr if neither: a client never reaches another pod's interface.
     Served* served(const std::string& ifname, uint64_t netns) noexcept;
-    std::vector<std::string> ifacesIn(uint64_t netns) const; // the names served there
+    std::vector<std::string> ifacesIn(uint64_t netns) const; // the names a client there may use
     std::string describeServed() const;                       // "eth0, pod-a:eth0"
     Service& home() noexcept { return *served_.front().service; } // serves the clients' faults
     EpochDomain& epochs() noexcept { return epochs_; }
@@ -87,6 +89,7 @@ private:
 
     DaemonOptions opt_;
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
+    uint64_t ownNetns_ = 0; // npfd's network namespace (cookie)
     std::vector<Served> served_;
     sidecar::Listener listener_;
     Fd epoll_, stopFd_;

@@ -35,7 +35,7 @@ Session::Session(Daemon& d, Fd fd, uint64_t id) : d_(d), fd_(std::move(fd)), id_
     } catch (const std::exception&) {
         cgroup_.clear();
     }
-    netns_ = sidecar::peerNetns(fd_.get(), cred_.pid); // throws if it is gone: no session
+    netns_ = sidecar::peerNetns(fd_.get());
     NPF_INFO("client %llu connected: pid %d uid %u gid %u netns %llu%s%s", static_cast<unsigned long long>(id_),
              cred_.pid, cred_.uid, cred_.gid, static_cast<unsigned long long>(netns_),
              cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());

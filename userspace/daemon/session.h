@@ -61,7 +61,7 @@ private:
     const uint64_t id_;
     sidecar::PeerCred cred_{};
     std::string cgroup_;
-    uint64_t netns_ = 0; // the client's network namespace: the interfaces it may name
+    uint64_t netns_ = 0; // the client's network namespace (cookie): the interfaces it may name
     std::string name_;
     const sidecar::ClientRule* rule_ = nullptr;
     bool helloDone_ = false;

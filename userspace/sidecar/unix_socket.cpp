@@ -4,7 +4,6 @@
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -21,8 +20,8 @@
 namespace npf::sidecar {
 namespace {
 
-// SO_PEERPIDFD (Linux 6.5); Debian 12's headers predate it.
-constexpr int kSoPeerPidfd = 77;
+// SO_NETNS_COOKIE (Linux 5.14); Debian 12's libc headers predate it.
+constexpr int kSoNetnsCookie = 71;
 
 sockaddr_un unixAddress(const std::string& path)
 {
@@ -362,26 +361,21 @@ PeerCred peerCred(int fd)
     return {c.pid, c.uid, c.gid};
 }
 
-uint64_t peerNetns(int fd, pid_t pid)
+uint64_t peerNetns(int fd)
 {
-    const std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0) {
-        if (errno == ENOENT || errno == ESRCH)
-            throw ctl::Error(ESRCH, "stat " + path + ": process " + std::to_string(pid) + " is gone");
-        throwErrno("stat " + path);
-    }
-    // The pid was the peer's at connect(); a pidfd of the peer that still
-    // refers to a live process proves the namespace read is the peer's.
-    int pidfd = -1;
-    socklen_t len = sizeof(pidfd);
-    if (::getsockopt(fd, SOL_SOCKET, kSoPeerPidfd, &pidfd, &len) == 0 && pidfd >= 0) {
-        const Fd owned(pidfd);
-        if (::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) != 0 && errno == ESRCH)
-            throw ctl::Error(ESRCH, "the peer on socket fd " + std::to_string(fd) + " (pid " + std::to_string(pid) +
-                                        ") is gone");
-    }
-    return st.st_ino;
+    uint64_t cookie = 0;
+    socklen_t len = sizeof(cookie);
+    checkErrno(::getsockopt(fd, SOL_SOCKET, kSoNetnsCookie, &cookie, &len),
+               "SO_NETNS_COOKIE on socket fd " + std::to_string(fd));
+    return cookie;
+}
+
+uint64_t currentNetns()
+{
+    const Fd s(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!s)
+        throwErrno("socket(AF_UNIX) for the network namespace's cookie");
+    return peerNetns(s.get());
 }
 
 std::string peerCgroup(pid_t pid)

@@ -124,11 +124,14 @@ PeerCred peerCred(int fd);
 // hello reply, since a pid can be reused once its process exits.
 std::string peerCgroup(pid_t pid);
 
-// The inode of the network namespace the peer on `fd` (pid from peerCred)
-// is in: the namespace whose interfaces its requests name. Where the kernel
-// has SO_PEERPIDFD (6.5) a pid reused since connect() is detected (ESRCH);
-// throws ESRCH if the process is gone.
-uint64_t peerNetns(int fd, pid_t pid);
+// The network namespace of the peer on the connected socket `fd`, as a
+// cookie (SO_NETNS_COOKIE, Linux 5.14): the kernel creates the accepted end
+// of a Unix socket connection in the connecting socket's namespace, so this
+// is the namespace the client connected from -- no /proc lookup, nothing a
+// client in another PID namespace hides or a reused pid confuses.
+uint64_t peerNetns(int fd);
+// The cookie of the calling thread's network namespace (a socket made there).
+uint64_t currentNetns();
 
 // Descriptor type checks for what a client passes; false for a closed fd.
 // memfd: a regular file that answers F_GET_SEALS or is named "/memfd:...".

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/stat.h>
 
 #include <cstring>
 
@@ -44,15 +43,6 @@ NetnsScope::~NetnsScope()
 {
     if (orig_ && ::setns(orig_.get(), CLONE_NEWNET) != 0)
         NPF_ERR("cannot return to the original network namespace: %s", std::strerror(errno));
-}
-
-uint64_t netnsInode(const std::string& path)
-{
-    const std::string p = path.empty() ? kSelf : path;
-    struct stat st{};
-    if (::stat(p.c_str(), &st) != 0)
-        throwErrno("stat network namespace " + p);
-    return st.st_ino;
 }
 
 } // namespace npf

@@ -1,8 +1,7 @@
-// Network namespaces by path (/run/netns/NAME, /proc/PID/ns/net): enter one
-// for a scope, on the calling thread only, and tell two apart by inode.
+// Enter a network namespace (/run/netns/NAME, /proc/PID/ns/net, or an open
+// descriptor of one) for a scope, on the calling thread only.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "sys/fd.h"
@@ -25,9 +24,5 @@ private:
     void enter(int nsFd, const std::string& what);
     Fd orig_;
 };
-
-// The inode of the network namespace at `path` ("" = the calling thread's);
-// throws if it is not one.
-uint64_t netnsInode(const std::string& path = "");
 
 } // namespace npf
