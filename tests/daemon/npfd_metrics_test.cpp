@@ -57,6 +57,8 @@ std::string expectedDocNames()
         row(xdpName(n), "counter");
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
+    row("npf_clients", "gauge");
+    row("npf_flow_completed_total", "counter");
     return out.str();
 }
 
@@ -246,7 +248,11 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     size_t npfFamilies = 0;
     for (const auto& [name, type] : before.type)
         npfFamilies += name.rfind("npf_", 0) == 0;
-    EXPECT_EQ(npfFamilies, kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size());
+    EXPECT_EQ(npfFamilies,
+              kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2); // + npf_clients, npf_flow_completed_total
+    expectFamily(before, "npf_clients", "gauge");
+    expectFamily(before, "npf_flow_completed_total", "counter");
+    EXPECT_EQ(before.at("npf_clients"), 0);
 
     constexpr uint32_t kN = 64;
     const uint16_t port = kFirstPort + 60;
@@ -262,6 +268,14 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         ASSERT_EQ(tx.error(), "");
         npf_completion c[kN];
         ASSERT_EQ(awaitCompletions(f, c), kN) << npfd.log();
+        // While it is connected: its flow's series, by status.
+        const Scrape during = parse(httpGet(rig, mport));
+        const std::string flow = "npf_flow_completed_total{iface=\"" + rig.rxIf() + "\",port=\"" +
+                                 std::to_string(port) + "\",client=\"metrics\",uid=\"0\",status=\"";
+        EXPECT_EQ(during.at(flow + "ok\"}"), kN);
+        for (const char* st : {"truncated", "lost", "bad_csum"})
+            EXPECT_EQ(during.at(flow + st + "\"}"), 0) << st;
+        EXPECT_EQ(during.at("npf_clients"), 1);
     }
     // The client has gone: its completions stay in the totals.
     const std::string ok = series("npf_completed_ok_total");

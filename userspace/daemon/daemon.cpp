@@ -105,12 +105,15 @@ const Session* Daemon::flowOwner(const std::string& key) const
     return it == owners_.end() ? nullptr : it->second;
 }
 
-std::vector<IfaceStats> Daemon::snapshot()
+Snapshot Daemon::snapshot()
 {
     std::lock_guard<std::mutex> lock(controlMu_);
-    std::vector<IfaceStats> out;
+    Snapshot out;
     for (const Served& s : served_)
-        out.push_back({s.label, s.service->stats(), s.service->xdpCounters()});
+        out.ifaces.push_back({s.label, s.service->stats(), s.service->xdpCounters()});
+    for (const auto& [fd, session] : sessions_)
+        session->flowStats(out.flows);
+    out.clients = sessions_.size();
     return out;
 }
 

@@ -29,7 +29,7 @@ namespace daemon {
 
 class Session;
 class MetricsExporter;
-struct IfaceStats;
+struct Snapshot;
 
 struct DaemonOptions {
     sidecar::DaemonConfig config;
@@ -79,8 +79,9 @@ public:
     // exact address), so two clients may not share a port at all.
     const Session* portOwner(const std::string& iface, uint16_t port, const Session* except) const;
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
-    // Every service's counters, between two requests (the exporter's threads).
-    std::vector<IfaceStats> snapshot();
+    // Every service's counters and every client's flows, between two
+    // requests (the exporter's threads).
+    Snapshot snapshot();
 
 private:
     void accept();

@@ -39,7 +39,7 @@ prometheus::ClientMetric labelled(const std::string& iface)
 
 class TableCollectable : public prometheus::Collectable {
 public:
-    explicit TableCollectable(MetricsExporter::Snapshot s) : snapshot_(std::move(s)) {}
+    explicit TableCollectable(MetricsExporter::Source s) : snapshot_(std::move(s)) {}
     std::vector<prometheus::MetricFamily> Collect() const override
     {
         try {
@@ -51,7 +51,7 @@ public:
     }
 
 private:
-    MetricsExporter::Snapshot snapshot_;
+    MetricsExporter::Source snapshot_;
 };
 
 } // namespace
@@ -85,8 +85,9 @@ std::string prometheusXdpName(const char* statName)
 
 std::string prometheusLatencyName(const LatencyDef& l) { return std::string("npf_latency_") + l.name + "_seconds"; }
 
-std::vector<prometheus::MetricFamily> metricFamilies(const std::vector<IfaceStats>& snapshot)
+std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
 {
+    const std::vector<IfaceStats>& snapshot = all.ifaces;
     std::vector<prometheus::MetricFamily> out;
     for (const CounterDef<EngineStats>& c : kEngineCounters) {
         prometheus::MetricFamily f{prometheusName(c), std::string(c.help) + " (" + c.unit + ")",
@@ -129,10 +130,32 @@ std::vector<prometheus::MetricFamily> metricFamilies(const std::vector<IfaceStat
         }
         out.push_back(std::move(f));
     }
+    prometheus::MetricFamily clients{"npf_clients", "npfd clients connected (clients)", prometheus::MetricType::Gauge,
+                                     {}};
+    clients.metric.emplace_back().gauge.value = double(all.clients);
+    out.push_back(std::move(clients));
+    prometheus::MetricFamily flows{"npf_flow_completed_total",
+                                   "completions of an npfd client's open flow, by status (completions)",
+                                   prometheus::MetricType::Counter,
+                                   {}};
+    for (const FlowStats& fl : all.flows)
+        for (const auto& [status, value] : {std::pair<const char*, uint64_t>{"ok", fl.ok},
+                                            {"truncated", fl.truncated},
+                                            {"lost", fl.lost},
+                                            {"bad_csum", fl.badCsum}}) {
+            prometheus::ClientMetric m = labelled(fl.iface);
+            m.label.push_back({"port", std::to_string(fl.port)});
+            m.label.push_back({"client", fl.client});
+            m.label.push_back({"uid", std::to_string(fl.uid)});
+            m.label.push_back({"status", status});
+            m.counter.value = double(value);
+            flows.metric.push_back(std::move(m));
+        }
+    out.push_back(std::move(flows));
     return out;
 }
 
-MetricsExporter::MetricsExporter(const std::string& address, Snapshot snapshot)
+MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
     : collectable_(std::make_shared<TableCollectable>(std::move(snapshot)))
 {
     checkMetricsAddress(address);

@@ -4,7 +4,9 @@
 // kEngineCounters as npf_<name>[_total], ctl::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
-// `iface`). No state of its own: nothing goes stale, nothing is copied.
+// `iface`); per client, npf_clients and npf_flow_completed_total (labels
+// iface, port, client, uid, status). No state of its own: nothing goes
+// stale, nothing is copied.
 #pragma once
 
 #include <functional>
@@ -30,6 +32,24 @@ struct IfaceStats {
     ctl::XdpStats xdp{};
 };
 
+// One open flow of an npfd client: completions by status, labelled with the
+// interface, the port and the client (its hello name, and uid). One series
+// per open flow and status: bounded by the flows npfd allows.
+struct FlowStats {
+    std::string iface;
+    uint16_t port = 0;
+    std::string client;
+    uint32_t uid = 0;
+    uint64_t ok = 0, truncated = 0, lost = 0, badCsum = 0;
+};
+
+// Everything one scrape reports.
+struct Snapshot {
+    std::vector<IfaceStats> ifaces;
+    std::vector<FlowStats> flows;
+    uint64_t clients = 0; // connected
+};
+
 // npf_<name>, plus _total unless the entry is a gauge (include/npf/counters.h).
 std::string prometheusName(const CounterDef<EngineStats>& c);
 // npf_xdp_<name>_total; a name that already ends in _total keeps one
@@ -39,8 +59,8 @@ std::string prometheusXdpName(const char* statName);
 std::string prometheusLatencyName(const LatencyDef& l);
 
 // The families of a snapshot, in table order: engine counters, XDP counters,
-// latency summaries.
-std::vector<prometheus::MetricFamily> metricFamilies(const std::vector<IfaceStats>& snapshot);
+// latency summaries; then npf_clients and npf_flow_completed_total.
+std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 
 // Throws ctl::ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
 // "PORT" (what MetricsExporter takes).
@@ -49,12 +69,12 @@ void checkMetricsAddress(const std::string& address);
 class MetricsExporter {
 public:
     // Called once per scrape, on one of the exporter's threads.
-    using Snapshot = std::function<std::vector<IfaceStats>()>;
+    using Source = std::function<Snapshot()>;
 
     // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
     // address); throws std::invalid_argument for a malformed address and
     // std::system_error naming it when it cannot listen there.
-    MetricsExporter(const std::string& address, Snapshot snapshot);
+    MetricsExporter(const std::string& address, Source snapshot);
     ~MetricsExporter(); // stops serving: no scrape runs after it returns
     MetricsExporter(const MetricsExporter&) = delete;
     MetricsExporter& operator=(const MetricsExporter&) = delete;

@@ -10,6 +10,7 @@
 #include "ctl/errors.h"
 #include "ctl/flows.h"
 #include "daemon/daemon.h"
+#include "daemon/metrics.h"
 #include "engine/service.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -303,6 +304,15 @@ std::string Session::pages(const sidecar::Message& m, bool release)
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
     return sidecar::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
+}
+
+void Session::flowStats(std::vector<FlowStats>& out) const
+{
+    for (const OpenFlow& f : flows_) {
+        const SequencerStats q = f.served->seq.stats();
+        out.push_back({f.iface->label, f.served->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
+                       cred_.uid, q.ok, q.truncated, q.lost, q.badCsum});
+    }
 }
 
 std::string Session::stats(const sidecar::Message& m)

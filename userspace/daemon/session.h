@@ -25,6 +25,7 @@ namespace daemon {
 
 class Daemon;
 struct Served;
+struct FlowStats;
 
 class Session {
 public:
@@ -39,6 +40,8 @@ public:
     bool handle(sidecar::WireMessage msg) noexcept;
     // The client hung up or is gone: why, for the log.
     std::string describe() const;
+    // Its open flows' completions, for the metrics (control thread's lock held).
+    void flowStats(std::vector<FlowStats>& out) const;
 
 private:
     struct OpenFlow {
