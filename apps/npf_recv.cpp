@@ -61,7 +61,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 
 struct Options {
     std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
-    std::string region = "64M", budget = "0", bufSize = "2048"; // sizes: see parseSizes
+    std::string region = "64M", budget = "0", bufSize = "2048", pageSize = "4K"; // sizes: see parseSizes
     uint16_t port = 0;
     uint32_t queues = 0, prefetch = 256;
     uint64_t count = 0;
@@ -78,6 +78,7 @@ struct Sizes {
     uint64_t region = 0; // whole pages
     uint64_t budget = 0;
     uint32_t buf = 0;
+    uint64_t page = NPF_PAGE_SIZE;
 };
 
 // Throws ArgumentError naming the option.
@@ -90,7 +91,12 @@ Sizes parseSizes(const Options& o)
     s.region = parseSize("--region", o.region);
     if (s.region == 0 || s.region > kMaxRegion)
         throw ArgumentError("--region: '" + o.region + "' is out of range (1 .. 1T)");
-    s.region = (s.region + NPF_PAGE_SIZE - 1) / NPF_PAGE_SIZE * NPF_PAGE_SIZE;
+    s.page = o.pageSize == "2M" ? 2ull << 20 : NPF_PAGE_SIZE;
+    if (s.page != NPF_PAGE_SIZE && o.connect)
+        throw ArgumentError("--page-size 2M: npfd's clients have 4 KiB pages for now");
+    s.region = (s.region + s.page - 1) / s.page * s.page;
+    if (s.region > kMaxRegion)
+        throw ArgumentError("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
     s.budget = parseSize("--budget", o.budget);
     const uint64_t maxBuf = std::min<uint64_t>(s.region, UINT32_MAX);
     const uint64_t buf = parseSize("--buf-size", o.bufSize);
@@ -404,6 +410,7 @@ int run(const Options& o)
     cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
     cfg.queues = o.queues;
     cfg.regionSize = sz.region;
+    cfg.pageSize = sz.page;
     cfg.residentBudget = sz.budget;
     cfg.prefetchDepth = o.prefetch;
     cfg.spillDir = o.spillDir;
@@ -446,7 +453,12 @@ int main(int argc, char** argv)
         ->check(number(0, kMax, ">= 0"));
     app.add_flag("--cold", o.cold, "start with nothing resident (every first datagram faults)");
     app.add_option("--budget", o.budget, "resident budget of the region, e.g. 4M (0 = unlimited)")->type_name("SIZE");
-    app.add_option("--region", o.region, "region size, e.g. 64M, 1G (at most 1T)")->type_name("SIZE");
+    app.add_option("--region", o.region, "region size, e.g. 64M, 1G (at most 1T; rounded up to whole pages)")
+        ->type_name("SIZE");
+    app.add_option("--page-size", o.pageSize,
+                   "the region's page size: 4K, or 2M (hugetlbfs: the kernel's huge page pool must hold the "
+                   "budget, or the whole region without one; /proc/sys/vm/nr_hugepages)")
+        ->check(CLI::IsMember({"4K", "2M"}));
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize,
                    "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")

@@ -59,7 +59,7 @@ inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
     {"prefetched", &EngineStats::prefetched, "pages", "pages installed ahead of posted buffers after a fault"},
     {"evicted", &EngineStats::evicted, "pages", "pages evicted from the region"},
     {"restored", &EngineStats::restored, "pages", "pages installed from saved (evicted) content"},
-    {"resident_pages", &EngineStats::residentPages, "pages", "region pages resident now", true},
+    {"resident_pages", &EngineStats::residentPages, "pages", "4 KiB pages of the regions resident now (a 2 MiB page counts 512)", true},
     {"pinned_bytes", &EngineStats::pinnedBytes, "bytes", "UMEM bytes pinned, all queues", true},
     {"kernel_rx_dropped", &EngineStats::kernelRxDropped, "packets",
      "dropped by the kernel at the AF_XDP sockets (rx_dropped + rx_ring_full)"},

@@ -38,8 +38,13 @@ struct EngineConfig {
     std::string ifname;
     XdpMode mode = XdpMode::Native;       // used when the engine attaches the program
     uint32_t queues = 0;                  // RX queues to serve: 0 = all the program serves
-    uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of 4 KiB)
+    uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of pageSize)
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
+    // The region's page size: 4096, or 2 MiB (kHugePageSize): hugetlbfs pages
+    // from the kernel's pool (/proc/sys/vm/nr_hugepages must hold the
+    // resident budget, or the whole region without one). Residency, faults,
+    // eviction and prefetch then move 2 MiB at a time.
+    uint64_t pageSize = 4096;
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     // A seq whose datagram was provably dropped (docs/architecture.md, "When a

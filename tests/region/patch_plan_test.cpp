@@ -30,7 +30,7 @@ TEST_P(PatchPlanCases, SplitsAndGroupsByPage)
         ps.push_back({off, src, len});
     std::vector<int> res(ps.size(), 99);
     PatchPlan plan;
-    ASSERT_EQ(plan.build(ps, 16 * P, res), static_cast<int>(c.pieces.size()));
+    ASSERT_EQ(plan.build(ps, 16 * P, NPF_PAGE_SHIFT, res), static_cast<int>(c.pieces.size()));
     ASSERT_EQ(plan.pieces().size(), c.pieces.size());
     for (size_t i = 0; i < c.pieces.size(); ++i) {
         EXPECT_EQ(plan.pieces()[i].page, c.pieces[i].first) << "piece " << i;
@@ -62,7 +62,7 @@ TEST(PatchPlan, LaterPatchWinsWhereTheyOverlap)
     Patch ps[] = {{P + 32, a, 64}, {P + 0, b, 64}, {P + 48, a, 8}};
     int res[3];
     PatchPlan plan;
-    ASSERT_EQ(plan.build(ps, 4 * P, res), 3);
+    ASSERT_EQ(plan.build(ps, 4 * P, NPF_PAGE_SHIFT, res), 3);
     std::vector<uint8_t> page(P, 0);
     plan.applyTo(page.data(), 0, plan.pageEnd(0));
     EXPECT_EQ(plan.pageEnd(0), 3u);

@@ -30,8 +30,11 @@ namespace {
 void checkRegion(const EngineConfig& cfg)
 {
     auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
-    if (cfg.regionSize == 0 || cfg.regionSize % NPF_PAGE_SIZE)
-        bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of 4096");
+    if (cfg.pageSize != NPF_PAGE_SIZE && cfg.pageSize != kHugePageSize)
+        bad("page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
+    if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
+        bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of the page size (" +
+            std::to_string(cfg.pageSize) + ")");
     if (cfg.regionSize / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
         bad("region size " + std::to_string(cfg.regionSize) + " exceeds the 1 TiB limit");
 }
@@ -47,6 +50,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
     RegionConfig rc;
     rc.size = cfg.regionSize;
+    rc.pageSize = cfg.pageSize;
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

@@ -65,7 +65,7 @@ EngineStats Service::stats() const
         s.prefetched += r.prefetched;
         s.evicted += r.evicted;
         s.restored += r.restored;
-        s.residentPages += r.residentPages;
+        s.residentPages += r.residentPages * (region.pageSize() / NPF_PAGE_SIZE); // in 4 KiB pages
     });
     s.steerToPickup = latency(pager_->steerToPickup);
     s.pickupToImage = latency(pager_->pickupToImage);

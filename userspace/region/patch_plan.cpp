@@ -5,13 +5,13 @@
 #include <cstring>
 #include <new>
 
-#include "npf/abi.h"
 
 namespace npf {
 
 PatchPlan::PatchPlan(size_t reservePieces) { pieces_.reserve(reservePieces); }
 
-int PatchPlan::build(std::span<const Patch> patches, uint64_t regionSize, std::span<int> results) noexcept
+int PatchPlan::build(std::span<const Patch> patches, uint64_t regionSize, uint32_t pageShift,
+                     std::span<int> results) noexcept
 {
     pieces_.clear();
     try {
@@ -25,10 +25,11 @@ int PatchPlan::build(std::span<const Patch> patches, uint64_t regionSize, std::s
             uint64_t off = p.offset;
             uint32_t left = p.len;
             auto src = static_cast<const uint8_t*>(p.data);
+            const uint64_t page = uint64_t{1} << pageShift;
             while (left) {
-                uint32_t inPage = static_cast<uint32_t>(off & (NPF_PAGE_SIZE - 1));
-                uint32_t n = std::min<uint32_t>(left, NPF_PAGE_SIZE - inPage);
-                pieces_.push_back({off >> NPF_PAGE_SHIFT, inPage, n, src, static_cast<uint32_t>(i)});
+                uint32_t inPage = static_cast<uint32_t>(off & (page - 1));
+                uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(left, page - inPage));
+                pieces_.push_back({off >> pageShift, inPage, n, src, static_cast<uint32_t>(i)});
                 off += n;
                 src += n;
                 left -= n;

@@ -30,11 +30,12 @@ class PatchPlan {
 public:
     explicit PatchPlan(size_t reservePieces = 1024);
 
-    // Rebuilds the plan. results[i] is set to 0 for patches that were planned
+    // Rebuilds the plan for pages of 1 << pageShift bytes. results[i] is set to 0 for patches that were planned
     // and -EINVAL for patches outside [0, regionSize) or with a null source;
     // zero-length patches are planned with no pieces. Returns -ENOMEM if the
     // piece table could not grow (nothing planned), else the piece count.
-    int build(std::span<const Patch> patches, uint64_t regionSize, std::span<int> results) noexcept;
+    int build(std::span<const Patch> patches, uint64_t regionSize, uint32_t pageShift,
+              std::span<int> results) noexcept;
 
     std::span<const PagePiece> pieces() const noexcept { return {pieces_.data(), pieces_.size()}; }
 

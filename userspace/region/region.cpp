@@ -6,11 +6,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "region/region_internal.h"
 #include "sys/error.h"
 #include "sys/log.h"
+
+// <sys/mman.h> of Debian 12's glibc lacks the memfd huge page size flags.
+#ifndef MFD_HUGE_2MB
+#define MFD_HUGE_2MB (21u << 26) // MFD_HUGE_SHIFT 26
+#endif
 
 namespace npf {
 
@@ -19,6 +25,32 @@ namespace {
 constexpr uint64_t kPage = NPF_PAGE_SIZE;
 
 std::string sizeStr(uint64_t b) { return std::to_string(b) + " bytes"; }
+
+uint64_t hugePagesCount(const char* file)
+{
+    const std::string path = std::string("/sys/kernel/mm/hugepages/hugepages-2048kB/") + file;
+    Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[32] = {};
+    if (!f || ::read(f.get(), buf, sizeof(buf) - 1) <= 0)
+        return 0;
+    return std::strtoull(buf, nullptr, 10);
+}
+
+// A 2 MiB region takes its pages from the huge page pool as they are
+// installed (MAP_NORESERVE: nothing is reserved up front). Fewer free than it
+// may hold resident at once would fail installs later, so fail now, saying
+// how to get them.
+void checkHugePages(uint64_t need, const std::string& who)
+{
+    const uint64_t free = hugePagesCount("free_hugepages"), total = hugePagesCount("nr_hugepages");
+    if (free >= need)
+        return;
+    throwErrno(ENOMEM, "region " + who + ": needs " + std::to_string(need) +
+                           " free 2 MiB huge pages (its resident budget plus one batch), the kernel has " +
+                           std::to_string(free) + " free of " + std::to_string(total) +
+                           ": reserve more with `echo " + std::to_string(total - free + need) +
+                           " > /proc/sys/vm/nr_hugepages` (or hugepages=N on the kernel command line)");
+}
 
 } // namespace
 
@@ -29,31 +61,45 @@ Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &clie
 Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(std::make_unique<Counters>())
 {
     const std::string& who = cfg_.name;
-    if (cfg_.size == 0 || cfg_.size % kPage)
-        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " must be a non-zero multiple of 4096");
+    const bool huge = cfg_.pageSize == kHugePageSize;
+    if (cfg_.pageSize != kPage && !huge)
+        throwErrno(EINVAL, "region " + who + ": page size " + sizeStr(cfg_.pageSize) + " must be 4096 or 2 MiB");
+    if (huge && client)
+        throwErrno(EINVAL, "region " + who + ": client memory has 4 KiB pages");
+    pageShift_ = huge ? 21 : NPF_PAGE_SHIFT;
+    const uint64_t page = cfg_.pageSize;
+    if (cfg_.size == 0 || cfg_.size % page)
+        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " must be a non-zero multiple of " +
+                               (huge ? "2 MiB (its page size)" : "4096"));
     if (cfg_.size / kPage > NPF_MAX_REGION_PAGES)
         throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " exceeds the 1 TiB maximum");
     if (cfg_.maxBatchPages == 0 || cfg_.maxBatchPages > 1024)
         throwErrno(EINVAL, "region " + who + ": maxBatchPages must be 1..1024");
     size_ = cfg_.size;
-    pages_ = size_ / kPage;
-    budgetPages_ = cfg_.residentBudget / kPage;
+    pages_ = size_ >> pageShift_;
+    batchPages_ = std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cfg_.maxBatchPages} * kPage) >> pageShift_));
+    budgetPages_ = cfg_.residentBudget >> pageShift_;
     if (cfg_.residentBudget && budgetPages_ == 0)
         budgetPages_ = 1;
 
     if (client) {
         adoptMemfd(std::move(client->memfd));
     } else {
-        memfd_.reset(::memfd_create(who.c_str(), MFD_CLOEXEC));
+        memfd_.reset(::memfd_create(who.c_str(), MFD_CLOEXEC | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0)));
         if (!memfd_)
-            throwErrno("memfd_create for region " + who);
+            throwErrno(huge ? "memfd_create(MFD_HUGETLB | MFD_HUGE_2MB) for region " + who +
+                                  " (does the kernel have hugetlbfs?)"
+                            : "memfd_create for region " + who);
         if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
             throwErrno("size region memfd " + who + " to " + sizeStr(size_));
+        if (huge)
+            checkHugePages(budgetPages_ ? budgetPages_ + batchPages_ : pages_, who);
     }
     map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(size_) + ")");
 
-    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM, UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
+    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM | (huge ? UFFD_FEATURE_MISSING_HUGETLBFS : 0),
+                              UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
     wp_ = cfg_.writeProtectFence && (uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
     if (wp_) {
         try {
@@ -73,13 +119,13 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     else
         spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
 
-    size_t words = (pages_ + 63) / 64;
+    const size_t bitmapWords = residentBitmapWords(), words = (pages_ + 63) / 64;
     if (cfg_.residentBitmap) {
         bitmap_ = cfg_.residentBitmap;
-        for (size_t i = 0; i < words; ++i)
+        for (size_t i = 0; i < bitmapWords; ++i)
             __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
     } else {
-        ownBitmap_ = LazyArray<uint64_t>(words, "resident bitmap of " + who);
+        ownBitmap_ = LazyArray<uint64_t>(bitmapWords, "resident bitmap of " + who);
         bitmap_ = ownBitmap_.data();
     }
     present_ = LazyArray<uint64_t>(words, "present bitmap of " + who);
@@ -89,19 +135,20 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     protect_ = LazyArray<uint32_t>(pages_, "protect counts of " + who);
     clock_ = LazyArray<uint32_t>(pages_, "clock of " + who);
 
-    staging_ = MmapArea::map(cfg_.maxBatchPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                             -1, 0, "staging pages of " + who);
+    staging_ = MmapArea::map(bytes(batchPages_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+                             "staging pages of " + who);
     std::memset(staging_.get(), 0, staging_.size());
     scratchPages_.reserve(4096);
     scratchBegin_.reserve(4096);
     scratchEnd_.reserve(4096);
     scratchStatus_.reserve(4096);
-    victims_.reserve(cfg_.maxBatchPages);
+    victims_.reserve(batchPages_);
     msgs_.resize(64);
     if (client && client->uffd)
         adoptClientUffd(std::move(client->uffd), client->base);
-    NPF_DEBUG("region %s: %llu pages, budget %llu pages, write-protect fence %s%s", who.c_str(),
-              static_cast<unsigned long long>(pages_), static_cast<unsigned long long>(budgetPages_),
+    NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, write-protect fence %s%s", who.c_str(),
+              static_cast<unsigned long long>(pages_), huge ? "2 MiB" : "4 KiB",
+              static_cast<unsigned long long>(budgetPages_),
               wp_ ? "on" : "off",
               !adopted_      ? ""
               : !clientUffd_ ? ", client memory (its faults not served)"
@@ -112,7 +159,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
 Region::~Region()
 {
     if (bitmap_) {
-        size_t words = (pages_ + 63) / 64;
+        const size_t words = residentBitmapWords();
         for (size_t i = 0; i < words; ++i)
             if (bitmap_[i])
                 __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
@@ -135,8 +182,8 @@ void Region::markReferenced(uint64_t offset, uint64_t len) noexcept
 {
     if (!len || offset >= size_)
         return;
-    uint64_t last = std::min(offset + len - 1, size_ - 1) >> NPF_PAGE_SHIFT;
-    for (uint64_t p = offset >> NPF_PAGE_SHIFT; p <= last; ++p) {
+    uint64_t last = std::min(offset + len - 1, size_ - 1) >> pageShift_;
+    for (uint64_t p = offset >> pageShift_; p <= last; ++p) {
         if (!bits::testAcquire(referenced_.data(), p))
             bits::setAtomic(referenced_.data(), p, __ATOMIC_RELAXED);
         // New data ends a release(). Eviction reads the bit after its grace
@@ -162,6 +209,28 @@ bool Region::clockPop(uint64_t* page) noexcept
     return true;
 }
 
+void Region::setResident(uint64_t page) noexcept
+{
+    if (pageShift_ == NPF_PAGE_SHIFT) {
+        bits::setAtomic(bitmap_, page, __ATOMIC_RELEASE);
+        return;
+    }
+    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6); // 8 for 2 MiB
+    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
+        __atomic_store_n(&bitmap_[w], ~uint64_t{0}, __ATOMIC_RELEASE);
+}
+
+void Region::clearResident(uint64_t page) noexcept
+{
+    if (pageShift_ == NPF_PAGE_SHIFT) {
+        bits::clearAtomic(bitmap_, page, __ATOMIC_SEQ_CST);
+        return;
+    }
+    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6);
+    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
+        __atomic_store_n(&bitmap_[w], 0, __ATOMIC_SEQ_CST);
+}
+
 void Region::markInstalled(uint64_t page) noexcept
 {
     bits::set(present_.data(), page);
@@ -169,7 +238,7 @@ void Region::markInstalled(uint64_t page) noexcept
     clockPush(page);
     resident_.fetch_add(1, std::memory_order_relaxed);
     // Content is final: only now may XDP steer writes to this page.
-    bits::setAtomic(bitmap_, page, __ATOMIC_RELEASE);
+    setResident(page);
 }
 
 // UFFDIO_COPY found the page present although we had not installed it (it was
@@ -179,7 +248,7 @@ int Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
     bump(c_->eexist);
     int rc = patchInPlace(page, pb, pe);
     markInstalled(page);
-    uffd_.wake(pageAddr(page), kPage);
+    uffd_.wake(pageAddr(page), bytes(1));
     return rc;
 }
 
@@ -191,7 +260,7 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
     size_t i = 0;
     while (i < n) {
         size_t j = i + 1;
-        while (j < n && j - i < cfg_.maxBatchPages && pages[j] == pages[j - 1] + 1)
+        while (j < n && j - i < batchPages_ && pages[j] == pages[j - 1] + 1)
             ++j;
         size_t cnt = j - i;
 
@@ -201,11 +270,11 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
             size_t m = k + 1;
             while (m < j && bits::test(saved_.data(), pages[m]) == sv)
                 ++m;
-            uint8_t* dst = stg + (k - i) * kPage;
+            uint8_t* dst = stg + bytes(k - i);
             if (sv)
-                loadErr = spill_.load(pages[k] * kPage, dst, (m - k) * kPage);
+                loadErr = spill_.load(bytes(pages[k]), dst, bytes(m - k));
             else
-                std::memset(dst, 0, (m - k) * kPage);
+                std::memset(dst, 0, bytes(m - k));
             k = m;
         }
         if (loadErr) {
@@ -219,11 +288,11 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
         }
         if (pb)
             for (size_t k = i; k < j; ++k)
-                plan_.applyTo(stg + (k - i) * kPage, pb[k], pe[k]);
+                plan_.applyTo(stg + bytes(k - i), pb[k], pe[k]);
         if (t)
             t->imageReady = monotonicNs();
 
-        uint64_t len = cnt * kPage, done = 0;
+        uint64_t len = bytes(cnt), done = 0;
         int again = 0;
         uint8_t* dst = pageAddr(pages[i]);
         while (done < len) {
@@ -232,31 +301,31 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
             bump(c_->copyCalls);
             if (t)
                 ++t->copies;
-            uint64_t whole = static_cast<uint64_t>(copied) & ~(kPage - 1);
-            for (uint64_t b = done; b < done + whole; b += kPage) {
-                size_t k = i + b / kPage;
+            uint64_t whole = static_cast<uint64_t>(copied) & ~(bytes(1) - 1);
+            for (uint64_t b = done; b < done + whole; b += bytes(1)) {
+                size_t k = i + (b >> pageShift_);
                 markInstalled(pages[k]);
                 status[k] = 0;
             }
-            bump(c_->pagesInstalled, whole / kPage);
+            bump(c_->pagesInstalled, whole >> pageShift_);
             if (t)
-                t->pages += static_cast<uint32_t>(whole / kPage);
+                t->pages += static_cast<uint32_t>(whole >> pageShift_);
             done += whole;
             if (rc >= 0)
                 break;
             if (rc == -EEXIST) {
-                size_t k = i + done / kPage;
+                size_t k = i + (done >> pageShift_);
                 status[k] = onExisting(pages[k], pb ? pb[k] : 0, pb ? pe[k] : 0);
-                done += kPage;
+                done += bytes(1);
                 continue;
             }
             if (rc == -EAGAIN && ++again < 1000)
                 continue;
             bump(c_->errors);
             NPF_WARN_RL("region %s: UFFDIO_COPY of %llu pages at page %llu: %s", cfg_.name.c_str(),
-                        static_cast<unsigned long long>((len - done) / kPage),
-                        static_cast<unsigned long long>(pages[i + done / kPage]), std::strerror(static_cast<int>(-rc)));
-            for (size_t k = i + done / kPage; k < j; ++k)
+                        static_cast<unsigned long long>((len - done) >> pageShift_),
+                        static_cast<unsigned long long>(pages[i + (done >> pageShift_)]), std::strerror(static_cast<int>(-rc)));
+            for (size_t k = i + (done >> pageShift_); k < j; ++k)
                 status[k] = static_cast<int>(rc);
             break;
         }
@@ -277,7 +346,7 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
                 ++m;
             }
             bump(c_->restored, m - k);
-            spill_.drop(pages[k] * kPage, (m - k) * kPage);
+            spill_.drop(bytes(pages[k]), bytes(m - k));
             k = m;
         }
         i = j;
@@ -291,7 +360,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
     std::lock_guard lk(mu_);
     if (t)
         *t = BatchTiming{monotonicNs()};
-    int rc = plan_.build(patches, size_, results);
+    int rc = plan_.build(patches, size_, pageShift_, results);
     if (rc < 0)
         return rc;
     auto pieces = plan_.pieces();
@@ -389,8 +458,8 @@ int Region::installFaulted(BatchTiming* t) noexcept
 bool Region::refill(uint64_t page) noexcept
 {
     uint8_t* zero = staging_.as<uint8_t>();
-    std::memset(zero, 0, kPage);
-    long rc = uffd_.copy(pageAddr(page), zero, kPage, nullptr);
+    std::memset(zero, 0, bytes(1));
+    long rc = uffd_.copy(pageAddr(page), zero, bytes(1), nullptr);
     bump(c_->copyCalls);
     if (rc >= 0) {
         bump(c_->vanished);
@@ -425,7 +494,7 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             uintptr_t a = static_cast<uintptr_t>(msg.arg.pagefault.address);
             if (a < lo || a - lo >= size_)
                 continue;
-            uint64_t page = (a - lo) >> NPF_PAGE_SHIFT;
+            uint64_t page = (a - lo) >> pageShift_;
             ++served;
             bump(c_->cpuFaults);
             // WP: left over from an eviction whose fence is lifted; the
@@ -435,18 +504,18 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
                 if (!wpFault && refill(page))
                     continue; // UFFDIO_COPY woke the waiter
                 bump(c_->cpuFaultWakes);
-                uffd_.wake(pageAddr(page), kPage);
+                uffd_.wake(pageAddr(page), bytes(1));
                 continue;
             }
             if (!pushBack(scratchPages_, page)) {
                 bump(c_->errors);
-                uffd_.wake(pageAddr(page), kPage); // faults again later
+                uffd_.wake(pageAddr(page), bytes(1)); // faults again later
             }
         }
         int rc = installFaulted(t);
         for (size_t k = 0; k < scratchPages_.size(); ++k)
             if (rc || scratchStatus_[k] != 0) // never leave a faulting thread hanging
-                uffd_.wake(pageAddr(scratchPages_[k]), kPage);
+                uffd_.wake(pageAddr(scratchPages_[k]), bytes(1));
         if (n < static_cast<int>(msgs_.size()))
             break;
     }
@@ -460,13 +529,13 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
     if (!len)
         return 0;
     std::lock_guard lk(mu_);
-    uint64_t first = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT;
+    uint64_t first = offset >> pageShift_, last = (offset + len - 1) >> pageShift_;
     int installed = 0;
     for (uint64_t p = first; p <= last;) {
         scratchPages_.clear();
         // One batch at a time, evicting after each: residency stays within
         // the budget plus one batch however long the range is.
-        for (; p <= last && scratchPages_.size() < cfg_.maxBatchPages; ++p)
+        for (; p <= last && scratchPages_.size() < batchPages_; ++p)
             if (!present(p) && !pushBack(scratchPages_, p))
                 return installed ? installed : -ENOMEM;
         if (scratchPages_.empty())
@@ -487,7 +556,7 @@ void Region::protect(uint64_t offset, uint64_t len) noexcept
 {
     if (!len || offset >= size_ || len > size_ - offset)
         return;
-    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p) {
+    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
         std::atomic_ref<uint32_t>(protect_[p]).fetch_add(1, std::memory_order_relaxed);
         if (bits::testAcquire(discard_.data(), p))
             bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
@@ -498,7 +567,7 @@ void Region::unprotect(uint64_t offset, uint64_t len) noexcept
 {
     if (!len || offset >= size_ || len > size_ - offset)
         return;
-    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p) {
+    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
         std::atomic_ref<uint32_t> c(protect_[p]);
         uint32_t v = c.load(std::memory_order_relaxed);
         while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
@@ -517,8 +586,8 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
 {
     if (offset > size_ || len > size_ - offset)
         return -EINVAL;
-    uint64_t first = (offset + kPage - 1) >> NPF_PAGE_SHIFT;
-    uint64_t end = (offset + len) >> NPF_PAGE_SHIFT; // exclusive: only whole pages
+    uint64_t first = (offset + bytes(1) - 1) >> pageShift_;
+    uint64_t end = (offset + len) >> pageShift_; // exclusive: only whole pages
     std::lock_guard lk(mu_);
     int n = 0;
     for (uint64_t p = first; p < end; ++p) {
@@ -526,7 +595,7 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
             bits::setAtomic(discard_.data(), p, __ATOMIC_RELAXED);
         } else if (bits::test(saved_.data(), p)) {
             bits::clear(saved_.data(), p);
-            spill_.drop(p * kPage, kPage);
+            spill_.drop(bytes(p), bytes(1));
         }
         ++n;
     }

@@ -47,17 +47,27 @@
 
 namespace npf {
 
+// Page sizes a region can have: 4 KiB (shmem memfd) and 2 MiB (hugetlbfs
+// memfd, MFD_HUGETLB | MFD_HUGE_2MB: pages come from the kernel's huge page
+// pool, /proc/sys/vm/nr_hugepages).
+constexpr uint64_t kHugePageSize = 2ull << 20;
+
 struct RegionConfig {
-    uint64_t size = 1ull << 30;        // bytes, a multiple of NPF_PAGE_SIZE
+    uint64_t size = 1ull << 30;        // bytes, a multiple of pageSize
+    // NPF_PAGE_SIZE or kHugePageSize: the unit of residency, installs,
+    // eviction, spill, prefetch and protection. The resident bitmap XDP reads
+    // stays at 4 KiB granularity whatever it is (a 2 MiB page sets 512 bits),
+    // so XDP and the ABI do not change with it.
+    uint64_t pageSize = NPF_PAGE_SIZE;
     uint64_t residentBudget = 0;       // bytes; 0 = unlimited
-    // One bit per page (ceil(pages / 64) words), shared with XDP (the mmapped
-    // npf_resident array). Cleared when the region is created and destroyed,
+    // One bit per 4 KiB page (ceil(size / 4096 / 64) words), shared with XDP
+    // (the mmapped npf_resident array). Cleared when the region is created and destroyed,
     // so it must outlive the region. nullptr: the region allocates its own.
     uint64_t* residentBitmap = nullptr;
     EpochDomain* epochs = nullptr;     // fast-path writers to wait for; may be null
     std::string spillDir;              // "" = spill into a second memfd
     std::string name = "npf-region";
-    uint32_t maxBatchPages = 64;       // pages per UFFDIO_COPY and per eviction batch
+    uint32_t maxBatchPages = 64;       // 4 KiB pages per UFFDIO_COPY and per eviction batch (at least one page)
     bool autoEvict = true;             // evict to budget at the end of each install call
     // Write-protect victims between save and punch so that writers outside
     // the epoch protocol (the application) cannot lose a write. Off: only
@@ -158,11 +168,12 @@ public:
 
     uint8_t* base() const noexcept { return map_.as<uint8_t>(); }
     uint64_t size() const noexcept { return size_; }
-    uint64_t pages() const noexcept { return pages_; }
+    uint64_t pages() const noexcept { return pages_; } // of pageSize()
+    uint64_t pageSize() const noexcept { return uint64_t{1} << pageShift_; }
     int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
     int memfd() const noexcept { return memfd_.get(); }
     const uint64_t* residentBitmap() const noexcept { return bitmap_; }
-    size_t residentBitmapWords() const noexcept { return (pages_ + 63) / 64; }
+    size_t residentBitmapWords() const noexcept { return (size_ / NPF_PAGE_SIZE + 63) / 64; }
     bool writeProtectFence() const noexcept { return wp_; }
     uint64_t budgetPages() const noexcept { return budgetPages_; }
 
@@ -223,7 +234,7 @@ public:
     // (pages faulted in meanwhile stay); returns pages evicted or -errno.
     int evictAll() noexcept;
 
-    uint64_t residentPages() const noexcept { return resident_.load(std::memory_order_relaxed); }
+    uint64_t residentPages() const noexcept { return resident_.load(std::memory_order_relaxed); } // of pageSize()
     RegionStats stats() const noexcept;
 
 private:
@@ -238,7 +249,7 @@ private:
     void clientFailed(int err, const char* what) noexcept;
     uint8_t* clientAddr(uint64_t page) const noexcept
     {
-        return reinterpret_cast<uint8_t*>(clientBase_ + (page << NPF_PAGE_SHIFT));
+        return reinterpret_cast<uint8_t*>(clientBase_ + (page << pageShift_));
     }
 
     // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
@@ -261,13 +272,19 @@ private:
     int evictBatch(uint32_t want, bool ignoreReferenced) noexcept;
     void waitGrace() noexcept;
     bool present(uint64_t page) const noexcept { return bits::test(present_.data(), page); }
-    uint8_t* pageAddr(uint64_t page) const noexcept { return base() + (page << NPF_PAGE_SHIFT); }
+    uint8_t* pageAddr(uint64_t page) const noexcept { return base() + (page << pageShift_); }
+    uint64_t bytes(uint64_t pages) const noexcept { return pages << pageShift_; }
+    // The resident bits of a page, in XDP's 4 KiB bitmap (1 bit, or 512 = 8 words).
+    void setResident(uint64_t page) noexcept;
+    void clearResident(uint64_t page) noexcept;
     void clockPush(uint64_t page) noexcept;
     bool clockPop(uint64_t* page) noexcept;
 
     RegionConfig cfg_;
     uint64_t size_ = 0;
     uint64_t pages_ = 0;
+    uint32_t pageShift_ = NPF_PAGE_SHIFT;
+    uint32_t batchPages_ = 0;           // pages per install/eviction batch (maxBatchPages in bytes, >= 1)
     uint64_t budgetPages_ = 0;
     bool wp_ = false;
     bool adopted_ = false;              // the memfd is a client's
@@ -293,7 +310,7 @@ private:
     LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
     uint64_t clockHead_ = 0, clockLen_ = 0;
 
-    MmapArea staging_;                  // maxBatchPages page images
+    MmapArea staging_;                  // batchPages_ page images
     PatchPlan plan_;
     std::vector<uint64_t> scratchPages_;
     std::vector<size_t> scratchBegin_, scratchEnd_;

@@ -256,16 +256,16 @@ int Region::patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept
 int Region::saveRun(uint64_t page, uint64_t n) noexcept
 {
     if (!adopted_)
-        return spill_.save(page * kPage, pageAddr(page), n * kPage);
+        return spill_.save(bytes(page), pageAddr(page), bytes(n));
     // Through the memfd for the same reason as patchInPlace: a hole reads
     // as zeros instead of faulting. Staging is free: installs hold the lock.
     uint8_t* buf = staging_.as<uint8_t>();
-    const ssize_t got = preadUpTo(memfd_.get(), buf, n * kPage, page * kPage);
+    const ssize_t got = preadUpTo(memfd_.get(), buf, bytes(n), bytes(page));
     if (got < 0)
         return static_cast<int>(got);
-    if (static_cast<size_t>(got) != n * kPage) // the memfd is sealed against shrinking: cannot happen
+    if (static_cast<size_t>(got) != bytes(n)) // the memfd is sealed against shrinking: cannot happen
         return -EIO;
-    return spill_.save(page * kPage, buf, n * kPage);
+    return spill_.save(bytes(page), buf, bytes(n));
 }
 
 } // namespace npf

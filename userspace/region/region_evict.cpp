@@ -22,8 +22,6 @@
 namespace npf {
 namespace {
 
-constexpr uint64_t kPage = NPF_PAGE_SIZE;
-
 // Calls f(first index, count) for each run of consecutive pages in sorted v
 // whose indices satisfy pred.
 template <typename Pred, typename F>
@@ -49,7 +47,7 @@ int Region::evictToBudget() noexcept
     std::lock_guard lk(mu_);
     if (!budgetPages_ || residentPages() <= budgetPages_)
         return 0;
-    uint64_t slack = std::min<uint64_t>(cfg_.maxBatchPages, budgetPages_ / 4);
+    uint64_t slack = std::min<uint64_t>(batchPages_, budgetPages_ / 4);
     return evictLocked(budgetPages_ - slack, false);
 }
 
@@ -63,7 +61,7 @@ void Region::autoEvictLocked() noexcept
 {
     if (!cfg_.autoEvict || !budgetPages_ || residentPages() <= budgetPages_)
         return;
-    uint64_t slack = std::min<uint64_t>(cfg_.maxBatchPages, budgetPages_ / 4);
+    uint64_t slack = std::min<uint64_t>(batchPages_, budgetPages_ / 4);
     evictLocked(budgetPages_ - slack, false);
 }
 
@@ -75,7 +73,7 @@ int Region::evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept
     uint64_t quota = res > targetResident ? res - targetResident : 0;
     int total = 0;
     while (static_cast<uint64_t>(total) < quota && residentPages() > targetResident) {
-        uint64_t want = std::min<uint64_t>({cfg_.maxBatchPages, residentPages() - targetResident,
+        uint64_t want = std::min<uint64_t>({batchPages_, residentPages() - targetResident,
                                             quota - static_cast<uint64_t>(total)});
         int n = evictBatch(static_cast<uint32_t>(want), ignoreReferenced);
         if (n < 0)
@@ -141,7 +139,7 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     std::sort(victims_.begin(), victims_.end());
 
     for (uint64_t v : victims_)
-        bits::clearAtomic(bitmap_, v, __ATOMIC_SEQ_CST);
+        clearResident(v);
     waitGrace();
 
     // failed[k]: victim k stays resident (fence, save or punch failed).
@@ -170,7 +168,7 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
 
     if (wp_)
         forRuns(victims_, isFenced, [&](size_t k, size_t n) {
-            int rc = uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, true);
+            int rc = uffd_.writeProtect(pageAddr(victims_[k]), bytes(n), true);
             if (!rc)
                 rc = fenceClient(victims_[k], n, true);
             if (rc)
@@ -191,7 +189,7 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
 
     forRuns(victims_, [&](size_t k) { return !failed[k]; }, [&](size_t k, size_t n) {
         int rc = ::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                             static_cast<off_t>(victims_[k] * kPage), static_cast<off_t>(n * kPage));
+                             static_cast<off_t>(bytes(victims_[k])), static_cast<off_t>(bytes(n)));
         if (rc)
             fail(k, n, -errno, "punch hole");
     });
@@ -214,8 +212,8 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     if (wp_)
         forRuns(victims_, isFenced, [&](size_t k, size_t n) {
             // Lifts the fence (and its PTE markers) and wakes blocked writers.
-            if (uffd_.writeProtect(pageAddr(victims_[k]), n * kPage, false))
-                uffd_.wake(pageAddr(victims_[k]), n * kPage);
+            if (uffd_.writeProtect(pageAddr(victims_[k]), bytes(n), false))
+                uffd_.wake(pageAddr(victims_[k]), bytes(n));
             fenceClient(victims_[k], n, false);
         });
 
@@ -224,7 +222,7 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
             continue;
         bits::clear(saved_.data(), victims_[k]);
         clockPush(victims_[k]);
-        bits::setAtomic(bitmap_, victims_[k], __ATOMIC_RELEASE);
+        setResident(victims_[k]);
     }
     bump(c_->evicted, static_cast<uint64_t>(evicted));
     if (failedAny && !evicted)

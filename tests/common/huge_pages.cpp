@@ -1,0 +1,84 @@
+#include "huge_pages.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "sys/fd.h"
+
+namespace npf::test {
+namespace {
+
+constexpr const char* kNr = "/proc/sys/vm/nr_hugepages";
+constexpr const char* kLock = "/run/npf-test-hugepages.lock";
+
+bool readCount(uint64_t* v)
+{
+    Fd f(::open(kNr, O_RDONLY | O_CLOEXEC));
+    char buf[32] = {};
+    if (!f || ::read(f.get(), buf, sizeof(buf) - 1) <= 0)
+        return false;
+    *v = std::strtoull(buf, nullptr, 10);
+    return true;
+}
+
+bool writeCount(uint64_t v)
+{
+    Fd f(::open(kNr, O_WRONLY | O_CLOEXEC));
+    const std::string s = std::to_string(v);
+    return f && ::write(f.get(), s.data(), s.size()) == static_cast<ssize_t>(s.size());
+}
+
+class PoolLock {
+public:
+    PoolLock() : fd_(::open(kLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600))
+    {
+        if (fd_)
+            while (::flock(fd_.get(), LOCK_EX) != 0 && errno == EINTR) {
+            }
+    }
+    ~PoolLock()
+    {
+        if (fd_)
+            (void)::flock(fd_.get(), LOCK_UN);
+    }
+
+private:
+    Fd fd_;
+};
+
+} // namespace
+
+HugePages::HugePages(uint64_t pages)
+{
+    PoolLock lock;
+    uint64_t before = 0, after = 0;
+    if (!readCount(&before)) {
+        why_ = std::string(kNr) + " unreadable: no hugetlbfs?";
+        return;
+    }
+    if (!writeCount(before + pages) || !readCount(&after)) {
+        why_ = std::string("cannot write ") + kNr + ": " + std::strerror(errno) + " (root needed)";
+        return;
+    }
+    added_ = after > before ? after - before : 0;
+    ok_ = added_ >= pages;
+    if (!ok_)
+        why_ = "the kernel found " + std::to_string(added_) + " of " + std::to_string(pages) +
+               " free 2 MiB pages (memory fragmented?)";
+}
+
+HugePages::~HugePages()
+{
+    if (!added_)
+        return;
+    PoolLock lock;
+    uint64_t now = 0;
+    if (readCount(&now))
+        (void)writeCount(now > added_ ? now - added_ : 0);
+}
+
+} // namespace npf::test
