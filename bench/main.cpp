@@ -62,7 +62,7 @@ int main(int argc, char** argv)
     app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
     app.add_option("-s,--scenario", scenarios,
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum (default all)");
-    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-sidecar, "
+    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-2m, npf-sidecar, "
                                               "npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
                                               "recvmmsg, io_uring)")
         ->delimiter(',');

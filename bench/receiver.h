@@ -58,7 +58,7 @@ public:
     virtual double helperCpuSeconds() const { return 0; }
 };
 
-// kinds: npf, npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
+// kinds: npf, npf-2m (2 MiB pages), npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
 // xdp-drop, static-pinned, recvmmsg, io_uring. Must be called inside the rx
 // netns.
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg);

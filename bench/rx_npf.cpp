@@ -1,6 +1,6 @@
-// npf contenders: npf::Engine with FaultPolicy Backup (prefetch on / off),
-// Drop ("drop on fault": a NIC without NPF) and Block (the worker takes the
-// fault). The app thread keeps the flow's post ring full, verifies every
+// npf contenders: npf::Engine with FaultPolicy Backup (prefetch on / off,
+// 4 KiB or 2 MiB pages), Drop ("drop on fault": a NIC without NPF) and Block
+// (the worker takes the fault). The app thread keeps the flow's post ring full, verifies every
 // completed payload in the region and reposts the slot.
 #include <sys/mman.h>
 
@@ -11,6 +11,7 @@
 #include "sys/thread.h"
 #include "npf/engine.h"
 #include "flow_loop.h"
+#include "huge_pages.h"
 #include "receiver.h"
 #include "sys/log.h"
 
@@ -31,7 +32,17 @@ public:
         ec.frameCount = cfg.frameCount;
         ec.frameSize = cfg.frameSize;
         ec.pagerBusyPoll = cfg.pagerBusyPoll;
-        if (kind == "npf-noprefetch") {
+        if (kind == "npf-2m") {
+            // 2 MiB pages from the huge page pool, reserved for the run (the
+            // budget plus a batch, or the whole region) and warmed once, as a
+            // pool reserved at boot is (huge_pages.h).
+            ec.pageSize = 2ull << 20;
+            const uint64_t need = cfg.budget ? cfg.budget / ec.pageSize + 2 : cfg.regionSize / ec.pageSize;
+            pool_ = std::make_unique<topology::HugePages>(need);
+            if (!pool_->ok())
+                throw std::runtime_error("npf-2m: " + pool_->why());
+            warmSeconds_ = pool_->warm();
+        } else if (kind == "npf-noprefetch") {
             ec.prefetchDepth = 0;
         } else if (kind == "drop-on-fault") {
             ec.faultPolicy = FaultPolicy::Drop;
@@ -71,7 +82,13 @@ public:
     uint64_t residentBytes() const override { return eng_->stats().residentPages * NPF_PAGE_SIZE; }
     // The engine's own stats JSON (what `npfctl stats` shows): counters and
     // per-stage latency quantiles, snake_case names.
-    nlohmann::json details() const override { return nlohmann::json::parse(eng_->statsJson()); }
+    nlohmann::json details() const override
+    {
+        nlohmann::json d = nlohmann::json::parse(eng_->statsJson());
+        if (pool_)
+            d["hugePoolWarmSeconds"] = warmSeconds_;
+        return d;
+    }
 
 private:
     void loop(Meter& m) noexcept
@@ -81,6 +98,8 @@ private:
     }
 
     RxConfig cfg_;
+    std::unique_ptr<topology::HugePages> pool_; // npf-2m: before the engine, given back after it
+    double warmSeconds_ = 0;
     std::unique_ptr<Engine> eng_;
     std::optional<FlowLoop> loop_;
     std::thread thread_;
@@ -96,14 +115,15 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",      "npf-sidecar",   "npf-noprefetch", "drop-on-fault", "blocking",
-                                            "xdp-drop", "static-pinned", "recvmmsg",       "io_uring"};
+    static const std::vector<std::string> k{"npf",      "npf-2m",        "npf-sidecar", "npf-noprefetch",
+                                            "drop-on-fault", "blocking", "xdp-drop",    "static-pinned",
+                                            "recvmmsg",      "io_uring"};
     return k;
 }
 
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    if (kind == "npf" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
+    if (kind == "npf" || kind == "npf-2m" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar")
         return makeSidecarReceiver(cfg);

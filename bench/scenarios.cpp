@@ -97,6 +97,22 @@ void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
            cpuNsPerPacket(*s) / cpuNsPerPacket(*n));
 }
 
+// npf with 4 KiB and with 2 MiB pages against static-pinned in the same
+// scenario: received pps as ratios (the targets are ratios).
+void pagesVsPinned(const std::vector<RunResult>& rs, Json& j)
+{
+    const RunResult* p = find(rs, "static-pinned");
+    if (!p || p->pps <= 0)
+        return;
+    Json r;
+    for (const char* k : {"npf", "npf-2m"})
+        if (const RunResult* n = find(rs, k)) {
+            r[k] = n->pps / p->pps;
+            printf("%s / static-pinned: received pps %.3f\n", k, n->pps / p->pps);
+        }
+    j["vsStaticPinned"] = r;
+}
+
 // The scenario's contenders; with -c, those of them it names, in its order
 // (so that rounds can alternate which one runs first).
 std::vector<RunResult> runAll(const std::vector<std::string>& kinds, RunSpec spec, const TrafficConfig& t,
@@ -172,8 +188,8 @@ Json cold(const Options& o)
     auto rx = rxFor(env, o, o.payload);
     rx.cold = true;
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"}, spec, t,
-                     rx, o);
+    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
+                     spec, t, rx, o);
     throughputTable(rs);
     printf("%-15s %10s %10s %9s %9s %9s %9s %11s\n", "contender", "t90% (ms)", "lost", "faults", "prefetch",
            "flt p50", "flt p99", "flt p99.9");
@@ -196,6 +212,7 @@ Json cold(const Options& o)
     printf("(static-pinned is not cold: it pinned and prefaulted %.0f MiB before the run, in %.1f ms)\n",
            mib(o.region), sp && sp->details.contains("pinSeconds") ? sp->details["pinSeconds"].get<double>() * 1e3 : 0.0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"offeredPps", o.coldRate}, {"runs", runs}};
+    pagesVsPinned(rs, j);
     sidecarVsNpf(rs, j);
     return j;
 }
@@ -209,7 +226,7 @@ Json pressure(const Options& o)
     auto rx = rxFor(env, o, o.payload);
     rx.budget = o.region / 4;
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-sidecar", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
+    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
     throughputTable(rs);
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -228,6 +245,7 @@ Json pressure(const Options& o)
     }
     Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
            {"offeredPps", o.coldRate}, {"runs", runs}};
+    pagesVsPinned(rs, j);
     sidecarVsNpf(rs, j);
     return j;
 }
@@ -244,7 +262,7 @@ Json faultpath(const Options& o)
     rx.bufLen = 4096;
     rx.budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf-noprefetch", "npf", "npf-sidecar"}, spec, t, rx, o);
+    auto rs = runAll({"npf-noprefetch", "npf", "npf-2m", "npf-sidecar", "static-pinned"}, spec, t, rx, o);
     throughputTable(rs);
     Json runs = Json::array();
     printf("%-15s %14s %14s %12s %12s %10s\n", "contender", "pkt faults/s", "+prefetch/s", "flt p50", "flt p99",
@@ -262,6 +280,7 @@ Json faultpath(const Options& o)
                "1 core");
     }
     Json j{{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
+    pagesVsPinned(rs, j);
     sidecarVsNpf(rs, j);
     return j;
 }

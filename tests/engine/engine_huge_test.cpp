@@ -30,7 +30,7 @@ uint32_t size1472(uint32_t) { return 1472; }
 // fault path and installs all 2 MiB of it; nothing lost, bit-exact, in order.
 TEST_F(EngineE2E, HugePagesColdRegionNothingLostBitExactInOrder)
 {
-    test::HugePages pool(33);
+    topology::HugePages pool(33);
     NPF_REQUIRE_HUGE_PAGES(pool);
     Rig rig;
     EngineInNs eng(rig, {.regionSize = 64ull << 20, .pageSize = kHuge});
@@ -71,7 +71,7 @@ TEST_F(EngineE2E, HugePagesColdRegionNothingLostBitExactInOrder)
 // within the budget plus one page.
 TEST_F(EngineE2E, HugePagesBudgetFarBelowDataStaysWithinBudget)
 {
-    test::HugePages pool(6);
+    topology::HugePages pool(6);
     NPF_REQUIRE_HUGE_PAGES(pool);
     Rig rig;
     const uint64_t budget = 4 * kHuge;

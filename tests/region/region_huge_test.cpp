@@ -11,6 +11,7 @@
 #include "region_fixture.h"
 
 namespace npf::test {
+using topology::HugePages;
 namespace {
 
 constexpr uint64_t kHuge = kHugePageSize;
@@ -133,6 +134,40 @@ TEST(RegionHuge, EvictionUnderABudgetRestoresEveryByte)
     {
         PagerThread pager(r);
         std::thread app([&] { EXPECT_TRUE(allZero(r.base() + 3 * kHuge, kHuge)); });
+        app.join();
+    }
+}
+
+// Buffers are released a batch at a time, far smaller than a 2 MiB page: a
+// page whose 4 KiB pieces have all been released, over any number of calls,
+// is dropped at eviction, not saved; new content in one piece keeps it.
+TEST(RegionHuge, PiecewiseReleaseDropsAWholePageNewContentKeepsIt)
+{
+    HugePages pool(4);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    Region r(hugeConfig(4 * kHuge));
+    auto a = randomBytes(2 * kHuge, 7);
+    Patch pa{0, a.data(), static_cast<uint32_t>(2 * kHuge)};
+    int res[1];
+    ASSERT_EQ(r.applyPatches({&pa, 1}, res), 1);
+    // Page 0 released in 64 KiB steps; page 1 too, but one piece gets a payload afterwards.
+    for (uint64_t off = 0; off < 2 * kHuge; off += 64 << 10)
+        EXPECT_EQ(r.release(off, 64 << 10), off + (64 << 10) == kHuge || off + (64 << 10) == 2 * kHuge ? 1 : 0)
+            << "offset " << off;
+    auto b = randomBytes(1000, 8);
+    Patch pb{kHuge + 4096 * 3 + 10, b.data(), 1000};
+    ASSERT_EQ(r.applyPatches({&pb, 1}, res), 1);
+    EXPECT_EQ(r.evictAll(), 2);
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.discarded, 1u) << "page 0: every piece released";
+    EXPECT_EQ(s.spilled, 1u) << "page 1: a piece has new content";
+    {
+        PagerThread pager(r);
+        std::thread app([&] {
+            EXPECT_TRUE(allZero(r.base(), kHuge)) << "a released page comes back zeroed";
+            std::memcpy(a.data() + kHuge + 4096 * 3 + 10, b.data(), b.size());
+            EXPECT_EQ(std::memcmp(r.base() + kHuge, a.data() + kHuge, kHuge), 0) << "page 1 saved whole";
+        });
         app.join();
     }
 }

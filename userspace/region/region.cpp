@@ -132,6 +132,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     referenced_ = LazyArray<uint64_t>(words, "referenced bitmap of " + who);
     saved_ = LazyArray<uint64_t>(words, "saved bitmap of " + who);
     discard_ = LazyArray<uint64_t>(words, "discard bitmap of " + who);
+    if (huge)
+        released_ = LazyArray<uint64_t>(bitmapWords, "released 4 KiB pieces of " + who);
     protect_ = LazyArray<uint32_t>(pages_, "protect counts of " + who);
     clock_ = LazyArray<uint32_t>(pages_, "clock of " + who);
 
@@ -191,6 +193,26 @@ void Region::markReferenced(uint64_t offset, uint64_t len) noexcept
         if (bits::testAcquire(discard_.data(), p))
             bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
     }
+    unrelease(offset, len);
+}
+
+void Region::unrelease(uint64_t offset, uint64_t len) noexcept
+{
+    if (!released_.data() || !len || offset >= size_)
+        return;
+    const uint64_t last = std::min(offset + len - 1, size_ - 1) >> NPF_PAGE_SHIFT;
+    for (uint64_t q = offset >> NPF_PAGE_SHIFT; q <= last; ++q)
+        if (bits::testAcquire(released_.data(), q))
+            bits::clearAtomic(released_.data(), q, __ATOMIC_RELAXED);
+}
+
+bool Region::wholePageReleased(uint64_t page) const noexcept
+{
+    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6);
+    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
+        if (__atomic_load_n(&released_.data()[w], __ATOMIC_ACQUIRE) != ~uint64_t{0})
+            return false;
+    return true;
 }
 
 void Region::clockPush(uint64_t page) noexcept
@@ -371,6 +393,8 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         e = plan_.pageEnd(b);
         uint64_t page = pieces[b].page;
         bits::clearAtomic(discard_.data(), page, __ATOMIC_RELAXED);
+        for (size_t k = b; released_.data() && k < e; ++k)
+            unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
         if (present(page)) {
             if (int prc = patchInPlace(page, b, e)) {
                 bump(c_->errors);
@@ -561,6 +585,7 @@ void Region::protect(uint64_t offset, uint64_t len) noexcept
         if (bits::testAcquire(discard_.data(), p))
             bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
     }
+    unrelease(offset, len);
 }
 
 void Region::unprotect(uint64_t offset, uint64_t len) noexcept
@@ -586,11 +611,22 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
 {
     if (offset > size_ || len > size_ - offset)
         return -EINVAL;
+    std::lock_guard lk(mu_);
     uint64_t first = (offset + bytes(1) - 1) >> pageShift_;
     uint64_t end = (offset + len) >> pageShift_; // exclusive: only whole pages
-    std::lock_guard lk(mu_);
+    if (released_.data() && len) {
+        // 2 MiB pages: mark the whole 4 KiB pieces; a page all of whose
+        // pieces are released (now, or by earlier calls) is released whole.
+        const uint64_t q0 = (offset + NPF_PAGE_SIZE - 1) >> NPF_PAGE_SHIFT, q1 = (offset + len) >> NPF_PAGE_SHIFT;
+        for (uint64_t q = q0; q < q1; ++q)
+            bits::setAtomic(released_.data(), q, __ATOMIC_RELAXED);
+        first = offset >> pageShift_;
+        end = (offset + len + bytes(1) - 1) >> pageShift_;
+    }
     int n = 0;
     for (uint64_t p = first; p < end; ++p) {
+        if (released_.data() && !wholePageReleased(p))
+            continue;
         if (present(p)) {
             bits::setAtomic(discard_.data(), p, __ATOMIC_RELAXED);
         } else if (bits::test(saved_.data(), p)) {

@@ -277,6 +277,9 @@ private:
     // The resident bits of a page, in XDP's 4 KiB bitmap (1 bit, or 512 = 8 words).
     void setResident(uint64_t page) noexcept;
     void clearResident(uint64_t page) noexcept;
+    // New content in [offset, offset + len): its 4 KiB pieces are no longer released.
+    void unrelease(uint64_t offset, uint64_t len) noexcept;
+    bool wholePageReleased(uint64_t page) const noexcept;
     void clockPush(uint64_t page) noexcept;
     bool clockPop(uint64_t* page) noexcept;
 
@@ -306,6 +309,10 @@ private:
     LazyArray<uint64_t> referenced_;    // clock second-chance bits
     LazyArray<uint64_t> saved_;         // content is in the spill file
     LazyArray<uint64_t> discard_;       // released: evict without saving
+    // 2 MiB pages: release() marks 4 KiB pieces (XDP's bitmap granularity);
+    // a page whose 512 pieces are all released is discarded as a whole, and
+    // new content in a piece takes its mark away. Empty with 4 KiB pages.
+    LazyArray<uint64_t> released_;
     LazyArray<uint32_t> protect_;       // posted-buffer refcounts
     LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
     uint64_t clockHead_ = 0, clockLen_ = 0;

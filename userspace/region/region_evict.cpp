@@ -162,8 +162,12 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     // kept; released pages are dropped anyway, so they skip it (and its TLB
     // shootdowns).
     uint8_t save[1024] = {};
+    // With 2 MiB pages, also after the grace period: a writer that put new
+    // data into one 4 KiB piece took that piece's release mark away inside
+    // its section, racing release()'s whole-page check.
     for (size_t k = 0; k < victims_.size(); ++k)
-        save[k] = !bits::testAcquire(discard_.data(), victims_[k]);
+        save[k] = !bits::testAcquire(discard_.data(), victims_[k]) ||
+                  (released_.data() && !wholePageReleased(victims_[k]));
     auto isFenced = [&](size_t k) { return wp_ && save[k]; };
 
     if (wp_)
@@ -202,6 +206,11 @@ int Region::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
         if (failed[k])
             continue;
         bits::clearAtomic(discard_.data(), victims_[k], __ATOMIC_RELAXED);
+        if (released_.data()) { // it comes back whole, nothing of it released
+            const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6);
+            for (uint64_t w = victims_[k] * words; w < (victims_[k] + 1) * words; ++w)
+                __atomic_store_n(&released_.data()[w], 0, __ATOMIC_RELAXED);
+        }
         if (!save[k])
             bump(c_->discarded);
         bits::clear(present_.data(), victims_[k]);

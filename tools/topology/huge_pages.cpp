@@ -1,15 +1,18 @@
 #include "huge_pages.h"
 
+#include <sys/mman.h>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
 #include "sys/fd.h"
 
-namespace npf::test {
+namespace npf::topology {
 namespace {
 
 constexpr const char* kNr = "/proc/sys/vm/nr_hugepages";
@@ -71,6 +74,28 @@ HugePages::HugePages(uint64_t pages)
                " free 2 MiB pages (memory fragmented?)";
 }
 
+double HugePages::warm() const
+{
+    const auto start = std::chrono::steady_clock::now();
+    uint64_t free = 0;
+    {
+        Fd f(::open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", O_RDONLY | O_CLOEXEC));
+        char buf[32] = {};
+        if (f && ::read(f.get(), buf, sizeof(buf) - 1) > 0)
+            free = std::strtoull(buf, nullptr, 10);
+    }
+    const size_t len = free << 21;
+    if (!len)
+        return 0;
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    if (p == MAP_FAILED)
+        return 0;
+    for (size_t off = 0; off < len; off += 2u << 20)
+        static_cast<volatile char*>(p)[off] = 1;
+    ::munmap(p, len);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 HugePages::~HugePages()
 {
     if (!added_)
@@ -81,4 +106,4 @@ HugePages::~HugePages()
         (void)writeCount(now > added_ ? now - added_ : 0);
 }
 
-} // namespace npf::test
+} // namespace npf::topology
