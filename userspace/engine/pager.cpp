@@ -144,9 +144,11 @@ void Pager::loop() noexcept
             busy |= drainBackup(*q) == xsk::kMaxBatch;
         drainDeferred();
         // Prefetch when there is slack: with the backup ring full, the
-        // datagrams themselves bring the pages in at the same cost per page.
-        if (!busy)
-            prefetchAhead();
+        // datagrams themselves bring 4 KiB pages in at the same cost per
+        // page. Not 2 MiB ones: a page installed ahead spares the pager the
+        // hundreds of datagrams that would otherwise take the backup ring
+        // while it is missing, so those regions prefetch every round.
+        prefetchAhead(busy);
         settleClaims();
         const uint64_t now = monotonicNs();
         flows_.forEach([&](ServedFlow& f) { f.publish(now); });
@@ -356,16 +358,39 @@ void Pager::install(uint64_t pickupNs) noexcept
     }
 }
 
-void Pager::prefetchAhead() noexcept
+void Pager::prefetchAhead(bool busy) noexcept
 {
     if (cfg_.prefetchDepth == 0)
         return;
     flows_.forEach([&](ServedFlow& f) {
+        const uint64_t page = f.region.pageSize();
+        if (busy && page == NPF_PAGE_SIZE)
+            return;
         if (!f.faulted.exchange(false, std::memory_order_relaxed))
             return;
-        // The post ring says exactly where the next datagrams of this flow go.
-        const uint64_t cons = f.posts.consumed();
-        const uint64_t end = std::min(f.posts.published(), cons + cfg_.prefetchDepth);
+        // The post ring says exactly where the next datagrams of this flow go:
+        // prefetchDepth buffers, and with 2 MiB pages at least the buffers
+        // of the next two pages.
+        const uint64_t cons = f.posts.consumed(), published = f.posts.published();
+        uint64_t end = std::min(published, cons + cfg_.prefetchDepth);
+        if (page > NPF_PAGE_SIZE && end > cons) {
+            const uint64_t first = f.posts.slot(cons).offset / page;
+            while (end < published && end < cons + NPF_POST_RING_SIZE && f.posts.slot(end).offset / page < first + 2)
+                end++;
+        }
+        if (busy) {
+            // Between two backup batches: one page a round, so the backup
+            // ring keeps draining; the flow stays marked for the next round.
+            for (uint64_t s = cons; s < end; s++) {
+                const Post p = f.posts.slot(s);
+                if (f.region.isResident(p.offset, p.len))
+                    continue;
+                (void)f.region.prefetch(p.offset & ~(page - 1), page);
+                f.faulted.store(true, std::memory_order_relaxed);
+                return;
+            }
+            return;
+        }
         // Buffers are usually posted back to back: install each contiguous
         // run with one call (one batch of UFFDIO_COPYs, one eviction pass).
         uint64_t runOff = 0, runEnd = 0;

@@ -65,7 +65,7 @@ private:
     void drainDeferred() noexcept;
     void install(uint64_t pickupNs) noexcept;
     void dropAndFetch(uint64_t pickupNs) noexcept;
-    void prefetchAhead() noexcept;
+    void prefetchAhead(bool busy) noexcept;
     void settleClaims() noexcept;
     void stopSyncs() noexcept; // the loop ended: sync() returns at once from now on
     bool socketGone(int fd) noexcept;

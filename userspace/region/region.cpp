@@ -98,13 +98,19 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(size_) + ")");
 
-    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM | (huge ? UFFD_FEATURE_MISSING_HUGETLBFS : 0),
+    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
+                                  (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
                               UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
+    // 2 MiB pages are installed with UFFDIO_CONTINUE: MINOR mode as well, so
+    // that a page in the page cache but not yet mapped here still faults.
+    const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (huge ? UFFDIO_REGISTER_MODE_MINOR : 0);
+    if (huge)
+        alias_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
+                               "alias of region " + who);
     wp_ = cfg_.writeProtectFence && (uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
     if (wp_) {
         try {
-            uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP,
-                                "region " + who);
+            uffd_.registerRange(base(), size_, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
         } catch (const std::system_error& e) {
             NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
                      who.c_str(), e.what());
@@ -112,7 +118,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
         }
     }
     if (!wp_)
-        uffd_.registerRange(base(), size_, UFFDIO_REGISTER_MODE_MISSING, "region " + who);
+        uffd_.registerRange(base(), size_, modes, "region " + who);
 
     if (client && client->spill)
         spill_ = SpillFile::adopt(std::move(client->spill), size_, "region " + who);
@@ -274,9 +280,68 @@ int Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
     return rc;
 }
 
+void Region::installHugePages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                              BatchTiming* t) noexcept
+{
+    for (size_t k = 0; k < pages.size(); ++k) {
+        const uint64_t page = pages[k];
+        const off_t off = static_cast<off_t>(bytes(page));
+        uint8_t* a = alias_.as<uint8_t>() + off;
+        const bool saved = bits::test(saved_.data(), page);
+        const char* what = "fallocate (is the huge page pool empty? /proc/sys/vm/nr_hugepages)";
+        int rc = ::fallocate(memfd_.get(), 0, off, static_cast<off_t>(bytes(1))) == 0 ? 0 : -errno;
+        if (!rc && saved && (rc = spill_.load(bytes(page), a, bytes(1))) != 0)
+            what = "reading its saved content from the spill file";
+        if (!rc && pb)
+            plan_.applyTo(a, pb[k], pe[k]);
+        if (t)
+            t->imageReady = monotonicNs();
+        if (!rc) {
+            long c;
+            int again = 0;
+            do
+                c = uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
+            while (c == -EAGAIN && ++again < 100);
+            bump(c_->copyCalls);
+            if (t)
+                ++t->copies;
+            if (c == -EEXIST)
+                bump(c_->eexist); // mapped already: what the page cache holds is what we wrote
+            rc = c >= 0 || c == -EEXIST ? 0 : static_cast<int>(c);
+            what = "UFFDIO_CONTINUE";
+        }
+        if (t)
+            t->copyDone = monotonicNs();
+        status[k] = rc;
+        if (rc) {
+            bump(c_->errors);
+            NPF_WARN_RL("region %s: installing 2 MiB page %llu: %s: %s", cfg_.name.c_str(),
+                        static_cast<unsigned long long>(page), what, std::strerror(-rc));
+            // A page not installed leaves nothing in the page cache: the next
+            // attempt starts from a fresh zeroed page.
+            (void)::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+                              static_cast<off_t>(bytes(1)));
+            continue;
+        }
+        markInstalled(page);
+        bump(c_->pagesInstalled);
+        if (t)
+            ++t->pages;
+        if (saved) {
+            bits::clear(saved_.data(), page);
+            bump(c_->restored);
+            spill_.drop(bytes(page), bytes(1));
+        }
+    }
+}
+
 void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                           BatchTiming* t) noexcept
 {
+    if (alias_) {
+        installHugePages(pages, pb, pe, status, t);
+        return;
+    }
     uint8_t* stg = staging_.as<uint8_t>();
     size_t n = pages.size();
     size_t i = 0;
@@ -524,7 +589,18 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             // WP: left over from an eviction whose fence is lifted; the
             // waiter only needs to retry. Present: see refill().
             bool wpFault = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
-            if (wpFault || present(page)) {
+            if ((msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR) && !wpFault) {
+                // 2 MiB pages: in the page cache, not mapped here. Present:
+                // map it. Not: left by an install that failed; start afresh.
+                if (present(page)) {
+                    bump(c_->cpuFaultWakes);
+                    (void)uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
+                    uffd_.wake(pageAddr(page), bytes(1));
+                    continue;
+                }
+                (void)::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                                  static_cast<off_t>(bytes(page)), static_cast<off_t>(bytes(1)));
+            } else if (wpFault || present(page)) {
                 if (!wpFault && refill(page))
                     continue; // UFFDIO_COPY woke the waiter
                 bump(c_->cpuFaultWakes);

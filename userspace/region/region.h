@@ -253,9 +253,18 @@ private:
     }
 
     // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
-    // belong to pages[i]; status[i] gets 0 or -errno.
+    // belong to pages[i]; status[i] gets 0 or -errno. 4 KiB pages: page
+    // images built in staging, then UFFDIO_COPY per run. 2 MiB pages:
+    // installHugePages.
     void installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                       BatchTiming* t) noexcept;
+    // 2 MiB pages, no image copy: fallocate puts a zeroed page into the page
+    // cache, saved content and payloads are written into it through the
+    // unregistered alias mapping, and UFFDIO_CONTINUE maps it (MINOR mode)
+    // and wakes the faulting threads. Copying a 2 MiB image (UFFDIO_COPY) is
+    // what this saves: the kernel's zeroing is the only full pass.
+    void installHugePages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                          BatchTiming* t) noexcept;
     // Installs the pages in scratchPages_ (sorted and deduplicated here) that
     // faulted; scratchStatus_[k] gets 0 or -errno. -ENOMEM if nothing was tried.
     int installFaulted(BatchTiming* t) noexcept;
@@ -299,6 +308,7 @@ private:
     // unregisters when it is the last reference), then the mapping, then the memfd.
     Fd memfd_;
     MmapArea map_;
+    MmapArea alias_; // 2 MiB pages: the memfd mapped again, not registered (installHugePages)
     Userfaultfd uffd_;
     Userfaultfd clientUffd_;
     SpillFile spill_;

@@ -144,6 +144,18 @@ long Userfaultfd::copy(void* dst, const void* src, size_t len, int64_t* copied) 
     return -err;
 }
 
+long Userfaultfd::continueRange(void* addr, size_t len, int64_t* mapped) const noexcept
+{
+    uffdio_continue c{};
+    c.range = {reinterpret_cast<uint64_t>(addr), len};
+    c.mode = 0;
+    int rc = ::ioctl(fd_.get(), UFFDIO_CONTINUE, &c);
+    int err = errno;
+    if (mapped)
+        *mapped = c.mapped > 0 ? c.mapped : 0;
+    return rc == 0 ? static_cast<long>(len) : -err;
+}
+
 int Userfaultfd::wake(void* addr, size_t len) const noexcept
 {
     uffdio_range r{reinterpret_cast<uint64_t>(addr), len};

@@ -47,6 +47,10 @@ public:
     // bytes copied (== len) or -errno; *copied gets the bytes installed
     // before an error (e.g. the page that hit -EEXIST is at *copied).
     long copy(void* dst, const void* src, size_t len, int64_t* copied) const noexcept;
+    // UFFDIO_CONTINUE: maps the page cache pages of [addr, addr + len) into
+    // the registered range (MINOR mode) and wakes its waiters. Returns len or
+    // -errno (-EEXIST: already mapped); *mapped gets the bytes mapped before an error.
+    long continueRange(void* addr, size_t len, int64_t* mapped) const noexcept;
     // UFFDIO_WAKE of threads waiting on [addr, addr + len).
     int wake(void* addr, size_t len) const noexcept;
     // UFFDIO_WRITEPROTECT: protect (wp = true) or resolve and wake (wp = false;
