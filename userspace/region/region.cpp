@@ -338,10 +338,27 @@ void Region::installHugePages(std::span<const uint64_t> pages, const size_t* pb,
 void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                           BatchTiming* t) noexcept
 {
-    if (alias_) {
-        installHugePages(pages, pb, pe, status, t);
+    if (!alias_) {
+        installCopied(pages, pb, pe, status, t);
         return;
     }
+    // 2 MiB pages, the faster primitive per case (npf-uffd-bench, one core):
+    // a page with saved content is read into staging and copied (pread +
+    // UFFDIO_COPY at 17 GB/s beats fallocate's zeroing at 13 GB/s plus the
+    // same pread); one without is zeroed by fallocate and mapped with
+    // CONTINUE (no image to clear and copy).
+    for (size_t k = 0; k < pages.size(); ++k) {
+        const auto one = pages.subspan(k, 1);
+        if (bits::test(saved_.data(), pages[k]))
+            installCopied(one, pb ? pb + k : nullptr, pe ? pe + k : nullptr, status + k, t);
+        else
+            installHugePages(one, pb ? pb + k : nullptr, pe ? pe + k : nullptr, status + k, t);
+    }
+}
+
+void Region::installCopied(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                           BatchTiming* t) noexcept
+{
     uint8_t* stg = staging_.as<uint8_t>();
     size_t n = pages.size();
     size_t i = 0;

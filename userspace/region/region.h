@@ -253,16 +253,20 @@ private:
     }
 
     // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
-    // belong to pages[i]; status[i] gets 0 or -errno. 4 KiB pages: page
-    // images built in staging, then UFFDIO_COPY per run. 2 MiB pages:
-    // installHugePages.
+    // belong to pages[i]; status[i] gets 0 or -errno. Picks the primitive
+    // per page: installCopied, or installHugePages for a 2 MiB page with no
+    // saved content.
     void installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                       BatchTiming* t) noexcept;
+    // Page images built in staging (saved content or zeros, plus payloads),
+    // then UFFDIO_COPY per run of consecutive pages.
+    void installCopied(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
+                       BatchTiming* t) noexcept;
     // 2 MiB pages, no image copy: fallocate puts a zeroed page into the page
-    // cache, saved content and payloads are written into it through the
-    // unregistered alias mapping, and UFFDIO_CONTINUE maps it (MINOR mode)
-    // and wakes the faulting threads. Copying a 2 MiB image (UFFDIO_COPY) is
-    // what this saves: the kernel's zeroing is the only full pass.
+    // cache, payloads (and saved content, if any) are written into it through
+    // the unregistered alias mapping, and UFFDIO_CONTINUE maps it (MINOR
+    // mode) and wakes the faulting threads: the kernel's zeroing is the only
+    // full pass.
     void installHugePages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
                           BatchTiming* t) noexcept;
     // Installs the pages in scratchPages_ (sorted and deduplicated here) that
