@@ -14,8 +14,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> series(const std::string& dir, const std::string& prefix)
 {
     std::vector<std::string> v;
-    for (const char* k : {"npf", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned", "xdp-drop",
-                          "recvmmsg", "io_uring"})
+    for (const char* k : {"npf", "npf-2m", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned",
+                          "xdp-drop", "recvmmsg", "io_uring"})
         if (fs::exists(dir + "/" + prefix + k + ".dat") && fs::file_size(dir + "/" + prefix + k + ".dat") > 40)
             v.push_back(k);
     return v;
@@ -47,6 +47,13 @@ std::vector<std::string> makePlots(const std::string& dir, bool quiet)
         gp << "set xrange [*:*]\n";
         made.push_back("cold_start.png");
         made.push_back("cold_start_zoom.png");
+    }
+    auto pressure = series(dir, "pressure_");
+    if (!pressure.empty()) {
+        gp << "set output 'pressure.png'\nset title 'Memory pressure: received throughput, 1 ms bins (budget 1/4 "
+              "of the working set)'\nset xlabel 'ms since traffic start'\nset ylabel 'kpps'\nset xrange [0:*]\n";
+        plotCmd(gp, "pressure_", pressure, "1:2");
+        made.push_back("pressure.png");
     }
     for (const char* sc : {"steady", "cold"}) {
         const std::string prefix = std::string("cdf_") + sc + "_";

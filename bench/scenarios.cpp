@@ -226,7 +226,8 @@ Json pressure(const Options& o)
     auto rx = rxFor(env, o, o.payload);
     rx.budget = o.region / 4;
     RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "static-pinned"}, spec, t, rx, o);
+    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "static-pinned"}, spec, t,
+                     rx, o);
     throughputTable(rs);
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -242,6 +243,7 @@ Json pressure(const Options& o)
         printf("%-15s %12.0f %12.0f %12.0f %10.1f %10.1f\n", r.kind.c_str(), f,
                double(detail(r.details, "prefetched")) / s, double(detail(r.details, "evicted")) / s,
                mib(r.residentBytes), mib(r.pinnedBytes));
+        writeBins(o, "pressure_" + r.kind + ".dat", r);
     }
     Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
            {"offeredPps", o.coldRate}, {"runs", runs}};

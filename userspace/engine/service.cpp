@@ -10,6 +10,7 @@
 #include "ctl/attach.h"
 #include "ctl/engine_stats.h"
 #include "ctl/errors.h"
+#include "ctl/iface.h"
 #include "ctl/pins.h"
 #include "ctl/stats.h"
 #include "ctl/xsk_slots.h"
@@ -82,7 +83,7 @@ void Service::setUp()
     if (nq > dp_->queues())
         throw ctl::ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
                                  " queues requested, the program serves " + std::to_string(dp_->queues()));
-    const uint32_t mtu = xsk::interfaceMtu(static_cast<uint32_t>(dp_->ifindex()));
+    const uint32_t mtu = ctl::linkMtu(cfg_.ifname); // in this (the service's) network namespace
     const xsk::QueueSizes sizes =
         xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);
     NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,

@@ -1,29 +1,12 @@
 #include "xsk/sizing.h"
 
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 
 #include <bit>
 #include <cstring>
 #include <string>
 
-#include "sys/error.h"
-#include "sys/fd.h"
 
 namespace npf::xsk {
-
-uint32_t interfaceMtu(uint32_t ifindex)
-{
-    ifreq ifr{};
-    if (!if_indextoname(ifindex, ifr.ifr_name))
-        throwErrno("name of ifindex " + std::to_string(ifindex) + " (for its MTU)");
-    Fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!s)
-        throwErrno("socket for SIOCGIFMTU");
-    checkErrno(::ioctl(s.get(), SIOCGIFMTU, &ifr), std::string("MTU of ") + ifr.ifr_name + " (SIOCGIFMTU)");
-    return static_cast<uint32_t>(ifr.ifr_mtu);
-}
 
 QueueSizes queueSizes(uint32_t mtu, uint32_t inFlight, uint32_t frameSize, uint32_t frameCount,
                       uint32_t rxRingSize) noexcept

@@ -25,10 +25,6 @@ constexpr uint32_t framesPerPacket(uint32_t mtu, uint32_t frameSize, uint32_t he
     return (maxFrameBytes(mtu) + cap - 1) / cap;
 }
 
-// The MTU of interface `ifindex` in the calling thread's network namespace
-// (SIOCGIFMTU). Throws std::system_error naming the interface.
-uint32_t interfaceMtu(uint32_t ifindex);
-
 struct QueueSizes {
     uint32_t frameSize = 0;  // 2048 or 4096
     uint32_t frameCount = 0; // UMEM frames: frameSize * frameCount bytes pinned
