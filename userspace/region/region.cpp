@@ -52,36 +52,42 @@ void checkHugePages(uint64_t need, const std::string& who)
                            " > /proc/sys/vm/nr_hugepages` (or hugepages=N on the kernel command line)");
 }
 
+// Checks a config; returns its page shift.
+uint32_t checkedPageShift(const RegionConfig& cfg, bool client)
+{
+    const std::string& who = cfg.name;
+    const bool huge = cfg.pageSize == kHugePageSize;
+    if (cfg.pageSize != kPage && !huge)
+        throwErrno(EINVAL, "region " + who + ": page size " + sizeStr(cfg.pageSize) + " must be 4096 or 2 MiB");
+    if (huge && client)
+        throwErrno(EINVAL, "region " + who + ": client memory has 4 KiB pages");
+    if (cfg.size == 0 || cfg.size % cfg.pageSize)
+        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg.size) + " must be a non-zero multiple of " +
+                               (huge ? "2 MiB (its page size)" : "4096"));
+    if (cfg.size / kPage > NPF_MAX_REGION_PAGES)
+        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg.size) + " exceeds the 1 TiB maximum");
+    if (cfg.maxBatchPages == 0 || cfg.maxBatchPages > 1024)
+        throwErrno(EINVAL, "region " + who + ": maxBatchPages must be 1..1024");
+    return huge ? 21 : NPF_PAGE_SHIFT;
+}
+
 } // namespace
 
 Region::Region(const RegionConfig& cfg) : Region(cfg, nullptr) {}
 
 Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &client) {}
 
-Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(std::make_unique<Counters>())
+Region::Region(const RegionConfig& cfg, ClientMemory* client)
+    : cfg_(cfg), pageShift_(checkedPageShift(cfg_, client != nullptr)), size_(cfg_.size), pages_(size_ >> pageShift_),
+      batchPages_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cfg_.maxBatchPages} * kPage) >> pageShift_))),
+      budgetPages_(cfg_.residentBudget ? std::max<uint64_t>(1, cfg_.residentBudget >> pageShift_) : 0),
+      c_(std::make_unique<RegionCounters>()),
+      copy_(uffd_, io_, state_, spill_, plan_, staging_, batchPages_, *c_, cfg_.name),
+      continue_(uffd_, io_, alias_, state_, spill_, plan_, *c_, cfg_.name),
+      evictor_(state_, io_, spill_, *c_, *this, batchPages_, cfg_.name)
 {
     const std::string& who = cfg_.name;
-    const bool huge = cfg_.pageSize == kHugePageSize;
-    if (cfg_.pageSize != kPage && !huge)
-        throwErrno(EINVAL, "region " + who + ": page size " + sizeStr(cfg_.pageSize) + " must be 4096 or 2 MiB");
-    if (huge && client)
-        throwErrno(EINVAL, "region " + who + ": client memory has 4 KiB pages");
-    pageShift_ = huge ? 21 : NPF_PAGE_SHIFT;
-    const uint64_t page = cfg_.pageSize;
-    if (cfg_.size == 0 || cfg_.size % page)
-        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " must be a non-zero multiple of " +
-                               (huge ? "2 MiB (its page size)" : "4096"));
-    if (cfg_.size / kPage > NPF_MAX_REGION_PAGES)
-        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg_.size) + " exceeds the 1 TiB maximum");
-    if (cfg_.maxBatchPages == 0 || cfg_.maxBatchPages > 1024)
-        throwErrno(EINVAL, "region " + who + ": maxBatchPages must be 1..1024");
-    size_ = cfg_.size;
-    pages_ = size_ >> pageShift_;
-    batchPages_ = std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cfg_.maxBatchPages} * kPage) >> pageShift_));
-    budgetPages_ = cfg_.residentBudget >> pageShift_;
-    if (cfg_.residentBudget && budgetPages_ == 0)
-        budgetPages_ = 1;
-
+    const bool huge = pageShift_ != NPF_PAGE_SHIFT;
     if (client) {
         adoptMemfd(std::move(client->memfd));
     } else {
@@ -125,32 +131,18 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
     else
         spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
 
-    const size_t bitmapWords = residentBitmapWords(), words = (pages_ + 63) / 64;
-    if (cfg_.residentBitmap) {
-        bitmap_ = cfg_.residentBitmap;
-        for (size_t i = 0; i < bitmapWords; ++i)
-            __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
-    } else {
-        ownBitmap_ = LazyArray<uint64_t>(bitmapWords, "resident bitmap of " + who);
-        bitmap_ = ownBitmap_.data();
-    }
-    present_ = LazyArray<uint64_t>(words, "present bitmap of " + who);
-    referenced_ = LazyArray<uint64_t>(words, "referenced bitmap of " + who);
-    saved_ = LazyArray<uint64_t>(words, "saved bitmap of " + who);
-    discard_ = LazyArray<uint64_t>(words, "discard bitmap of " + who);
-    if (huge)
-        released_ = LazyArray<uint64_t>(bitmapWords, "released 4 KiB pieces of " + who);
-    protect_ = LazyArray<uint32_t>(pages_, "protect counts of " + who);
-    clock_ = LazyArray<uint32_t>(pages_, "clock of " + who);
+    state_ = PageState(size_, pageShift_, cfg_.residentBitmap, who);
 
     staging_ = MmapArea::map(bytes(batchPages_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
                              "staging pages of " + who);
     std::memset(staging_.get(), 0, staging_.size());
+    // With client memory, saves read through staging: free, as installs
+    // hold the lock too.
+    io_ = PageIo(base(), pageShift_, memfd_.get(), adopted_, staging_.as<uint8_t>());
     scratchPages_.reserve(4096);
     scratchBegin_.reserve(4096);
     scratchEnd_.reserve(4096);
     scratchStatus_.reserve(4096);
-    victims_.reserve(batchPages_);
     msgs_.resize(64);
     if (client && client->uffd)
         adoptClientUffd(std::move(client->uffd), client->base);
@@ -164,182 +156,13 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client) : cfg_(cfg), c_(st
                              : ", client memory, client not fenced");
 }
 
-Region::~Region()
-{
-    if (bitmap_) {
-        const size_t words = residentBitmapWords();
-        for (size_t i = 0; i < words; ++i)
-            if (bitmap_[i])
-                __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
-    }
-}
+// The resident bits are cleared by state_'s destructor, first of the parts.
+Region::~Region() = default;
 
-bool Region::isResident(uint64_t offset, uint64_t len) const noexcept
-{
-    if (offset > size_ || len > size_ - offset)
-        return false;
-    if (!len)
-        return true;
-    for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p)
-        if (!bits::testAcquire(bitmap_, p))
-            return false;
-    return true;
-}
-
-void Region::markReferenced(uint64_t offset, uint64_t len) noexcept
-{
-    if (!len || offset >= size_)
-        return;
-    uint64_t last = std::min(offset + len - 1, size_ - 1) >> pageShift_;
-    for (uint64_t p = offset >> pageShift_; p <= last; ++p) {
-        if (!bits::testAcquire(referenced_.data(), p))
-            bits::setAtomic(referenced_.data(), p, __ATOMIC_RELAXED);
-        // New data ends a release(). Eviction reads the bit after its grace
-        // period, which this writer's section is part of.
-        if (bits::testAcquire(discard_.data(), p))
-            bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
-    }
-    unrelease(offset, len);
-}
-
-void Region::unrelease(uint64_t offset, uint64_t len) noexcept
-{
-    if (!released_.data() || !len || offset >= size_)
-        return;
-    const uint64_t last = std::min(offset + len - 1, size_ - 1) >> NPF_PAGE_SHIFT;
-    for (uint64_t q = offset >> NPF_PAGE_SHIFT; q <= last; ++q)
-        if (bits::testAcquire(released_.data(), q))
-            bits::clearAtomic(released_.data(), q, __ATOMIC_RELAXED);
-}
-
-bool Region::wholePageReleased(uint64_t page) const noexcept
-{
-    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6);
-    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
-        if (__atomic_load_n(&released_.data()[w], __ATOMIC_ACQUIRE) != ~uint64_t{0})
-            return false;
-    return true;
-}
-
-void Region::clockPush(uint64_t page) noexcept
-{
-    clock_[(clockHead_ + clockLen_) % pages_] = static_cast<uint32_t>(page);
-    ++clockLen_;
-}
-
-bool Region::clockPop(uint64_t* page) noexcept
-{
-    if (!clockLen_)
-        return false;
-    *page = clock_[clockHead_];
-    clockHead_ = (clockHead_ + 1) % pages_;
-    --clockLen_;
-    return true;
-}
-
-void Region::setResident(uint64_t page) noexcept
-{
-    if (pageShift_ == NPF_PAGE_SHIFT) {
-        bits::setAtomic(bitmap_, page, __ATOMIC_RELEASE);
-        return;
-    }
-    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6); // 8 for 2 MiB
-    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
-        __atomic_store_n(&bitmap_[w], ~uint64_t{0}, __ATOMIC_RELEASE);
-}
-
-void Region::clearResident(uint64_t page) noexcept
-{
-    if (pageShift_ == NPF_PAGE_SHIFT) {
-        bits::clearAtomic(bitmap_, page, __ATOMIC_SEQ_CST);
-        return;
-    }
-    const uint64_t words = uint64_t{1} << (pageShift_ - NPF_PAGE_SHIFT - 6);
-    for (uint64_t w = page * words; w < (page + 1) * words; ++w)
-        __atomic_store_n(&bitmap_[w], 0, __ATOMIC_SEQ_CST);
-}
-
-void Region::markInstalled(uint64_t page) noexcept
-{
-    bits::set(present_.data(), page);
-    bits::setAtomic(referenced_.data(), page, __ATOMIC_RELAXED);
-    clockPush(page);
-    resident_.fetch_add(1, std::memory_order_relaxed);
-    // Content is final: only now may XDP steer writes to this page.
-    setResident(page);
-}
-
-// UFFDIO_COPY found the page present although we had not installed it (it was
-// populated behind our back): keep what is there, patch our pieces in.
-int Region::onExisting(uint64_t page, size_t pb, size_t pe) noexcept
-{
-    bump(c_->eexist);
-    int rc = patchInPlace(page, pb, pe);
-    markInstalled(page);
-    uffd_.wake(pageAddr(page), bytes(1));
-    return rc;
-}
-
-void Region::installHugePages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                              BatchTiming* t) noexcept
-{
-    for (size_t k = 0; k < pages.size(); ++k) {
-        const uint64_t page = pages[k];
-        const off_t off = static_cast<off_t>(bytes(page));
-        uint8_t* a = alias_.as<uint8_t>() + off;
-        const bool saved = bits::test(saved_.data(), page);
-        const char* what = "fallocate (is the huge page pool empty? /proc/sys/vm/nr_hugepages)";
-        int rc = ::fallocate(memfd_.get(), 0, off, static_cast<off_t>(bytes(1))) == 0 ? 0 : -errno;
-        if (!rc && saved && (rc = spill_.load(bytes(page), a, bytes(1))) != 0)
-            what = "reading its saved content from the spill file";
-        if (!rc && pb)
-            plan_.applyTo(a, pb[k], pe[k]);
-        if (t)
-            t->imageReady = monotonicNs();
-        if (!rc) {
-            long c;
-            int again = 0;
-            do
-                c = uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
-            while (c == -EAGAIN && ++again < 100);
-            bump(c_->copyCalls);
-            if (t)
-                ++t->copies;
-            if (c == -EEXIST)
-                bump(c_->eexist); // mapped already: what the page cache holds is what we wrote
-            rc = c >= 0 || c == -EEXIST ? 0 : static_cast<int>(c);
-            what = "UFFDIO_CONTINUE";
-        }
-        if (t)
-            t->copyDone = monotonicNs();
-        status[k] = rc;
-        if (rc) {
-            bump(c_->errors);
-            NPF_WARN_RL("region %s: installing 2 MiB page %llu: %s: %s", cfg_.name.c_str(),
-                        static_cast<unsigned long long>(page), what, std::strerror(-rc));
-            // A page not installed leaves nothing in the page cache: the next
-            // attempt starts from a fresh zeroed page.
-            (void)::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-                              static_cast<off_t>(bytes(1)));
-            continue;
-        }
-        markInstalled(page);
-        bump(c_->pagesInstalled);
-        if (t)
-            ++t->pages;
-        if (saved) {
-            bits::clear(saved_.data(), page);
-            bump(c_->restored);
-            spill_.drop(bytes(page), bytes(1));
-        }
-    }
-}
-
-void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                          BatchTiming* t) noexcept
+void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
 {
     if (!alias_) {
-        installCopied(pages, pb, pe, status, t);
+        copy_.install(b, t);
         return;
     }
     // 2 MiB pages, the faster primitive per case (npf-uffd-bench, one core):
@@ -347,113 +170,11 @@ void Region::installPages(std::span<const uint64_t> pages, const size_t* pb, con
     // UFFDIO_COPY at 17 GB/s beats fallocate's zeroing at 13 GB/s plus the
     // same pread); one without is zeroed by fallocate and mapped with
     // CONTINUE (no image to clear and copy).
-    for (size_t k = 0; k < pages.size(); ++k) {
-        const auto one = pages.subspan(k, 1);
-        if (bits::test(saved_.data(), pages[k]))
-            installCopied(one, pb ? pb + k : nullptr, pe ? pe + k : nullptr, status + k, t);
+    for (size_t k = 0; k < b.size(); ++k) {
+        if (state_.saved(b.pages[k]))
+            copy_.install(b.sub(k, 1), t);
         else
-            installHugePages(one, pb ? pb + k : nullptr, pe ? pe + k : nullptr, status + k, t);
-    }
-}
-
-void Region::installCopied(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                           BatchTiming* t) noexcept
-{
-    uint8_t* stg = staging_.as<uint8_t>();
-    size_t n = pages.size();
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i + 1;
-        while (j < n && j - i < batchPages_ && pages[j] == pages[j - 1] + 1)
-            ++j;
-        size_t cnt = j - i;
-
-        int loadErr = 0;
-        for (size_t k = i; k < j && !loadErr;) {
-            bool sv = bits::test(saved_.data(), pages[k]);
-            size_t m = k + 1;
-            while (m < j && bits::test(saved_.data(), pages[m]) == sv)
-                ++m;
-            uint8_t* dst = stg + bytes(k - i);
-            if (sv)
-                loadErr = spill_.load(bytes(pages[k]), dst, bytes(m - k));
-            else
-                std::memset(dst, 0, bytes(m - k));
-            k = m;
-        }
-        if (loadErr) {
-            bump(c_->errors);
-            NPF_WARN_RL("region %s: reading saved pages from the spill file: %s", cfg_.name.c_str(),
-                        std::strerror(-loadErr));
-            for (size_t k = i; k < j; ++k)
-                status[k] = loadErr;
-            i = j;
-            continue;
-        }
-        if (pb)
-            for (size_t k = i; k < j; ++k)
-                plan_.applyTo(stg + bytes(k - i), pb[k], pe[k]);
-        if (t)
-            t->imageReady = monotonicNs();
-
-        uint64_t len = bytes(cnt), done = 0;
-        int again = 0;
-        uint8_t* dst = pageAddr(pages[i]);
-        while (done < len) {
-            int64_t copied = 0;
-            long rc = uffd_.copy(dst + done, stg + done, len - done, &copied);
-            bump(c_->copyCalls);
-            if (t)
-                ++t->copies;
-            uint64_t whole = static_cast<uint64_t>(copied) & ~(bytes(1) - 1);
-            for (uint64_t b = done; b < done + whole; b += bytes(1)) {
-                size_t k = i + (b >> pageShift_);
-                markInstalled(pages[k]);
-                status[k] = 0;
-            }
-            bump(c_->pagesInstalled, whole >> pageShift_);
-            if (t)
-                t->pages += static_cast<uint32_t>(whole >> pageShift_);
-            done += whole;
-            if (rc >= 0)
-                break;
-            if (rc == -EEXIST) {
-                size_t k = i + (done >> pageShift_);
-                status[k] = onExisting(pages[k], pb ? pb[k] : 0, pb ? pe[k] : 0);
-                done += bytes(1);
-                continue;
-            }
-            if (rc == -EAGAIN && ++again < 1000)
-                continue;
-            bump(c_->errors);
-            NPF_WARN_RL("region %s: UFFDIO_COPY of %llu pages at page %llu: %s", cfg_.name.c_str(),
-                        static_cast<unsigned long long>((len - done) >> pageShift_),
-                        static_cast<unsigned long long>(pages[i + (done >> pageShift_)]), std::strerror(static_cast<int>(-rc)));
-            for (size_t k = i + (done >> pageShift_); k < j; ++k)
-                status[k] = static_cast<int>(rc);
-            break;
-        }
-        if (t)
-            t->copyDone = monotonicNs();
-
-        // Pages installed now (copied, or found present: EEXIST, whatever a
-        // patch into it returned) no longer need their saved copy.
-        for (size_t k = i; k < j;) {
-            if (!present(pages[k]) || !bits::test(saved_.data(), pages[k])) {
-                ++k;
-                continue;
-            }
-            size_t m = k;
-            while (m < j && present(pages[m]) && bits::test(saved_.data(), pages[m]) &&
-                   pages[m] == pages[k] + (m - k)) {
-                bits::clear(saved_.data(), pages[m]);
-                ++m;
-            }
-            bump(c_->restored, m - k);
-            spill_.drop(bytes(pages[k]), bytes(m - k));
-            k = m;
-        }
-        i = j;
+            continue_.install(b.sub(k, 1), t);
     }
 }
 
@@ -474,11 +195,11 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
     for (size_t b = 0, e = 0; b < pieces.size(); b = e) {
         e = plan_.pageEnd(b);
         uint64_t page = pieces[b].page;
-        bits::clearAtomic(discard_.data(), page, __ATOMIC_RELAXED);
-        for (size_t k = b; released_.data() && k < e; ++k)
-            unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
-        if (present(page)) {
-            if (int prc = patchInPlace(page, b, e)) {
+        state_.newContent(page);
+        for (size_t k = b; k < e; ++k)
+            state_.unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
+        if (state_.present(page)) {
+            if (int prc = io_.patch(plan_, page, b, e)) {
                 bump(c_->errors);
                 NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
                             static_cast<unsigned long long>(page), std::strerror(-prc));
@@ -486,7 +207,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
                     results[pieces[k].patch] = prc;
                 continue;
             }
-            bits::setAtomic(referenced_.data(), page, __ATOMIC_RELAXED);
+            state_.setReferenced(page);
             bump(c_->patchesToResident, e - b);
             continue;
         }
@@ -506,7 +227,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         return -ENOMEM;
     std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
     if (n) {
-        installPages({scratchPages_.data(), n}, scratchBegin_.data(), scratchEnd_.data(), scratchStatus_.data(), t);
+        installPages({{scratchPages_.data(), n}, scratchBegin_.data(), scratchEnd_.data(), scratchStatus_.data()}, t);
         for (size_t k = 0; k < n; ++k) {
             if (scratchStatus_[k] == 0) {
                 bump(c_->packetFaults);
@@ -553,7 +274,7 @@ int Region::installFaulted(BatchTiming* t) noexcept
     if (!ensureSize(scratchStatus_, scratchPages_.size()))
         return -ENOMEM;
     std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
-    installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), t);
+    installPages({scratchPages_, nullptr, nullptr, scratchStatus_.data()}, t);
     return 0;
 }
 
@@ -609,15 +330,14 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             if ((msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_MINOR) && !wpFault) {
                 // 2 MiB pages: in the page cache, not mapped here. Present:
                 // map it. Not: left by an install that failed; start afresh.
-                if (present(page)) {
+                if (state_.present(page)) {
                     bump(c_->cpuFaultWakes);
                     (void)uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
                     uffd_.wake(pageAddr(page), bytes(1));
                     continue;
                 }
-                (void)::fallocate(memfd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                  static_cast<off_t>(bytes(page)), static_cast<off_t>(bytes(1)));
-            } else if (wpFault || present(page)) {
+                (void)io_.punch(page, 1);
+            } else if (wpFault || state_.present(page)) {
                 if (!wpFault && refill(page))
                     continue; // UFFDIO_COPY woke the waiter
                 bump(c_->cpuFaultWakes);
@@ -653,14 +373,14 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
         // One batch at a time, evicting after each: residency stays within
         // the budget plus one batch however long the range is.
         for (; p <= last && scratchPages_.size() < batchPages_; ++p)
-            if (!present(p) && !pushBack(scratchPages_, p))
+            if (!state_.present(p) && !pushBack(scratchPages_, p))
                 return installed ? installed : -ENOMEM;
         if (scratchPages_.empty())
             continue;
         if (!ensureSize(scratchStatus_, scratchPages_.size()))
             return installed ? installed : -ENOMEM;
         std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
-        installPages(scratchPages_, nullptr, nullptr, scratchStatus_.data(), nullptr);
+        installPages({scratchPages_, nullptr, nullptr, scratchStatus_.data()}, nullptr);
         for (int s : scratchStatus_)
             installed += s == 0;
         autoEvictLocked();
@@ -669,73 +389,19 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
     return installed;
 }
 
-void Region::protect(uint64_t offset, uint64_t len) noexcept
-{
-    if (!len || offset >= size_ || len > size_ - offset)
-        return;
-    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
-        std::atomic_ref<uint32_t>(protect_[p]).fetch_add(1, std::memory_order_relaxed);
-        if (bits::testAcquire(discard_.data(), p))
-            bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
-    }
-    unrelease(offset, len);
-}
-
-void Region::unprotect(uint64_t offset, uint64_t len) noexcept
-{
-    if (!len || offset >= size_ || len > size_ - offset)
-        return;
-    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
-        std::atomic_ref<uint32_t> c(protect_[p]);
-        uint32_t v = c.load(std::memory_order_relaxed);
-        while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
-        }
-    }
-}
-
-uint32_t Region::protectCount(uint64_t page) const noexcept
-{
-    if (page >= pages_)
-        return 0;
-    return std::atomic_ref<uint32_t>(protect_[page]).load(std::memory_order_relaxed);
-}
-
 int Region::release(uint64_t offset, uint64_t len) noexcept
 {
     if (offset > size_ || len > size_ - offset)
         return -EINVAL;
     std::lock_guard lk(mu_);
-    uint64_t first = (offset + bytes(1) - 1) >> pageShift_;
-    uint64_t end = (offset + len) >> pageShift_; // exclusive: only whole pages
-    if (released_.data() && len) {
-        // 2 MiB pages: mark the whole 4 KiB pieces; a page all of whose
-        // pieces are released (now, or by earlier calls) is released whole.
-        const uint64_t q0 = (offset + NPF_PAGE_SIZE - 1) >> NPF_PAGE_SHIFT, q1 = (offset + len) >> NPF_PAGE_SHIFT;
-        for (uint64_t q = q0; q < q1; ++q)
-            bits::setAtomic(released_.data(), q, __ATOMIC_RELAXED);
-        first = offset >> pageShift_;
-        end = (offset + len + bytes(1) - 1) >> pageShift_;
-    }
-    int n = 0;
-    for (uint64_t p = first; p < end; ++p) {
-        if (released_.data() && !wholePageReleased(p))
-            continue;
-        if (present(p)) {
-            bits::setAtomic(discard_.data(), p, __ATOMIC_RELAXED);
-        } else if (bits::test(saved_.data(), p)) {
-            bits::clear(saved_.data(), p);
-            spill_.drop(bytes(p), bytes(1));
-        }
-        ++n;
-    }
-    return n;
+    return state_.release(offset, len, [&](uint64_t page) { spill_.drop(bytes(page), bytes(1)); });
 }
 
 RegionStats Region::stats() const noexcept
 {
-    static constexpr auto atomics = regionCounters<Counters, std::atomic<uint64_t>>();
-    static_assert(sizeof(Counters) == atomics.size() * sizeof(std::atomic<uint64_t>),
-                  "Region::Counters: one atomic per kRegionCounters entry");
+    static constexpr auto atomics = regionCounters<RegionCounters, std::atomic<uint64_t>>();
+    static_assert(sizeof(RegionCounters) == atomics.size() * sizeof(std::atomic<uint64_t>),
+                  "RegionCounters: one atomic per kRegionCounters entry");
     RegionStats s;
     for (size_t i = 0; i < kRegionCounters.size(); ++i)
         s.*kRegionCounters[i].member = (c_.get()->*atomics[i].member).load(std::memory_order_relaxed);

@@ -27,6 +27,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -35,7 +36,13 @@
 
 #include "npf/abi.h"
 #include "npf/counters.h"
+#include "region/batch_timing.h"
+#include "region/continue_installer.h"
+#include "region/copy_installer.h"
 #include "region/epoch.h"
+#include "region/evictor.h"
+#include "region/page_io.h"
+#include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
 #include "region/uffd.h"
@@ -46,6 +53,8 @@
 #include "sys/ticket_lock.h"
 
 namespace npf {
+
+struct RegionCounters;
 
 // Page sizes a region can have: 4 KiB (shmem memfd) and 2 MiB (hugetlbfs
 // memfd, MFD_HUGETLB | MFD_HUGE_2MB: pages come from the kernel's huge page
@@ -106,7 +115,7 @@ struct RegionStats {
 
 // RegionStats's monotonic counters, for any struct C with the same field
 // names: RegionStats (V = uint64_t) and the region's own atomics
-// (Region::Counters, V = std::atomic<uint64_t>), which stats() copies by
+// (RegionCounters, V = std::atomic<uint64_t>), which stats() copies by
 // looping over both.
 template <typename C, typename V = uint64_t>
 constexpr std::array<CounterDef<C, V>, 22> regionCounters()
@@ -144,18 +153,7 @@ static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::u
 static_assert(sizeof(RegionStats) == (kRegionCounters.size() + 1) * sizeof(uint64_t),
               "kRegionCounters must list every field of RegionStats but residentPages");
 
-// CLOCK_MONOTONIC ns of one install call (the clock of bpf_ktime_get_ns), for
-// per-stage histograms. Zero when the stage did not happen.
-struct BatchTiming {
-    uint64_t start = 0;      // call entered (lock held)
-    uint64_t imageReady = 0; // last page image built (staging)
-    uint64_t copyDone = 0;   // last UFFDIO_COPY returned
-    uint64_t end = 0;        // bits set, call about to return (before auto-eviction)
-    uint32_t pages = 0;      // pages installed
-    uint32_t copies = 0;     // UFFDIO_COPY calls
-};
-
-class Region {
+class Region : private Evictor::Host {
 public:
     explicit Region(const RegionConfig& cfg);
     // Adopts a client's memory (see ClientMemory). Throws, closing the fds,
@@ -172,8 +170,8 @@ public:
     uint64_t pageSize() const noexcept { return uint64_t{1} << pageShift_; }
     int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
     int memfd() const noexcept { return memfd_.get(); }
-    const uint64_t* residentBitmap() const noexcept { return bitmap_; }
-    size_t residentBitmapWords() const noexcept { return (size_ / NPF_PAGE_SIZE + 63) / 64; }
+    const uint64_t* residentBitmap() const noexcept { return state_.residentBitmap(); }
+    size_t residentBitmapWords() const noexcept { return PageState::bitmapWords(size_); }
     bool writeProtectFence() const noexcept { return wp_; }
     uint64_t budgetPages() const noexcept { return budgetPages_; }
 
@@ -195,11 +193,11 @@ public:
     bool checkClient() noexcept;
 
     // True if every page of [offset, offset + len) has its resident bit set.
-    bool isResident(uint64_t offset, uint64_t len) const noexcept;
+    bool isResident(uint64_t offset, uint64_t len) const noexcept { return state_.isResident(offset, len); }
     // Marks pages recently written: a second chance for the clock, and the
     // end of a release() (the page holds new data). Call it inside the epoch
     // section that wrote them.
-    void markReferenced(uint64_t offset, uint64_t len) noexcept;
+    void markReferenced(uint64_t offset, uint64_t len) noexcept { state_.markReferenced(offset, len); }
 
     // Places payloads. results[i] (size >= patches.size()) gets 0 when patch i
     // is in place, else -errno (-EINVAL out of bounds). Returns the number in
@@ -217,9 +215,9 @@ public:
 
     // Refcounts pages of posted-but-unfilled buffers; eviction skips them.
     // protect() also cancels release() of those pages (new content is coming).
-    void protect(uint64_t offset, uint64_t len) noexcept;
-    void unprotect(uint64_t offset, uint64_t len) noexcept;
-    uint32_t protectCount(uint64_t page) const noexcept;
+    void protect(uint64_t offset, uint64_t len) noexcept { state_.protect(offset, len); }
+    void unprotect(uint64_t offset, uint64_t len) noexcept { state_.unprotect(offset, len); }
+    uint32_t protectCount(uint64_t page) const noexcept { return state_.protectCount(page); }
 
     // Content of the pages fully inside [offset, offset + len) is no longer
     // needed: they are not saved on eviction and come back zeroed. A page
@@ -234,11 +232,10 @@ public:
     // (pages faulted in meanwhile stay); returns pages evicted or -errno.
     int evictAll() noexcept;
 
-    uint64_t residentPages() const noexcept { return resident_.load(std::memory_order_relaxed); } // of pageSize()
+    uint64_t residentPages() const noexcept { return state_.residentPages(); } // of pageSize()
     RegionStats stats() const noexcept;
 
 private:
-    struct Counters;
     Region(const RegionConfig& cfg, ClientMemory* client);
     // region_client.cpp: checks and seals the client's memfd, adopts its uffd.
     void adoptMemfd(Fd memfd);
@@ -252,54 +249,26 @@ private:
         return reinterpret_cast<uint8_t*>(clientBase_ + (page << pageShift_));
     }
 
-    // Installs missing pages (sorted, unique). With a plan, pieces [pb[i], pe[i])
-    // belong to pages[i]; status[i] gets 0 or -errno. Picks the primitive
-    // per page: installCopied, or installHugePages for a 2 MiB page with no
-    // saved content.
-    void installPages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                      BatchTiming* t) noexcept;
-    // Page images built in staging (saved content or zeros, plus payloads),
-    // then UFFDIO_COPY per run of consecutive pages.
-    void installCopied(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                       BatchTiming* t) noexcept;
-    // 2 MiB pages, no image copy: fallocate puts a zeroed page into the page
-    // cache, payloads (and saved content, if any) are written into it through
-    // the unregistered alias mapping, and UFFDIO_CONTINUE maps it (MINOR
-    // mode) and wakes the faulting threads: the kernel's zeroing is the only
-    // full pass.
-    void installHugePages(std::span<const uint64_t> pages, const size_t* pb, const size_t* pe, int* status,
-                          BatchTiming* t) noexcept;
+    // Installs missing pages (sorted, unique), picking the primitive per
+    // page: copy_, or continue_ for a 2 MiB page with no saved content.
+    void installPages(const InstallBatch& b, BatchTiming* t) noexcept;
     // Installs the pages in scratchPages_ (sorted and deduplicated here) that
     // faulted; scratchStatus_[k] gets 0 or -errno. -ENOMEM if nothing was tried.
     int installFaulted(BatchTiming* t) noexcept;
-    void markInstalled(uint64_t page) noexcept;
-    int onExisting(uint64_t page, size_t pb, size_t pe) noexcept;
-    // Writes plan pieces [pb, pe) into a present page; 0 or -errno.
-    int patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept;
-    // Saves pages [page, page + n) (present, n <= maxBatchPages) to the spill file.
-    int saveRun(uint64_t page, uint64_t n) noexcept;
     bool refill(uint64_t page) noexcept;
     int serviceFaultsLocked(BatchTiming* t) noexcept;
     void autoEvictLocked() noexcept;
-    int evictLocked(uint64_t targetResident, bool ignoreReferenced) noexcept;
-    int evictBatch(uint32_t want, bool ignoreReferenced) noexcept;
-    void waitGrace() noexcept;
-    bool present(uint64_t page) const noexcept { return bits::test(present_.data(), page); }
-    uint8_t* pageAddr(uint64_t page) const noexcept { return base() + (page << pageShift_); }
+    // Evictor::Host (region_evict.cpp).
+    void waitGrace() noexcept override;
+    int raiseFence(uint64_t page, uint64_t n) noexcept override;
+    void liftFence(uint64_t page, uint64_t n) noexcept override;
+    uint8_t* pageAddr(uint64_t page) const noexcept { return io_.addr(page); }
     uint64_t bytes(uint64_t pages) const noexcept { return pages << pageShift_; }
-    // The resident bits of a page, in XDP's 4 KiB bitmap (1 bit, or 512 = 8 words).
-    void setResident(uint64_t page) noexcept;
-    void clearResident(uint64_t page) noexcept;
-    // New content in [offset, offset + len): its 4 KiB pieces are no longer released.
-    void unrelease(uint64_t offset, uint64_t len) noexcept;
-    bool wholePageReleased(uint64_t page) const noexcept;
-    void clockPush(uint64_t page) noexcept;
-    bool clockPop(uint64_t* page) noexcept;
 
     RegionConfig cfg_;
+    uint32_t pageShift_ = NPF_PAGE_SHIFT;
     uint64_t size_ = 0;
     uint64_t pages_ = 0;
-    uint32_t pageShift_ = NPF_PAGE_SHIFT;
     uint32_t batchPages_ = 0;           // pages per install/eviction batch (maxBatchPages in bytes, >= 1)
     uint64_t budgetPages_ = 0;
     bool wp_ = false;
@@ -308,39 +277,31 @@ private:
     uint64_t clientBase_ = 0;
     std::atomic<bool> clientGone_{false};
 
-    // Teardown order (reverse): the client's uffd and ours (each wakes and
-    // unregisters when it is the last reference), then the mapping, then the memfd.
+    // Teardown order (reverse): the resident bits (state_), the client's uffd
+    // and ours (each wakes and unregisters when it is the last reference),
+    // then the mapping, then the memfd.
     Fd memfd_;
     MmapArea map_;
-    MmapArea alias_; // 2 MiB pages: the memfd mapped again, not registered (installHugePages)
+    MmapArea alias_; // 2 MiB pages: the memfd mapped again, not registered (continue_)
     Userfaultfd uffd_;
     Userfaultfd clientUffd_;
     SpillFile spill_;
-
-    LazyArray<uint64_t> ownBitmap_;
-    uint64_t* bitmap_ = nullptr;        // resident bits (shared with XDP)
-    LazyArray<uint64_t> present_;       // page is in the memfd (pager's view)
-    LazyArray<uint64_t> referenced_;    // clock second-chance bits
-    LazyArray<uint64_t> saved_;         // content is in the spill file
-    LazyArray<uint64_t> discard_;       // released: evict without saving
-    // 2 MiB pages: release() marks 4 KiB pieces (XDP's bitmap granularity);
-    // a page whose 512 pieces are all released is discarded as a whole, and
-    // new content in a piece takes its mark away. Empty with 4 KiB pages.
-    LazyArray<uint64_t> released_;
-    LazyArray<uint32_t> protect_;       // posted-buffer refcounts
-    LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
-    uint64_t clockHead_ = 0, clockLen_ = 0;
-
+    PageState state_;
     MmapArea staging_;                  // batchPages_ page images
     PatchPlan plan_;
+    PageIo io_;
+    std::unique_ptr<RegionCounters> c_;
+
+    // Built in the initializer list with references to the parts above,
+    // which the constructor's body fills in.
+    CopyInstaller copy_;
+    ContinueInstaller continue_;
+    Evictor evictor_;
+
     std::vector<uint64_t> scratchPages_;
     std::vector<size_t> scratchBegin_, scratchEnd_;
     std::vector<int> scratchStatus_;
-    std::vector<uint64_t> victims_;
     std::vector<uffd_msg> msgs_;
-
-    std::atomic<uint64_t> resident_{0};
-    std::unique_ptr<Counters> c_;
     TicketLock mu_;
 };
 

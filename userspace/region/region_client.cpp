@@ -1,6 +1,7 @@
 // The client side of a region built from ClientMemory (npfd): adopting the
 // client's memfd and userfaultfd, serving the client's faults, fencing its
-// mapping during eviction, and reading and writing pages through the memfd.
+// mapping during eviction. (Pages are read and written through the memfd
+// then: PageIo.)
 //
 // A client fault is served like our own CPU fault: the page goes into the
 // shmem page cache through our own mapping and uffd (restored content if it
@@ -22,7 +23,6 @@
 #include "region/region.h"
 #include "region/region_internal.h"
 #include "sys/error.h"
-#include "sys/io.h"
 #include "sys/log.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
@@ -185,7 +185,7 @@ int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
             // woke it already). Present: installed since the client faulted
             // (our install wakes only our own waiters), or punched by it.
             bool wpFault = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
-            if (wpFault || present(page)) {
+            if (wpFault || state_.present(page)) {
                 if (!wpFault)
                     refill(page);
                 wakeClient(page, 1);
@@ -235,37 +235,6 @@ int Region::fenceClient(uint64_t page, uint64_t n, bool wp) noexcept
         clientFailed(rc, wp ? "write-protect" : "lift write-protect");
         return 0;
     }
-}
-
-int Region::patchInPlace(uint64_t page, size_t pb, size_t pe) noexcept
-{
-    if (!adopted_) {
-        plan_.applyTo(pageAddr(page), pb, pe);
-        return 0;
-    }
-    // The client can punch this page at any time; a write through our
-    // mapping would then wait in a fault on our own uffd, served only by
-    // this thread. pwrite() fills a punched page (zeros + payload) instead.
-    auto pieces = plan_.pieces();
-    for (size_t q = pb; q < pe; ++q)
-        if (int rc = pwriteFull(memfd_.get(), pieces[q].src, pieces[q].len, page * kPage + pieces[q].pageOff))
-            return rc;
-    return 0;
-}
-
-int Region::saveRun(uint64_t page, uint64_t n) noexcept
-{
-    if (!adopted_)
-        return spill_.save(bytes(page), pageAddr(page), bytes(n));
-    // Through the memfd for the same reason as patchInPlace: a hole reads
-    // as zeros instead of faulting. Staging is free: installs hold the lock.
-    uint8_t* buf = staging_.as<uint8_t>();
-    const ssize_t got = preadUpTo(memfd_.get(), buf, bytes(n), bytes(page));
-    if (got < 0)
-        return static_cast<int>(got);
-    if (static_cast<size_t>(got) != bytes(n)) // the memfd is sealed against shrinking: cannot happen
-        return -EIO;
-    return spill_.save(bytes(page), buf, bytes(n));
 }
 
 } // namespace npf

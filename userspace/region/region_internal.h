@@ -1,4 +1,5 @@
-// Internals shared by region.cpp, region_evict.cpp and region_client.cpp.
+// Internals shared by the region's parts: its counters, allocation that
+// cannot throw.
 #pragma once
 
 #include <atomic>
@@ -6,11 +7,10 @@
 #include <cstdint>
 #include <new>
 
-#include "region/region.h"
-
 namespace npf {
 
-struct Region::Counters {
+// A region's monotonic counters (kRegionCounters says what each counts).
+struct RegionCounters {
     std::atomic<uint64_t> packetBatches{0}, patches{0}, patchBytes{0}, patchesToResident{0};
     std::atomic<uint64_t> packetFaults{0}, cpuFaults{0}, cpuFaultWakes{0}, pagesInstalled{0};
     std::atomic<uint64_t> copyCalls{0}, eexist{0}, prefetched{0}, evicted{0}, spilled{0};

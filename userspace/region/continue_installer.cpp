@@ -1,0 +1,91 @@
+#include "region/continue_installer.h"
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "region/backoff.h"
+#include "region/page_io.h"
+#include "region/page_state.h"
+#include "region/patch_plan.h"
+#include "region/region_internal.h"
+#include "region/spill.h"
+#include "region/uffd.h"
+#include "sys/clock.h"
+#include "sys/log.h"
+#include "sys/mmap_area.h"
+
+namespace npf {
+
+void ContinueInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
+{
+    for (size_t k = 0; k < b.size(); ++k) {
+        const uint64_t page = b.pages[k];
+        const bool saved = state_.saved(page);
+        const char* what = nullptr;
+        int rc = fill(b, k, &what);
+        if (t)
+            t->imageReady = monotonicNs();
+        if (!rc) {
+            rc = map(page, t);
+            what = "UFFDIO_CONTINUE";
+        }
+        if (t)
+            t->copyDone = monotonicNs();
+        b.status[k] = rc;
+        if (rc) {
+            bump(c_.errors);
+            NPF_WARN_RL("region %s: installing 2 MiB page %llu: %s: %s", name_.c_str(),
+                        static_cast<unsigned long long>(page), what, std::strerror(-rc));
+            // A page not installed leaves nothing in the page cache: the next
+            // attempt starts from a fresh zeroed page.
+            (void)io_.punch(page, 1);
+            continue;
+        }
+        state_.markInstalled(page);
+        bump(c_.pagesInstalled);
+        if (t)
+            ++t->pages;
+        if (saved) {
+            state_.clearSaved(page);
+            bump(c_.restored);
+            spill_.drop(io_.bytes(page), io_.bytes(1));
+        }
+    }
+}
+
+int ContinueInstaller::fill(const InstallBatch& b, size_t k, const char** what) noexcept
+{
+    const uint64_t page = b.pages[k];
+    const off_t off = static_cast<off_t>(io_.bytes(page));
+    uint8_t* a = alias_.as<uint8_t>() + off;
+    *what = "fallocate (is the huge page pool empty? /proc/sys/vm/nr_hugepages)";
+    if (::fallocate(io_.memfd(), 0, off, static_cast<off_t>(io_.bytes(1))) != 0)
+        return -errno;
+    if (state_.saved(page)) {
+        *what = "reading its saved content from the spill file";
+        if (int rc = spill_.load(io_.bytes(page), a, io_.bytes(1)))
+            return rc;
+    }
+    if (b.begin)
+        plan_.applyTo(a, b.begin[k], b.end[k]);
+    return 0;
+}
+
+int ContinueInstaller::map(uint64_t page, BatchTiming* t) noexcept
+{
+    long c;
+    Backoff backoff;
+    do
+        c = uffd_.continueRange(io_.addr(page), io_.bytes(1), nullptr);
+    while (c == -EAGAIN && backoff.again());
+    bump(c_.copyCalls);
+    if (t)
+        ++t->copies;
+    if (c == -EEXIST)
+        bump(c_.eexist); // mapped already: what the page cache holds is what we wrote
+    return c >= 0 || c == -EEXIST ? 0 : static_cast<int>(c);
+}
+
+} // namespace npf

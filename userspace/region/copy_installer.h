@@ -1,0 +1,62 @@
+// Installs missing pages with UFFDIO_COPY: each page image is built in
+// staging (its saved content from the spill file, or zeros, then its payload
+// pieces from the PatchPlan), then copied in and mapped by one ioctl per run
+// of consecutive pages, so a page appears with its payloads already in it.
+// Called with its region's lock held.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "region/batch_timing.h"
+#include "region/install_batch.h"
+
+namespace npf {
+
+class MmapArea;
+class PageIo;
+class PageState;
+class PatchPlan;
+class SpillFile;
+class Userfaultfd;
+struct RegionCounters;
+
+class CopyInstaller {
+public:
+    // Installs into the mapping of `io` through `uffd` (registered over it),
+    // up to batchPages pages per ioctl (staging holds that many images).
+    // Keeps references: the region's parts, filled in before the first install.
+    CopyInstaller(const Userfaultfd& uffd, const PageIo& io, PageState& state, const SpillFile& spill,
+                  const PatchPlan& plan, const MmapArea& staging, uint32_t batchPages, RegionCounters& c,
+                  const std::string& name) noexcept
+        : uffd_(uffd), io_(io), state_(state), spill_(spill), plan_(plan), staging_(staging),
+          batchPages_(batchPages), c_(c), name_(name)
+    {
+    }
+
+    void install(const InstallBatch& b, BatchTiming* t) noexcept;
+
+private:
+    // Saved content or zeros, then payloads, for a run of at most
+    // batchPages pages into staging; 0 or -errno (reading the spill file).
+    int buildImages(const InstallBatch& run) noexcept;
+    // UFFDIO_COPY of a run of consecutive pages whose images are in staging.
+    void copy(const InstallBatch& run, BatchTiming* t) noexcept;
+    // Pages installed now (copied, or found present) no longer need their
+    // saved copy: counted as restored, dropped from the spill file.
+    void dropRestored(const InstallBatch& run) noexcept;
+    // UFFDIO_COPY found pages[k] present (populated behind our back).
+    int onExisting(const InstallBatch& run, size_t k) noexcept;
+
+    const Userfaultfd& uffd_;
+    const PageIo& io_;
+    PageState& state_;
+    const SpillFile& spill_;
+    const PatchPlan& plan_;
+    const MmapArea& staging_;
+    const uint32_t batchPages_;
+    RegionCounters& c_;
+    const std::string& name_;
+};
+
+} // namespace npf
