@@ -17,6 +17,7 @@ public:
     static constexpr unsigned kTries = 10;  // retries after the first attempt
     static constexpr unsigned kYields = 3;  // of them, the ones that only yield
     static constexpr long kFirstSleepNs = 10'000;
+    static_assert(kTries - kYields < 12, "the last sleep stays in the tens of milliseconds at most");
 
     // Waits before the next retry; false (without waiting) when the retries are spent.
     bool again() noexcept
