@@ -213,13 +213,6 @@ struct HugeTarget : Target {
     ContinueInstaller installer{uffd, io, alias, state, spill, planned, c, name};
 };
 
-#define NPF_REQUIRE_HUGE_PAGES(pool)                                         \
-    do {                                                                     \
-        NPF_REQUIRE_UFFD();                                                  \
-        if (!(pool).ok())                                                    \
-            GTEST_SKIP() << "2 MiB huge pages unavailable: " << (pool).why(); \
-    } while (0)
-
 TEST(ContinueInstaller, MapsZeroedHugePagesWithTheirPayloads)
 {
     HugePages pool(3);

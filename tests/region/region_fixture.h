@@ -22,6 +22,14 @@
             GTEST_SKIP() << "userfaultfd unavailable: " << why_;             \
     } while (0)
 
+// `pool`: a topology::HugePages (tools/topology/huge_pages.h).
+#define NPF_REQUIRE_HUGE_PAGES(pool)                                         \
+    do {                                                                     \
+        NPF_REQUIRE_UFFD();                                                  \
+        if (!(pool).ok())                                                    \
+            GTEST_SKIP() << "2 MiB huge pages unavailable: " << (pool).why(); \
+    } while (0)
+
 namespace npf::test {
 
 constexpr uint64_t kPg = NPF_PAGE_SIZE;

@@ -16,13 +16,6 @@ namespace {
 
 constexpr uint64_t kHuge = kHugePageSize;
 
-#define NPF_REQUIRE_HUGE_PAGES(pool)                                         \
-    do {                                                                     \
-        NPF_REQUIRE_UFFD();                                                  \
-        if (!(pool).ok())                                                    \
-            GTEST_SKIP() << "2 MiB huge pages unavailable: " << (pool).why(); \
-    } while (0)
-
 RegionConfig hugeConfig(uint64_t size, uint64_t budget = 0)
 {
     RegionConfig c = smallConfig(size);

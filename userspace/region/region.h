@@ -48,7 +48,6 @@
 #include "region/uffd.h"
 #include "sys/clock.h"
 #include "sys/fd.h"
-#include "sys/lazy_array.h"
 #include "sys/mmap_area.h"
 #include "sys/ticket_lock.h"
 
