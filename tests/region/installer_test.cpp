@@ -4,117 +4,21 @@
 // ContinueInstaller (2 MiB pages: fallocate + alias + UFFDIO_CONTINUE); and
 // the bounded EAGAIN backoff both use.
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <optional>
 
 #include "huge_pages.h"
+#include "page_target.h"
 #include "region/backoff.h"
 #include "region/continue_installer.h"
 #include "region/copy_installer.h"
-#include "region/page_io.h"
-#include "region/page_state.h"
-#include "region/patch_plan.h"
-#include "region/region_internal.h"
-#include "region/spill.h"
-#include "region_fixture.h"
-
-#ifndef MFD_HUGE_2MB
-#define MFD_HUGE_2MB (21u << 26)
-#endif
 
 namespace npf::test {
 using topology::HugePages;
 namespace {
 
-// A memfd mapped twice (registered with a uffd, and an unregistered alias),
-// with the parts an installer works on.
-struct Target {
-    Target(uint64_t pages, uint32_t pageShift, uint32_t batchPages)
-        : shift(pageShift), size(pages << pageShift), batch(batchPages)
-    {
-        const bool huge = pageShift != NPF_PAGE_SHIFT;
-        memfd.reset(::memfd_create("npf-installer-test", MFD_CLOEXEC | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0)));
-        EXPECT_TRUE(memfd) << std::strerror(errno);
-        EXPECT_EQ(::ftruncate(memfd.get(), static_cast<off_t>(size)), 0);
-        map = MmapArea::map(size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd.get(), 0, "target");
-        alias = MmapArea::map(size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd.get(), 0, "alias");
-        uffd = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
-                                     (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
-                                 0, "installer test");
-        uffd.registerRange(map.get(), size,
-                           UFFDIO_REGISTER_MODE_MISSING | (huge ? UFFDIO_REGISTER_MODE_MINOR : 0), "target");
-        spill = SpillFile::open(size, "", "npf-installer-test-spill");
-        state = PageState(size, pageShift, nullptr, "installer test");
-        staging = MmapArea::map(uint64_t{batch} << pageShift, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                                -1, 0, "staging");
-        io = PageIo(map.as<uint8_t>(), pageShift, memfd.get(), false, staging.as<uint8_t>());
-    }
-
-    uint8_t* at(uint64_t page) const { return map.as<uint8_t>() + (page << shift); }
-    uint64_t pageBytes() const { return uint64_t{1} << shift; }
-    // Bytes the spill file really holds.
-    uint64_t spillBytes() const
-    {
-        struct stat st{};
-        EXPECT_EQ(::fstat(spill.fd(), &st), 0);
-        return static_cast<uint64_t>(st.st_blocks) * 512;
-    }
-    // Saves `content` (one page) as page's saved copy.
-    void save(uint64_t page, const std::vector<uint8_t>& content)
-    {
-        ASSERT_EQ(spill.save(page << shift, content.data(), content.size()), 0);
-        state.setSaved(page);
-    }
-    // Plans `patches`: pages, begin and end get the plan's pages in order
-    // and their piece ranges.
-    void plan(std::span<const Patch> patches)
-    {
-        std::vector<int> res(patches.size());
-        ASSERT_GE(planned.build(patches, size, shift, res), 0);
-        pages.clear();
-        begin.clear();
-        end.clear();
-        auto pieces = planned.pieces();
-        for (size_t b = 0, e; b < pieces.size(); b = e) {
-            e = planned.pageEnd(b);
-            pages.push_back(pieces[b].page);
-            begin.push_back(b);
-            end.push_back(e);
-        }
-        status.assign(pages.size(), -EIO);
-    }
-    InstallBatch withPieces() { return {pages, begin.data(), end.data(), status.data()}; }
-    InstallBatch bare(std::vector<uint64_t> ps)
-    {
-        pages = std::move(ps);
-        status.assign(pages.size(), -EIO);
-        return {pages, nullptr, nullptr, status.data()};
-    }
-
-    uint32_t shift;
-    uint64_t size;
-    uint32_t batch;
-    Fd memfd;
-    MmapArea map, alias;
-    Userfaultfd uffd;
-    SpillFile spill;
-    PageState state;
-    MmapArea staging;
-    PageIo io;
-    PatchPlan planned;
-    RegionCounters c;
-    std::string name = "installer-test";
-    std::vector<uint64_t> pages;
-    std::vector<size_t> begin, end;
-    std::vector<int> status;
-};
-
-struct CopyTarget : Target {
-    explicit CopyTarget(uint32_t batchPages, uint64_t pages = 64) : Target(pages, NPF_PAGE_SHIFT, batchPages) {}
+struct CopyTarget : PageTarget {
+    explicit CopyTarget(uint32_t batchPages, uint64_t pages = 64) : PageTarget(pages, NPF_PAGE_SHIFT, batchPages) {}
     CopyInstaller installer{uffd, io, state, spill, planned, staging, batch, c, name};
 };
 
@@ -208,8 +112,8 @@ TEST(CopyInstaller, UnreadableSavedContentFailsItsRunOnly)
     EXPECT_EQ(t.state.residentPages(), 1u);
 }
 
-struct HugeTarget : Target {
-    explicit HugeTarget(uint64_t pages) : Target(pages, 21, 1) {}
+struct HugeTarget : PageTarget {
+    explicit HugeTarget(uint64_t pages) : PageTarget(pages, 21, 1) {}
     ContinueInstaller installer{uffd, io, alias, state, spill, planned, c, name};
 };
 
