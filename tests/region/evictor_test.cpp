@@ -108,6 +108,8 @@ TEST(Evictor, VictimsWhoseFenceFailsStayResident)
     EXPECT_EQ(t.evictor.evictTo(0, true), -EIO) << "nothing evicted";
     EXPECT_EQ(t.c.errors.load(), 1u) << "one run";
     EXPECT_EQ(t.c.evicted.load(), 0u);
+    EXPECT_EQ(t.c.spilled.load(), 0u) << "no save behind a fence that is not up";
+    EXPECT_EQ(t.spillBytes(), 0u);
     EXPECT_EQ(t.state.residentPages(), 4u);
     EXPECT_TRUE(t.state.isResident(0, 4 * kPg)) << "resident bits set again";
     EXPECT_EQ(t.state.clockLength(), 4u) << "back on the clock";
