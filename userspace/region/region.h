@@ -27,8 +27,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
