@@ -50,9 +50,9 @@ std::vector<std::string> makePlots(const std::string& dir, bool quiet)
     }
     auto pressure = series(dir, "pressure_");
     if (!pressure.empty()) {
-        gp << "set output 'pressure.png'\nset title 'Memory pressure: received throughput, 1 ms bins (budget 1/4 "
-              "of the working set)'\nset xlabel 'ms since traffic start'\nset ylabel 'kpps'\nset xrange [0:*]\n";
-        plotCmd(gp, "pressure_", pressure, "1:2");
+        gp << "set output 'pressure.png'\nset title 'Memory pressure: received throughput, 10 ms averages (budget "
+              "1/4 of the working set)'\nset xlabel 'ms since traffic start'\nset ylabel 'kpps'\nset xrange [0:*]\n";
+        plotCmd(gp, "pressure_", pressure, "(floor($1/10)*10):2 smooth unique");
         made.push_back("pressure.png");
     }
     for (const char* sc : {"steady", "cold"}) {
