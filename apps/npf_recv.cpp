@@ -92,8 +92,6 @@ Sizes parseSizes(const Options& o)
     if (s.region == 0 || s.region > kMaxRegion)
         throw ArgumentError("--region: '" + o.region + "' is out of range (1 .. 1T)");
     s.page = o.pageSize == "2M" ? 2ull << 20 : NPF_PAGE_SIZE;
-    if (s.page != NPF_PAGE_SIZE && o.connect)
-        throw ArgumentError("--page-size 2M: npfd's clients have 4 KiB pages for now");
     s.region = (s.region + s.page - 1) / s.page * s.page;
     if (s.region > kMaxRegion)
         throw ArgumentError("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
@@ -399,6 +397,7 @@ int run(const Options& o)
         if (!o.socket.empty())
             cc.socket = o.socket;
         cc.regionSize = sz.region;
+        cc.pageSize = sz.page;
         cc.residentBudget = sz.budget;
         cc.name = "npf-recv";
         npf::Client cli(cc);

@@ -30,7 +30,11 @@ namespace npf {
 
 struct ClientConfig {
     std::string socket = "/run/npf/npfd.sock";
-    uint64_t regionSize = 1ull << 30;   // bytes of virtual receive memory (multiple of 4 KiB)
+    uint64_t regionSize = 1ull << 30;   // bytes of virtual receive memory (multiple of pageSize)
+    // 4096, or 2 MiB: a hugetlbfs region (its pages from the kernel's huge
+    // page pool, /proc/sys/vm/nr_hugepages; npfd refuses the region with
+    // no_space when the pool cannot hold its budget).
+    uint64_t pageSize = 4096;
     uint64_t residentBudget = 0;        // bytes; 0 = the most npfd allows this client
     std::string name;                   // shown in npfd's log
     std::chrono::milliseconds timeout{10000}; // for each request to npfd

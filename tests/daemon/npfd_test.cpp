@@ -27,6 +27,7 @@
 #include "ctl/flow_ring.h"
 #include "engine_fixture.h"
 #include "npf/client.h"
+#include "huge_pages.h"
 #include "npfd_rig.h"
 #include "sidecar/channel.h"
 #include "sidecar/protocol.h"
@@ -515,6 +516,72 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
         std::vector<uint8_t> first = payloadFor(senderId(1, i), 900), second = payloadFor(senderId(3, i), 900);
         ASSERT_EQ(std::memcmp(cli.region() + i * 4096, first.data(), 900), 0) << "datagram " << i;
         ASSERT_EQ(std::memcmp(cli.region() + (kN + i) * 4096, second.data(), 900), 0) << "datagram " << i;
+    }
+}
+
+// A client with 2 MiB pages (a hugetlbfs memfd): it receives, npfd evicts
+// whole huge pages to its budget, and when npfd dies what it had evicted
+// comes back from the client's spill through a second mapping (hugetlbfs has
+// no write(2)).
+TEST_F(NpfdE2E, HugePageClientReceivesAndSurvivesNpfd)
+{
+    topology::HugePages pool(8);
+    if (!pool.ok())
+        GTEST_SKIP() << "2 MiB huge pages unavailable: " << pool.why();
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const uint16_t port = kFirstPort + 55;
+    constexpr uint64_t kHuge = 2ull << 20;
+    // 8 pages of 2 MiB through a budget of 2.
+    Client cli({.socket = npfd.socket(), .regionSize = 8 * kHuge, .pageSize = kHuge, .residentBudget = 2 * kHuge,
+                .name = "huge"});
+    Flow& f = cli.openFlow(port);
+    constexpr uint32_t kN = 128; // 32 per page over the first 4 pages
+    constexpr uint64_t kStride = 64 << 10;
+    for (uint32_t i = 0; i < kN; i++)
+        ASSERT_TRUE(f.post(i * kStride, 2048));
+    f.flush();
+    Sender tx(rig.veth(), {.sender = 1, .count = kN, .dstPort = port, .size = [](uint32_t) { return 900u; }});
+    tx.start();
+    tx.join();
+    ASSERT_EQ(tx.error(), "");
+    std::vector<npf_completion> c(kN);
+    ASSERT_EQ(awaitCompletions(f, c), kN) << npfd.log();
+    for (size_t i = 0; i < kN; i++)
+        ASSERT_EQ(c[i].status, NPF_CS_OK);
+    // The buffers are no longer protected: installing page 7 evicts down to the budget.
+    ASSERT_EQ(cli.populate(7 * kHuge, 4096), 1u);
+    EXPECT_GE(cli.stats().evicted, 2u) << "nothing was evicted: the test proves nothing about the spill";
+    for (uint32_t i = 0; i < kN; i++) {
+        std::vector<uint8_t> want = payloadFor(senderId(1, i), 900);
+        ASSERT_EQ(std::memcmp(cli.region() + i * kStride, want.data(), 900), 0) << "datagram " << i << " (via npfd)";
+    }
+    ASSERT_EQ(cli.populate(6 * kHuge, 4096), 1u); // evicts again what the reads brought back
+
+    // An unprivileged npf-recv with 2 MiB pages, beside it: a socat stream byte for byte.
+    const std::string in = dir.path + "/huge.in", out = dir.path + "/huge.out", err = dir.path + "/huge.err";
+    writeStream(in, 1 << 20, 9);
+    auto recv = startClientRecv(rig, npfd, port + 1, out, err,
+                                {"-n", "1024", "--idle", "3", "--cold", "--region", "16M", "--budget", "4M",
+                                 "--page-size", "2M"});
+    ASSERT_TRUE(recv->ready());
+    EXPECT_EQ(socatSend(rig, in, port + 1), 0);
+    int rst = -1;
+    ASSERT_TRUE(recv->wait(int(test::kDeadline.count()), &rst)) << readFile(err);
+    EXPECT_EQ(rst, 0) << readFile(err);
+    EXPECT_TRUE(readFile(out) == readFile(in)) << "the 2 MiB-page client's output differs from its stream";
+
+    npfd.kill(SIGKILL);
+    int st = -1;
+    ASSERT_TRUE(npfd.wait(int(test::kDeadline.count()), &st));
+    npf_completion none[1];
+    EXPECT_EQ(f.wait(none, 20s), 0u);
+    EXPECT_NE(f.failure(), "");
+    EXPECT_GT(cli.restoredPages(), 0u) << "no page came back from the spill";
+    for (uint32_t i = 0; i < kN; i++) {
+        std::vector<uint8_t> want = payloadFor(senderId(1, i), 900);
+        ASSERT_EQ(std::memcmp(cli.region() + i * kStride, want.data(), 900), 0) << "datagram " << i << " after npfd";
     }
 }
 

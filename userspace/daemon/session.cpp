@@ -154,9 +154,10 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         (fds.size() == 3 && !sidecar::isMemfd(fds[2].get())))
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd or file", 0, m.id);
-    if (rq.pageSize != NPF_PAGE_SIZE)
-        throw ProtocolError(ErrorCode::BadMessage, "page_size " + std::to_string(rq.pageSize) + ": npfd serves " +
-                                                       std::to_string(NPF_PAGE_SIZE) + "-byte pages",
+    if (rq.pageSize != NPF_PAGE_SIZE && rq.pageSize != kHugePageSize)
+        throw ProtocolError(ErrorCode::BadMessage,
+                            "page_size " + std::to_string(rq.pageSize) +
+                                ": npfd serves 4096-byte pages (shmem memfd) and 2097152-byte pages (hugetlbfs memfd)",
                             EINVAL, m.id);
     if (rq.size > rule_->regionBytes || rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
         throw ProtocolError(ErrorCode::TooLarge,
@@ -171,6 +172,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
     RegionConfig rc;
     rc.size = rq.size;
+    rc.pageSize = rq.pageSize;
     rc.residentBudget = rq.budget;
     rc.residentBitmap = bitmap.words();
     rc.epochs = &d_.epochs();
@@ -181,14 +183,17 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         region = std::make_unique<Region>(
             rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base, fds.size() == 3 ? std::move(fds[2]) : Fd()});
     } catch (const std::system_error& e) {
+        if (e.code().value() == ENOMEM) // 2 MiB pages: the huge page pool is short
+            throw ProtocolError(ErrorCode::NoSpace, e.what(), ENOMEM, m.id);
         throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(),
                             e.code().value(), m.id);
     }
     bitmap_.emplace(std::move(bitmap));
     region_ = std::move(region);
     d_.home().addRegion(*region_);
-    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB", describe().c_str(),
-             static_cast<unsigned long long>(rq.size >> 20), static_cast<unsigned long long>(rq.budget >> 20));
+    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages", describe().c_str(),
+             static_cast<unsigned long long>(rq.size >> 20), static_cast<unsigned long long>(rq.budget >> 20),
+             rq.pageSize == kHugePageSize ? "2 MiB" : "4 KiB");
     return sidecar::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
 }
 

@@ -27,11 +27,14 @@
 namespace npf {
 namespace {
 
+constexpr uint64_t kHuge = 2ull << 20;
+constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), missing from Debian 12's glibc
+
 // A userfaultfd this (unprivileged) process may have: user-mode faults only
 // (a syscall that touches a missing page gets EFAULT: touch it first), with
 // the mapping registered for MISSING, and WP where shmem supports it (npfd
 // then fences the client's writes while it evicts).
-Fd registerUffd(void* base, uint64_t size)
+Fd registerUffd(void* base, uint64_t size, bool huge)
 {
     Fd uffd(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
     if (!uffd)
@@ -39,7 +42,8 @@ Fd registerUffd(void* base, uint64_t size)
     for (bool wp : {true, false}) {
         uffdio_api api{};
         api.api = UFFD_API;
-        api.features = UFFD_FEATURE_MISSING_SHMEM | (wp ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM : 0);
+        api.features = (huge ? UFFD_FEATURE_MISSING_HUGETLBFS : UFFD_FEATURE_MISSING_SHMEM) |
+                       (wp ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM : 0);
         if (::ioctl(uffd.get(), UFFDIO_API, &api) != 0) {
             if (wp) {
                 uffd.reset(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
@@ -67,10 +71,14 @@ Fd registerUffd(void* base, uint64_t size)
 // uses the region), the content npfd had evicted is brought back from the
 // client's spill file into the memfd, once, as soon as anyone notices.
 struct Link {
-    Link(int memfd, int spill) : memfd(memfd), spill(spill) {}
+    Link(int memfd, int spill, uint64_t size, uint64_t pageSize)
+        : memfd(memfd), spill(spill), size(size), pageSize(pageSize)
+    {
+    }
     std::atomic<int> gone{0};
     std::once_flag recovered;
     const int memfd, spill; // the Client's, which outlives its flows
+    const uint64_t size, pageSize;
     std::atomic<uint64_t> restoredPages{0};
 
     void lost() noexcept
@@ -82,6 +90,8 @@ struct Link {
     // Every page the spill holds and the memfd does not (a hole): copied in.
     uint64_t restore() noexcept
     {
+        if (pageSize != NPF_PAGE_SIZE)
+            return restoreHuge();
         uint64_t n = 0;
         std::vector<uint8_t> page(NPF_PAGE_SIZE);
         for (off_t off = 0;;) {
@@ -101,6 +111,33 @@ struct Link {
             (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
             off = hole;
         }
+        return n;
+    }
+    // hugetlbfs has no write(2) and no SEEK_DATA: content goes in through a
+    // second mapping of the memfd (never registered with a userfaultfd), and
+    // every page the spill holds is taken as evicted (npfd drops a page's
+    // spill content as soon as it restores it).
+    uint64_t restoreHuge() noexcept
+    {
+        void* a = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+        if (a == MAP_FAILED)
+            return 0;
+        uint64_t n = 0;
+        for (off_t off = 0;;) {
+            const off_t data = ::lseek(spill, off, SEEK_DATA);
+            if (data < 0)
+                break;
+            const off_t hole = ::lseek(spill, data, SEEK_HOLE);
+            if (hole <= data)
+                break;
+            const off_t mask = static_cast<off_t>(pageSize - 1);
+            for (off_t p = data & ~mask; p < hole && static_cast<uint64_t>(p) < size; p += static_cast<off_t>(pageSize))
+                if (::pread(spill, static_cast<uint8_t*>(a) + p, pageSize, p) == static_cast<ssize_t>(pageSize))
+                    n++;
+            (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
+            off = (hole + mask) & ~mask;
+        }
+        ::munmap(a, size);
         return n;
     }
     // npfd closed the connection: POLLHUP on the socket.
@@ -141,7 +178,7 @@ struct Client::Impl {
 void Client::Impl::connect()
 {
     ch.emplace(sidecar::Channel::connect(cfg.socket));
-    link = std::make_shared<Link>(memfd.get(), spill.get());
+    link = std::make_shared<Link>(memfd.get(), spill.get(), cfg.regionSize, cfg.pageSize);
     sidecar::HelloRequest hello;
     hello.name = cfg.name;
     sidecar::HelloReply h = call(hello).reply;
@@ -152,12 +189,12 @@ void Client::Impl::connect()
     // gets it, and this process keeps no copy (were npfd to die, the
     // registration goes with its copy, and a thread touching a page npfd
     // had evicted gets zeros instead of waiting forever).
-    Fd uffd = registerUffd(map.get(), cfg.regionSize);
+    Fd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
     sidecar::RegionRequest rq;
     rq.size = cfg.regionSize;
     rq.budget = budget;
     rq.base = reinterpret_cast<uint64_t>(map.get());
-    rq.pageSize = NPF_PAGE_SIZE;
+    rq.pageSize = static_cast<uint32_t>(cfg.pageSize);
     const int fds[3] = {memfd.get(), uffd.get(), spill.get()};
     (void)call(rq, fds);
 }
@@ -166,14 +203,22 @@ Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
 {
     Impl& c = *impl_;
     c.cfg = cfg;
-    if (cfg.regionSize == 0 || cfg.regionSize % NPF_PAGE_SIZE)
+    const bool huge = cfg.pageSize == kHuge;
+    if (cfg.pageSize != NPF_PAGE_SIZE && !huge)
+        throwErrno(EINVAL, "npf client: page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
+    if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
         throwErrno(EINVAL, "npf client: region size " + std::to_string(cfg.regionSize) +
-                               " is not a positive multiple of 4096");
-    c.memfd.reset(::memfd_create("npf-client-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+                               " is not a positive multiple of the page size " + std::to_string(cfg.pageSize));
+    c.memfd.reset(::memfd_create("npf-client-region",
+                                 MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2M : 0)));
     if (!c.memfd)
-        throwErrno("memfd_create for the npf region");
+        throwErrno(huge ? "memfd_create(MFD_HUGETLB) for the npf region (a kernel with hugetlbfs?)"
+                        : "memfd_create for the npf region");
     checkErrno(::ftruncate(c.memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
-    c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED, c.memfd.get(), 0, "the npf region");
+    // MAP_NORESERVE: a hugetlbfs mapping would otherwise reserve the whole
+    // region's huge pages up front; npfd keeps it within its budget.
+    c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, c.memfd.get(), 0,
+                          "the npf region");
     // Where npfd saves what it evicts: this process's, so it survives npfd.
     c.spill.reset(::memfd_create("npf-client-spill", MFD_CLOEXEC));
     if (!c.spill)

@@ -16,6 +16,10 @@ int PageIo::patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) co
         plan.applyTo(addr(page), pb, pe);
         return 0;
     }
+    if (alias_) {
+        plan.applyTo(alias_ + bytes(page), pb, pe);
+        return 0;
+    }
     // pwrite() fills a punched page (zeros + payload).
     auto pieces = plan.pieces();
     for (size_t q = pb; q < pe; ++q)

@@ -25,9 +25,12 @@ public:
     PageIo() noexcept = default;
     // Pages of 1 << pageShift bytes mapped at `base`, from `memfd`. With
     // throughMemfd, save() reads through `buf` (at least as many bytes as
-    // the longest run it saves).
-    PageIo(uint8_t* base, uint32_t pageShift, int memfd, bool throughMemfd, uint8_t* buf) noexcept
-        : base_(base), memfd_(memfd), pageShift_(pageShift), throughMemfd_(throughMemfd), buf_(buf)
+    // the longest run it saves), and patch() writes with pwrite, or through
+    // `alias` (an unregistered mapping of the memfd) when given: hugetlbfs
+    // has no write(2); a hole is then filled by the alias's own fault.
+    PageIo(uint8_t* base, uint32_t pageShift, int memfd, bool throughMemfd, uint8_t* buf,
+           uint8_t* alias = nullptr) noexcept
+        : base_(base), alias_(alias), memfd_(memfd), pageShift_(pageShift), throughMemfd_(throughMemfd), buf_(buf)
     {
     }
 
@@ -45,6 +48,7 @@ public:
 
 private:
     uint8_t* base_ = nullptr;
+    uint8_t* alias_ = nullptr;
     int memfd_ = -1;
     uint32_t pageShift_ = NPF_PAGE_SHIFT;
     bool throughMemfd_ = false;

@@ -53,14 +53,12 @@ void checkHugePages(uint64_t need, const std::string& who)
 }
 
 // Checks a config; returns its page shift.
-uint32_t checkedPageShift(const RegionConfig& cfg, bool client)
+uint32_t checkedPageShift(const RegionConfig& cfg)
 {
     const std::string& who = cfg.name;
     const bool huge = cfg.pageSize == kHugePageSize;
     if (cfg.pageSize != kPage && !huge)
         throwErrno(EINVAL, "region " + who + ": page size " + sizeStr(cfg.pageSize) + " must be 4096 or 2 MiB");
-    if (huge && client)
-        throwErrno(EINVAL, "region " + who + ": client memory has 4 KiB pages");
     if (cfg.size == 0 || cfg.size % cfg.pageSize)
         throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg.size) + " must be a non-zero multiple of " +
                                (huge ? "2 MiB (its page size)" : "4096"));
@@ -78,7 +76,7 @@ Region::Region(const RegionConfig& cfg) : Region(cfg, nullptr) {}
 Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &client) {}
 
 Region::Region(const RegionConfig& cfg, ClientMemory* client)
-    : cfg_(cfg), pageShift_(checkedPageShift(cfg_, client != nullptr)), size_(cfg_.size), pages_(size_ >> pageShift_),
+    : cfg_(cfg), pageShift_(checkedPageShift(cfg_)), size_(cfg_.size), pages_(size_ >> pageShift_),
       batchPages_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cfg_.maxBatchPages} * kPage) >> pageShift_))),
       budgetPages_(cfg_.residentBudget ? std::max<uint64_t>(1, cfg_.residentBudget >> pageShift_) : 0),
       c_(std::make_unique<RegionCounters>()),
@@ -98,9 +96,9 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
                             : "memfd_create for region " + who);
         if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
             throwErrno("size region memfd " + who + " to " + sizeStr(size_));
-        if (huge)
-            checkHugePages(budgetPages_ ? budgetPages_ + batchPages_ : pages_, who);
     }
+    if (huge) // a client's hugetlbfs memfd takes its pages from the same pool
+        checkHugePages(budgetPages_ ? budgetPages_ + batchPages_ : pages_, who);
     map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(size_) + ")");
 
@@ -138,7 +136,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     std::memset(staging_.get(), 0, staging_.size());
     // With client memory, saves read through staging: free, as installs
     // hold the lock too.
-    io_ = PageIo(base(), pageShift_, memfd_.get(), adopted_, staging_.as<uint8_t>());
+    io_ = PageIo(base(), pageShift_, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
     scratchPages_.reserve(4096);
     scratchBegin_.reserve(4096);
     scratchEnd_.reserve(4096);

@@ -30,12 +30,6 @@
 #endif
 
 namespace npf {
-namespace {
-
-constexpr uint64_t kPage = NPF_PAGE_SIZE;
-
-} // namespace
-
 void Region::adoptMemfd(Fd memfd)
 {
     const std::string what = "the client's memfd for region " + cfg_.name;
@@ -44,8 +38,12 @@ void Region::adoptMemfd(Fd memfd)
     struct statfs fs{};
     if (::fstatfs(memfd.get(), &fs) != 0)
         throwErrno("fstatfs " + what);
-    if (fs.f_type != TMPFS_MAGIC)
-        throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB)");
+    const bool huge = pageShift_ != NPF_PAGE_SHIFT;
+    if (!huge && fs.f_type != TMPFS_MAGIC)
+        throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB) as 4 KiB pages need");
+    if (huge && (fs.f_type != HUGETLBFS_MAGIC || static_cast<uint64_t>(fs.f_bsize) != kHugePageSize))
+        throwErrno(EINVAL, what + " is not a hugetlbfs memfd of 2 MiB pages (MFD_HUGETLB | MFD_HUGE_2MB) as "
+                                  "2 MiB pages need");
     int seals = ::fcntl(memfd.get(), F_GET_SEALS);
     if (seals < 0)
         throwErrno("F_GET_SEALS on " + what);
@@ -72,7 +70,7 @@ void Region::adoptMemfd(Fd memfd)
 void Region::adoptClientUffd(Fd uffd, uint64_t base)
 {
     const std::string who = "the client of region " + cfg_.name;
-    if (base % kPage || base + size_ < base) {
+    if (base % bytes(1) || base + size_ < base) {
         char hex[32];
         std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(base));
         throwErrno(EINVAL, who + ": base " + hex + " is not the page-aligned start of " + std::to_string(size_) +
@@ -121,7 +119,7 @@ bool Region::checkClient() noexcept
         return false;
     // Un-protecting one page without waking changes nothing outside an
     // eviction (we hold the lock); the kernel checks the client's mm first.
-    int rc = clientUffd_.writeProtect(clientAddr(0), kPage, false, false);
+    int rc = clientUffd_.writeProtect(clientAddr(0), bytes(1), false, false);
     if (rc == 0 || rc == -ENOENT || rc == -EAGAIN)
         return true;
     clientFailed(rc, "probe");
@@ -130,7 +128,7 @@ bool Region::checkClient() noexcept
 
 void Region::wakeClient(uint64_t page, uint64_t n) noexcept
 {
-    if (int rc = clientUffd_.wake(clientAddr(page), n * kPage))
+    if (int rc = clientUffd_.wake(clientAddr(page), bytes(n)))
         clientFailed(rc, "UFFDIO_WAKE");
 }
 
@@ -178,7 +176,7 @@ int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
                             static_cast<unsigned long long>(a));
                 continue;
             }
-            uint64_t page = (a - clientBase_) >> NPF_PAGE_SHIFT;
+            uint64_t page = (a - clientBase_) >> pageShift_;
             ++served;
             bump(c_->clientFaults);
             // WP: left over from an eviction whose fence is lifted (the lift
@@ -219,7 +217,7 @@ int Region::fenceClient(uint64_t page, uint64_t n, bool wp) noexcept
     if (!clientWp_ || clientGone())
         return 0;
     for (int again = 0;; ++again) {
-        int rc = clientUffd_.writeProtect(clientAddr(page), n * kPage, wp);
+        int rc = clientUffd_.writeProtect(clientAddr(page), bytes(n), wp);
         if (rc == 0)
             return 0;
         if (rc == -EAGAIN && again < 100) {
