@@ -1,6 +1,7 @@
 // npf::Engine end to end: real datagrams from the peer namespace, every byte
-// and the order checked, counters that add up. Cold region, eviction churn,
-// a budget far below the data, two RX queues, payload sizes and truncation.
+// and the order checked, counters that add up. Cold region and a budget far
+// below the data (4 KiB and 2 MiB pages), eviction churn, two RX queues,
+// payload sizes and truncation.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -8,9 +9,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "engine_fixture.h"
+#include "huge_pages.h"
 
 namespace npf::e2e {
 namespace {
@@ -34,14 +38,39 @@ void printNumbers(const char* test, const Sender& tx, const EngineStats& s)
 // lost" and "all of them OK" then hold on a loaded machine too; no test
 // asserts a rate.
 
+// Page sizes of the cold and budget tests: 4 KiB, and 2 MiB (hugetlbfs; the
+// test reserves its huge pages and gives them back).
+class EnginePages : public EngineE2E, public ::testing::WithParamInterface<uint64_t> {
+protected:
+    static constexpr uint64_t kHuge = 2ull << 20;
+    bool huge() const { return GetParam() == kHuge; }
+    // The pool a 2 MiB case needs (none for 4 KiB); skip() says why a case cannot run.
+    void reserve(uint64_t pages)
+    {
+        if (huge())
+            pool_ = std::make_unique<topology::HugePages>(pages);
+    }
+    std::string skip() const { return pool_ && !pool_->ok() ? "2 MiB huge pages unavailable: " + pool_->why() : ""; }
+
+private:
+    std::unique_ptr<topology::HugePages> pool_;
+};
+
+INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages, ::testing::Values(uint64_t{4096}, uint64_t{2} << 20),
+                         [](const auto& i) { return i.param == 4096 ? std::string("4K") : std::string("2M"); });
+
 // 1. Cold region: nothing resident at the start. Buffers at a 1500-byte
 // stride so payloads straddle page borders. Nothing lost, bit-exact, in
 // order; the first datagrams take the fault path, prefetch populates the
 // posted buffers ahead, and every datagram is placed by exactly one path.
-TEST_F(EngineE2E, ColdRegionNothingLostBitExactInOrder)
+// With 2 MiB pages each page is installed once, for the first datagram.
+TEST_P(EnginePages, ColdRegionNothingLostBitExactInOrder)
 {
+    reserve(33);
+    if (std::string why = skip(); !why.empty())
+        GTEST_SKIP() << why;
     Rig rig;
-    EngineInNs eng(rig, {.regionSize = 64ull << 20});
+    EngineInNs eng(rig, {.regionSize = 64ull << 20, .pageSize = GetParam()});
     ASSERT_EQ(eng->stats().residentPages, 0u) << "region must start cold";
     Flow& flow = eng->openFlow(kPort);
     const uint32_t count = 20000;
@@ -68,9 +97,15 @@ TEST_F(EngineE2E, ColdRegionNothingLostBitExactInOrder)
     EXPECT_GT(s.faultPath, 0u) << "a cold region must use the fault path";
     EXPECT_GT(s.packetFaults, 0u);
     EXPECT_EQ(t.faultFlag, s.faultPath) << "NPF_CF_FAULT flags must match the fault-path counter";
-    EXPECT_GT(s.prefetched, 0u);
     EXPECT_EQ(s.fastPath + s.faultPath, count) << "every datagram is placed once, by the worker or the pager";
-    printNumbers("cold", tx, s);
+    if (huge()) {
+        // 20000 x 1500 B = 29 MiB of buffers: 15 huge pages, each installed once.
+        EXPECT_LE(s.packetFaults + s.prefetched + s.cpuFaults, 32u) << numbers(s);
+        EXPECT_EQ(s.residentPages % 512, 0u) << "resident_pages counts 4 KiB pages, 512 per huge page";
+    } else {
+        EXPECT_GT(s.prefetched, 0u);
+    }
+    printNumbers(huge() ? "cold 2M" : "cold", tx, s);
 }
 
 // 2. Eviction churn: a thread evicts everything it may (not posted buffers)
@@ -137,18 +172,22 @@ TEST_F(EngineE2E, EvictionChurnKeepsCompletedBuffersBitExact)
     }
 }
 
-// 3. Budget 1 MiB for 64 MiB of region and 17+ MiB of data: everything is
-// verified after the traffic (almost all of it restored from the spill),
-// and residency never exceeds the budget by more than one batch.
-TEST_F(EngineE2E, BudgetFarBelowDataStaysWithinBudget)
+// 3. Budget far below the data: 1 MiB (4 KiB pages) or 8 MiB (four 2 MiB
+// pages) for 64 MiB of region and 17+ MiB of data: everything is verified
+// after the traffic (almost all of it restored from the spill), and
+// residency never exceeds the budget by more than one batch.
+TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
 {
+    reserve(6);
+    if (std::string why = skip(); !why.empty())
+        GTEST_SKIP() << why;
     Rig rig;
-    const uint64_t budget = 1 << 20;
-    EngineInNs eng(rig, {.regionSize = 64ull << 20, .residentBudget = budget});
+    const uint64_t budget = huge() ? 4 * kHuge : 1 << 20;
+    EngineInNs eng(rig, {.regionSize = 64ull << 20, .residentBudget = budget, .pageSize = GetParam()});
     Flow& flow = eng->openFlow(kPort);
     const uint32_t count = 12500; // x 1472 B = 17.5 MiB
     // 256 posted buffers = 128 pages (posted pages cannot be evicted): half
-    // the budget.
+    // the 4 KiB budget; one huge page (two at a border) of the 2 MiB one.
     Checker chk(*eng, flow, {.stride = 2048, .depth = 256}, size1472);
     chk.postInitial();
     std::atomic<bool> done{false};
@@ -181,12 +220,13 @@ TEST_F(EngineE2E, BudgetFarBelowDataStaysWithinBudget)
     EXPECT_TRUE(chk.inSendOrder());
     EXPECT_EQ(t.verified, count);
     EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
-    const uint64_t budgetPages = budget / 4096, batch = 64;
+    // resident_pages counts 4 KiB pages; a batch is 64 of them, or one huge page.
+    const uint64_t budgetPages = budget / 4096, batch = huge() ? 512 : 64;
     EXPECT_LE(maxResident.load(), budgetPages + batch)
         << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
-    EXPECT_GT(s.evicted, count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
+    EXPECT_GT(s.evicted * (GetParam() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
     EXPECT_GT(s.restored, 0u);
-    printNumbers("budget", tx, s);
+    printNumbers(huge() ? "budget 2M" : "budget", tx, s);
     std::printf("[ numbers  ] budget: %llu pages budget, peak %llu during traffic, %llu with verification reads\n",
                 (unsigned long long)budgetPages, (unsigned long long)maxDuringTraffic,
                 (unsigned long long)maxResident.load());
