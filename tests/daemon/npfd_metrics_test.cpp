@@ -192,15 +192,6 @@ uint16_t freePort(Rig& rig)
     return ntohs(a.sin_port);
 }
 
-size_t awaitCompletions(Flow& f, std::span<npf_completion> out)
-{
-    size_t got = 0;
-    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    while (got < out.size() && std::chrono::steady_clock::now() < end)
-        got += f.wait(out.subspan(got), 100ms);
-    return got;
-}
-
 class NpfdMetrics : public EngineE2E {};
 
 TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <random>
 
@@ -61,6 +62,16 @@ std::unique_ptr<Child> startClientRecv(Rig& rig, const Npfd& d, uint16_t port, c
     a.insert(a.end(), extra.begin(), extra.end());
     auto c = std::make_unique<Child>(rig.veth().rxNs().path(), a, err, true);
     return c;
+}
+
+size_t awaitCompletions(Flow& f, std::span<npf_completion> out)
+{
+    using namespace std::chrono_literals;
+    size_t got = 0;
+    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
+    while (got < out.size() && std::chrono::steady_clock::now() < end)
+        got += f.wait(out.subspan(got), 100ms);
+    return got;
 }
 
 void writeStream(const std::string& path, size_t size, uint32_t seed)

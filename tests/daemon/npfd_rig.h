@@ -6,8 +6,11 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "npf/engine.h"
 
 #include "e2e_rig.h"
 
@@ -39,6 +42,9 @@ private:
 // npf-recv --connect as uid 65534 in the rx namespace, output to `out`.
 std::unique_ptr<Child> startClientRecv(Rig& rig, const Npfd& d, uint16_t port, const std::string& out,
                                        const std::string& err, const std::vector<std::string>& extra);
+
+// Fills `out` with the flow's completions; returns how many came before the deadline.
+size_t awaitCompletions(Flow& f, std::span<npf_completion> out);
 
 // A file of `size` pseudo-random bytes (seeded), readable by anyone.
 void writeStream(const std::string& path, size_t size, uint32_t seed);

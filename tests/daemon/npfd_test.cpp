@@ -204,16 +204,6 @@ struct Raw {
     Fd fd;
 };
 
-// Fills `out` with the flow's completions; returns how many came before the deadline.
-size_t awaitCompletions(Flow& f, std::span<npf_completion> out)
-{
-    size_t got = 0;
-    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    while (got < out.size() && std::chrono::steady_clock::now() < end)
-        got += f.wait(out.subspan(got), 100ms);
-    return got;
-}
-
 // A good client still opens a flow and receives: npfd serves on.
 void expectServes(Rig& rig, const Npfd& npfd, uint16_t port)
 {
