@@ -177,8 +177,9 @@ std::string httpGet(Rig& rig, uint16_t port)
     return resp.substr(head + 4);
 }
 
-// A port nothing listens on in the rx namespace (the kernel picks it).
-uint16_t freePort(Rig& rig)
+// A TCP socket bound to 127.0.0.1 on a port the kernel picks (*port), in
+// the rx namespace.
+Fd loopbackSocket(Rig& rig, uint16_t* port)
 {
     test::NetnsGuard in(rig.veth().rxNs());
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -188,8 +189,17 @@ uint16_t freePort(Rig& rig)
     socklen_t len = sizeof(a);
     if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
         ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
-        throw std::runtime_error("freePort: no port");
-    return ntohs(a.sin_port);
+        throw std::runtime_error("loopbackSocket: no port");
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+// A port nothing listens on in the rx namespace (the kernel picks it).
+uint16_t freePort(Rig& rig)
+{
+    uint16_t port = 0;
+    (void)loopbackSocket(rig, &port);
+    return port;
 }
 
 class NpfdMetrics : public EngineE2E {};
@@ -322,16 +332,10 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
     for (const char* bad : {"not-an-address", "127.0.0.1:", "127.0.0.1:70000", "::1:9100"})
         EXPECT_EQ(exitOf(bad), ctl::kExitUsage) << bad;
 
-    test::NetnsGuard in(rig.veth().rxNs());
-    Fd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    uint16_t port = 0;
+    const Fd taken = loopbackSocket(rig, &port);
     ASSERT_EQ(::listen(taken.get(), 1), 0);
-    ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-    const int st = exitOf("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
+    const int st = exitOf("127.0.0.1:" + std::to_string(port));
     EXPECT_NE(st, 0);
     EXPECT_NE(st, -1) << "npfd did not exit";
 }

@@ -16,11 +16,13 @@ namespace npf::topology {
 namespace {
 
 constexpr const char* kNr = "/proc/sys/vm/nr_hugepages";
+constexpr const char* kFree = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
 constexpr const char* kLock = "/run/npf-test-hugepages.lock";
 
-bool readCount(uint64_t* v)
+// A count of 2 MiB pages from `path` (nr_hugepages unless told).
+bool readCount(uint64_t* v, const char* path = kNr)
 {
-    Fd f(::open(kNr, O_RDONLY | O_CLOEXEC));
+    Fd f(::open(path, O_RDONLY | O_CLOEXEC));
     char buf[32] = {};
     if (!f || ::read(f.get(), buf, sizeof(buf) - 1) <= 0)
         return false;
@@ -78,12 +80,7 @@ double HugePages::warm() const
 {
     const auto start = std::chrono::steady_clock::now();
     uint64_t free = 0;
-    {
-        Fd f(::open("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", O_RDONLY | O_CLOEXEC));
-        char buf[32] = {};
-        if (f && ::read(f.get(), buf, sizeof(buf) - 1) > 0)
-            free = std::strtoull(buf, nullptr, 10);
-    }
+    (void)readCount(&free, kFree);
     const size_t len = free << 21;
     if (!len)
         return 0;

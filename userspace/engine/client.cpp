@@ -88,12 +88,29 @@ struct Link {
     }
     bool isGone() const noexcept { return gone.load(std::memory_order_acquire) != 0; }
     // Every page the spill holds and the memfd does not (a hole): copied in.
+    //
+    // 2 MiB pages: hugetlbfs has no write(2) and no SEEK_DATA. Content goes
+    // in through a second mapping of the memfd (never registered with a
+    // userfaultfd), and every page the spill holds is taken as evicted (npfd
+    // drops a page's spill content as soon as it restores it).
     uint64_t restore() noexcept
     {
-        if (pageSize != NPF_PAGE_SIZE)
-            return restoreHuge();
+        const bool huge = pageSize != NPF_PAGE_SIZE;
+        void* alias = nullptr;
+        if (huge && (alias = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0)) ==
+                        MAP_FAILED)
+            return 0;
+        std::vector<uint8_t> buf(huge ? 0 : pageSize);
+        const auto whole = static_cast<ssize_t>(pageSize);
+        auto copy = [&](off_t p) {
+            if (huge)
+                return ::pread(spill, static_cast<uint8_t*>(alias) + p, pageSize, p) == whole;
+            if (::lseek(memfd, p, SEEK_DATA) == p)
+                return false; // the memfd has it: npfd had restored it
+            return ::pread(spill, buf.data(), pageSize, p) == whole && ::pwrite(memfd, buf.data(), pageSize, p) == whole;
+        };
         uint64_t n = 0;
-        std::vector<uint8_t> page(NPF_PAGE_SIZE);
+        const off_t mask = static_cast<off_t>(pageSize - 1);
         for (off_t off = 0;;) {
             const off_t data = ::lseek(spill, off, SEEK_DATA);
             if (data < 0)
@@ -101,43 +118,13 @@ struct Link {
             const off_t hole = ::lseek(spill, data, SEEK_HOLE);
             if (hole <= data)
                 break;
-            for (off_t p = data & ~off_t(NPF_PAGE_SIZE - 1); p < hole; p += NPF_PAGE_SIZE) {
-                if (::lseek(memfd, p, SEEK_DATA) == p)
-                    continue; // the memfd has it: npfd had restored it
-                if (::pread(spill, page.data(), NPF_PAGE_SIZE, p) == ssize_t(NPF_PAGE_SIZE) &&
-                    ::pwrite(memfd, page.data(), NPF_PAGE_SIZE, p) == ssize_t(NPF_PAGE_SIZE))
-                    n++;
-            }
-            (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
-            off = hole;
-        }
-        return n;
-    }
-    // hugetlbfs has no write(2) and no SEEK_DATA: content goes in through a
-    // second mapping of the memfd (never registered with a userfaultfd), and
-    // every page the spill holds is taken as evicted (npfd drops a page's
-    // spill content as soon as it restores it).
-    uint64_t restoreHuge() noexcept
-    {
-        void* a = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-        if (a == MAP_FAILED)
-            return 0;
-        uint64_t n = 0;
-        for (off_t off = 0;;) {
-            const off_t data = ::lseek(spill, off, SEEK_DATA);
-            if (data < 0)
-                break;
-            const off_t hole = ::lseek(spill, data, SEEK_HOLE);
-            if (hole <= data)
-                break;
-            const off_t mask = static_cast<off_t>(pageSize - 1);
-            for (off_t p = data & ~mask; p < hole && static_cast<uint64_t>(p) < size; p += static_cast<off_t>(pageSize))
-                if (::pread(spill, static_cast<uint8_t*>(a) + p, pageSize, p) == static_cast<ssize_t>(pageSize))
-                    n++;
+            for (off_t p = data & ~mask; p < hole && static_cast<uint64_t>(p) < size; p += whole)
+                n += copy(p);
             (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
             off = (hole + mask) & ~mask;
         }
-        ::munmap(a, size);
+        if (alias)
+            ::munmap(alias, size);
         return n;
     }
     // npfd closed the connection: POLLHUP on the socket.
