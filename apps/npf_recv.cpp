@@ -63,7 +63,7 @@ struct Options {
     std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
     std::string region = "64M", budget = "0", bufSize = "2048", pageSize = "4K"; // sizes: see parseSizes
     uint16_t port = 0;
-    uint32_t queues = 0, prefetch = 256;
+    uint32_t queues = 0, prefetch = 256, pagers = 1;
     uint64_t count = 0;
     int readyFd = -1; // --ready-fd: "ready\n" once every buffer is posted
     bool connect = false;  // --connect: through npfd
@@ -412,6 +412,7 @@ int run(const Options& o)
     cfg.pageSize = sz.page;
     cfg.residentBudget = sz.budget;
     cfg.prefetchDepth = o.prefetch;
+    cfg.pagerThreads = o.pagers;
     cfg.spillDir = o.spillDir;
     cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
     cfg.verifyUdpChecksum = !o.noUdpCsum;
@@ -467,6 +468,8 @@ int main(int argc, char** argv)
     app.add_option("--queues", o.queues, "RX queues to serve (0 = all)")
         ->check(CLI::Range(0u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
     app.add_option("--prefetch", o.prefetch, "posted buffers to populate after a fault (0 = off)");
+    app.add_option("--pagers", o.pagers, "pager threads (the fault path; see docs/architecture.md, Pagers)")
+        ->check(CLI::Range(1, 64));
     app.add_option("--reorder-ms", o.reorderMs, "a datagram proven dropped completes LOST this many ms after the proof")
         ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
     app.add_flag("--no-udp-csum", o.noUdpCsum, "do not verify UDP checksums (see below)");
@@ -476,8 +479,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     app.add_option("--connect", o.socket,
                    "receive through npfd (the npf daemon) at this socket (default /run/npf/npfd.sock) instead of "
-                   "an in-process engine; IFACE is npfd's interface. --mode, --queues, --prefetch, --spill-dir, "
-                   "--reorder-ms and --no-udp-csum are npfd's then")
+                   "an in-process engine; IFACE is npfd's interface. --mode, --queues, --prefetch, --pagers, "
+                   "--spill-dir, --reorder-ms and --no-udp-csum are npfd's then")
         ->expected(0, 1)
         ->type_name("[SOCKET]");
     app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");

@@ -32,7 +32,7 @@ void onSignal(int)
 struct Options {
     std::vector<std::string> ifaces;
     std::string config, socket, socketGroup, spillDir, mode = "native", metrics;
-    uint32_t queues = 0;
+    uint32_t queues = 0, pagers = 1;
     int readyFd = -1;
     bool foreground = false, busyPoll = false;
     int verbose = 0;
@@ -56,6 +56,7 @@ int run(const Options& o)
     d.engine.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
     d.engine.queues = o.queues;
     d.engine.pagerBusyPoll = o.busyPoll;
+    d.engine.pagerThreads = o.pagers;
     d.metrics = o.metrics;
     const std::string socket = d.config.socket;
     std::string ifaces;
@@ -98,6 +99,8 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
     app.add_option("--metrics", o.metrics,
                    "serve Prometheus metrics over HTTP at ADDR:PORT/metrics (e.g. 127.0.0.1:9100; docs/cli.md)");
+    app.add_option("--pagers", o.pagers, "pager threads per interface (the fault path; docs/architecture.md, Pagers)")
+        ->check(CLI::Range(1, 64));
     app.add_flag("--pager-busy-poll", o.busyPoll, "the pagers spin instead of sleeping (give them cores)");
     app.add_flag("--foreground", o.foreground, "stay in the foreground (npfd always does; for init systems)");
     app.add_option("--ready-fd", o.readyFd, "write \"ready\\n\" to this inherited fd once serving, then close it")

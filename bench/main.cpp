@@ -73,6 +73,8 @@ int main(int argc, char** argv)
     app.add_option("--region", region, "receive region size, e.g. 64M");
     app.add_option("--gen-cpus", o.genCpus, "CPUs of the generator threads (one per entry)");
     app.add_option("--rx-cpus", o.rxCpus, "CPUs of the receiving threads");
+    app.add_option("--pagers", o.pagers, "npf contenders' pager threads (pager k on rx-cpus[(n - 1 + k) % n])")
+        ->check(CLI::Range(1, 64));
     app.add_option("--flows", o.flows, "source ports the generator cycles through")->check(CLI::Range(1, 1024));
     app.add_option("--sender", o.sender, "traffic source")->check(CLI::IsMember({"live", "socket"}));
     app.add_option("--udp-csum", udpCsum,
@@ -134,7 +136,8 @@ int main(int argc, char** argv)
         out["config"] = {{"quick", o.quick},        {"secondsPerContender", o.seconds}, {"coldRatePps", o.coldRate},
                          {"payload", o.payload},    {"regionMiB", o.region >> 20},      {"genCpus", o.genCpus},
                          {"rxCpus", o.rxCpus},      {"flows", o.flows},                 {"sender", o.sender},
-                         {"udpCsum", o.udpCsum},    {"releaseMinBytes", o.releaseMin}};
+                         {"udpCsum", o.udpCsum},    {"releaseMinBytes", o.releaseMin},
+                         {"pagers", o.pagers}};
         printf("npf-bench: kernel %s, %u CPUs (%s), generator on CPU(s) %s, receivers on CPU(s) %s, %.2f s per "
                "contender, UDP checksums %s\n",
                out["machine"]["kernel"].get<std::string>().c_str(), std::thread::hardware_concurrency(),

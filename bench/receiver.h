@@ -33,6 +33,7 @@ struct RxConfig {
     uint32_t frameCount = 2 * NPF_POST_RING_SIZE; // UMEM frames per queue, all contenders
     uint32_t frameSize = 2048;  // 4096 for datagrams above ~1.7 KB
     bool pagerBusyPoll = false; // npf: the pager spins instead of sleeping
+    uint32_t pagers = 1;        // npf: pager threads; pager k on cpus[(n - 1 + k) % n]
     std::string npfd;           // npf-sidecar: the npfd binary ("" = the build tree's, else next to npf-bench)
     uint64_t releaseMin = 0;    // npf, npf-sidecar: release consumed buffers in runs of at least this many bytes
     bool verbose = false;

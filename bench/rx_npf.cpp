@@ -53,7 +53,9 @@ public:
         }
         for (uint32_t q = 0; q < cfg.queues; q++)
             ec.workerCpus.push_back(cfg.cpus[q % cfg.cpus.size()]);
-        ec.pagerCpu = cfg.cpus.back();
+        ec.pagerThreads = cfg.pagers;
+        for (uint32_t k = 0; k < cfg.pagers; k++)
+            ec.pagerCpus.push_back(cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()]);
         ec.statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json";
         eng_ = std::make_unique<Engine>(ec);
         Flow& flow = eng_->openFlow(cfg.port, cfg.addr);

@@ -117,6 +117,8 @@ public:
                                          std::to_string(cfg.queues), "--ready-fd", std::to_string(kReadyFd)};
         if (cfg.pagerBusyPoll)
             args.push_back("--pager-busy-poll");
+        if (cfg.pagers > 1)
+            args.insert(args.end(), {"--pagers", std::to_string(cfg.pagers)});
         if (cfg.verbose)
             args.push_back("-v");
         std::vector<char*> argv;
@@ -188,8 +190,8 @@ public:
         return double(utime + stime) / double(::sysconf(_SC_CLK_TCK));
     }
 
-    // The npf contender's CPU placement: worker q on cpus[q % n], the pager
-    // on cpus.back(); npfd's other threads (control, grace periods) are left
+    // The npf contender's CPU placement: worker q on cpus[q % n], pager k
+    // on cpus[(n - 1 + k) % n]; npfd's other threads (control, grace periods) are left
     // to the scheduler, as the bench's own are. npfd names its threads when
     // they start: retried until every one is found.
     void pinThreads(const RxConfig& cfg) const
@@ -207,8 +209,9 @@ public:
                 if (comm.rfind("npf-worker-", 0) == 0) {
                     cpu = cfg.cpus[std::stoul(comm.substr(11)) % cfg.cpus.size()];
                     workers++;
-                } else if (comm == "npf-pager") {
-                    cpu = cfg.cpus.back();
+                } else if (comm.rfind("npf-pager", 0) == 0) {
+                    const size_t k = comm.size() > 9 ? std::stoul(comm.substr(9)) : 0;
+                    cpu = cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()];
                     pagers++;
                 }
                 if (cpu < 0)
@@ -219,8 +222,8 @@ public:
                 if (::sched_setaffinity(std::stoi(e.path().filename().string()), sizeof(set), &set) != 0)
                     NPF_WARN("npf-bench: pinning npfd's %s to CPU %d: %s", comm.c_str(), cpu, strerror(errno));
             }
-            if ((workers >= cfg.queues && pagers >= 1) || std::chrono::steady_clock::now() > deadline) {
-                if (workers < cfg.queues || pagers < 1)
+            if ((workers >= cfg.queues && pagers >= cfg.pagers) || std::chrono::steady_clock::now() > deadline) {
+                if (workers < cfg.queues || pagers < cfg.pagers)
                     NPF_WARN("npf-bench: pinned %u of %u npfd workers and %u pager(s): the rest is unpinned",
                              workers, cfg.queues, pagers);
                 return;

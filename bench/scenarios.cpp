@@ -152,6 +152,7 @@ RxConfig rxFor(Env& env, const Options& o, uint32_t payload)
     r.verbose = o.verbose;
     r.npfd = o.npfd;
     r.releaseMin = o.releaseMin;
+    r.pagers = o.pagers;
     return r;
 }
 

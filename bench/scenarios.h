@@ -21,6 +21,7 @@ struct Options {
     std::string sender = "live";
     std::string npfd;                   // npfd binary for npf-sidecar ("" = the build's)
     uint64_t releaseMin = 0;            // npf, npf-sidecar: bytes consumed before a release (0 = every batch)
+    uint32_t pagers = 1;                // npf, npf-2m: pager threads (EngineConfig::pagerThreads)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
     std::string outDir = "bench-results";
     bool verbose = false;

@@ -8,7 +8,7 @@
 //
 // The engine attaches the XDP program itself unless `npfctl attach` already
 // did (and then never detaches it), binds a primary and a backup AF_XDP socket
-// per RX queue, runs one worker thread per queue and one pager thread.
+// per RX queue, runs one worker thread per queue and pagerThreads pager threads.
 #pragma once
 
 #include <array>
@@ -71,10 +71,17 @@ struct EngineConfig {
     uint32_t rxRingSize = 0;              // RX ring entries per socket (a power of two)
     uint32_t completionRingSize = 8192;   // per flow, >= NPF_POST_RING_SIZE
     std::vector<int> workerCpus;          // CPU per queue worker (index = queue); empty = no pinning
-    int pagerCpu = -1;                    // CPU of the pager thread; -1 = no pinning
-    // The pager spins instead of sleeping in poll(): a fault is picked up in
-    // microseconds instead of a thread wakeup (15-50 us on a VM). Give it a
-    // core of its own.
+    // Pager threads (the fault path). Pager k serves the backup rings (and
+    // the deferred datagrams) of queues q with q % pagerThreads == k, and the
+    // CPU faults, prefetch and protection of regions handed out round robin
+    // after the queues (docs/architecture.md, "Pagers"). 1 suits one queue
+    // and one region; give more when queues or regions are many and the
+    // machine has cores for them.
+    uint32_t pagerThreads = 1;
+    std::vector<int> pagerCpus;           // CPU per pager (index = pager); empty = no pinning
+    // The pagers spin instead of sleeping in poll(): a fault is picked up in
+    // microseconds instead of a thread wakeup (15-50 us on a VM). Give each
+    // a core of its own.
     bool pagerBusyPoll = false;
     // Where evicted content is saved: an unlinked file in this directory, so
     // the kernel can write it back and drop it from memory. "" = a memfd

@@ -100,7 +100,7 @@ TEST_F(EngineE2E, DatagramHeldBetweenXdpAndItsRingIsNotLost)
     EngineConfig cfg{.regionSize = 16ull << 20};
     cfg.reorderTimeout = 1ms;
     cfg.workerCpus = {0};
-    cfg.pagerCpu = 0;
+    cfg.pagerCpus = {0};
     EngineInNs eng(rig, cfg);
     Flow& flow = eng->openFlow(kPort);
     eng->populate(0, 16ull << 20);

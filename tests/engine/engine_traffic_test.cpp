@@ -39,11 +39,25 @@ void printNumbers(const char* test, const Sender& tx, const EngineStats& s)
 // asserts a rate.
 
 // Page sizes of the cold and budget tests: 4 KiB, and 2 MiB (hugetlbfs; the
-// test reserves its huge pages and gives them back).
-class EnginePages : public EngineE2E, public ::testing::WithParamInterface<uint64_t> {
+// test reserves its huge pages and gives them back); with one pager, and
+// with two: on one queue, pager 0 drains the backup ring while pager 1 owns
+// the region (its CPU faults, prefetch and eviction calls), both installing
+// into it.
+struct PagesCase {
+    uint64_t pageSize;
+    uint32_t pagers;
+};
+
+class EnginePages : public EngineE2E, public ::testing::WithParamInterface<PagesCase> {
 protected:
     static constexpr uint64_t kHuge = 2ull << 20;
-    bool huge() const { return GetParam() == kHuge; }
+    uint64_t pageSize() const { return GetParam().pageSize; }
+    bool huge() const { return pageSize() == kHuge; }
+    EngineConfig config(uint64_t budget = 0) const
+    {
+        return {.regionSize = 64ull << 20, .residentBudget = budget, .pageSize = pageSize(),
+                .pagerThreads = GetParam().pagers};
+    }
     // The pool a 2 MiB case needs (none for 4 KiB); skip() says why a case cannot run.
     void reserve(uint64_t pages)
     {
@@ -56,8 +70,13 @@ private:
     std::unique_ptr<topology::HugePages> pool_;
 };
 
-INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages, ::testing::Values(uint64_t{4096}, uint64_t{2} << 20),
-                         [](const auto& i) { return i.param == 4096 ? std::string("4K") : std::string("2M"); });
+INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages,
+                         ::testing::Values(PagesCase{4096, 1}, PagesCase{2ull << 20, 1}, PagesCase{4096, 2},
+                                           PagesCase{2ull << 20, 2}),
+                         [](const auto& i) {
+                             return std::string(i.param.pageSize == 4096 ? "4K" : "2M") +
+                                    (i.param.pagers > 1 ? "_" + std::to_string(i.param.pagers) + "pagers" : "");
+                         });
 
 // 1. Cold region: nothing resident at the start. Buffers at a 1500-byte
 // stride so payloads straddle page borders. Nothing lost, bit-exact, in
@@ -70,7 +89,7 @@ TEST_P(EnginePages, ColdRegionNothingLostBitExactInOrder)
     if (std::string why = skip(); !why.empty())
         GTEST_SKIP() << why;
     Rig rig;
-    EngineInNs eng(rig, {.regionSize = 64ull << 20, .pageSize = GetParam()});
+    EngineInNs eng(rig, config());
     ASSERT_EQ(eng->stats().residentPages, 0u) << "region must start cold";
     Flow& flow = eng->openFlow(kPort);
     const uint32_t count = 20000;
@@ -105,6 +124,11 @@ TEST_P(EnginePages, ColdRegionNothingLostBitExactInOrder)
     } else {
         EXPECT_GT(s.prefetched, 0u);
     }
+    // A CPU fault on a page no datagram touched: served by the region's
+    // owner (pager 1 of two), zeros.
+    const uint8_t* untouched = eng->region() + (48ull << 20);
+    EXPECT_EQ(*reinterpret_cast<const volatile uint8_t*>(untouched), 0);
+    EXPECT_EQ(eng->stats().cpuFaults, s.cpuFaults + 1);
     printNumbers(huge() ? "cold 2M" : "cold", tx, s);
 }
 
@@ -183,7 +207,7 @@ TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
         GTEST_SKIP() << why;
     Rig rig;
     const uint64_t budget = huge() ? 4 * kHuge : 1 << 20;
-    EngineInNs eng(rig, {.regionSize = 64ull << 20, .residentBudget = budget, .pageSize = GetParam()});
+    EngineInNs eng(rig, config(budget));
     Flow& flow = eng->openFlow(kPort);
     const uint32_t count = 12500; // x 1472 B = 17.5 MiB
     // 256 posted buffers = 128 pages (posted pages cannot be evicted): half
@@ -224,7 +248,7 @@ TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
     const uint64_t budgetPages = budget / 4096, batch = huge() ? 512 : 64;
     EXPECT_LE(maxResident.load(), budgetPages + batch)
         << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
-    EXPECT_GT(s.evicted * (GetParam() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
+    EXPECT_GT(s.evicted * (pageSize() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
     EXPECT_GT(s.restored, 0u);
     printNumbers(huge() ? "budget 2M" : "budget", tx, s);
     std::printf("[ numbers  ] budget: %llu pages budget, peak %llu during traffic, %llu with verification reads\n",
@@ -258,10 +282,14 @@ int probeQueue(Rig& rig, Sender& s, uint16_t port)
 // the sender socket's TX queue, picked per socket by the kernel, so sockets
 // are probed until one lands on each queue. EngineStats has no per-queue
 // counters: the queues are told apart by the veth's ethtool counters.
-TEST_F(EngineE2E, TwoQueuesSendersOnBoth)
+// Run with one pager, and with two under a budget: each pager drains one
+// queue's backup ring into the one region (pager 0 owns it) while eviction
+// runs, and every datagram still completes once, bit-exact, in order.
+void twoQueues(uint32_t pagers, uint64_t budget)
 {
     Rig rig({.queues = 2});
-    EngineInNs eng(rig, {.mode = XdpMode::Native, .regionSize = 64ull << 20});
+    EngineInNs eng(rig, {.mode = XdpMode::Native, .regionSize = 64ull << 20, .residentBudget = budget,
+                         .pagerThreads = pagers});
     ASSERT_EQ(eng->queues(), 2u);
     Flow& flow = eng->openFlow(kPort);
     const uint32_t perSender = 10000;
@@ -320,10 +348,18 @@ TEST_F(EngineE2E, TwoQueuesSendersOnBoth)
     EXPECT_TRUE(ordered) << "one sender's datagrams arrive on one queue and must complete in its order";
     EXPECT_EQ(eth["rx_queue_0_xdp_redirect"], perSender) << describe(eth);
     EXPECT_EQ(eth["rx_queue_1_xdp_redirect"], perSender) << describe(eth);
-    std::printf("[ numbers  ] two queues: %s; veth queue0 redirect %llu, queue1 redirect %llu\n",
-                numbers(s).c_str(), (unsigned long long)eth["rx_queue_0_xdp_redirect"],
+    if (budget) {
+        EXPECT_GT(s.evicted, 0u) << numbers(s);
+        EXPECT_GT(s.faultPath, 0u) << numbers(s);
+    }
+    std::printf("[ numbers  ] two queues, %u pager(s): %s; veth queue0 redirect %llu, queue1 redirect %llu\n",
+                pagers, numbers(s).c_str(), (unsigned long long)eth["rx_queue_0_xdp_redirect"],
                 (unsigned long long)eth["rx_queue_1_xdp_redirect"]);
 }
+
+TEST_F(EngineE2E, TwoQueuesSendersOnBoth) { twoQueues(1, 0); }
+
+TEST_F(EngineE2E, TwoQueuesTwoPagersUnderBudget) { twoQueues(2, 8ull << 20); }
 
 // 5. Every payload size 1 .. 1472 into 1472-byte buffers (all OK), the same
 // sweep into buffers of 1, 5, 511, 512, 1000, 1471 bytes (TRUNCATED with the

@@ -304,7 +304,7 @@ std::string Session::pages(const sidecar::Message& m, bool release)
     // late its protection comes (a write clears the release mark): no wait.
     if (!release)
         for (const OpenFlow& f : flows_)
-            f.iface->service->syncPager();
+            f.iface->service->syncPagers();
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);

@@ -21,9 +21,12 @@ namespace npf {
 // Deferred datagrams that may wait for the pager at a time.
 constexpr uint32_t kDeferredCapacity = 256;
 
-Pager::Pager(const EngineConfig& cfg, const RegionSet& regions, FlowTable& flows,
-             const std::vector<std::unique_ptr<xsk::QueueSockets>>& queues, uint32_t maxDatagram, Hooks hooks)
+Pager::Pager(const EngineConfig& cfg, PagerShard shard, const std::vector<std::unique_ptr<Pager>>& pagers,
+             const RegionSet& regions, FlowTable& flows, const std::vector<std::unique_ptr<xsk::QueueSockets>>& queues,
+             uint32_t maxDatagram, Hooks hooks)
     : cfg_(cfg),
+      shard_(shard),
+      pagers_(pagers),
       regionSet_(regions),
       flows_(flows),
       queues_(queues),
@@ -43,13 +46,17 @@ Pager::Pager(const EngineConfig& cfg, const RegionSet& regions, FlowTable& flows
     results_.reserve(most);
     frames_.reserve(most);
     settleMarks_.reserve(queues.size());
+    for (const auto& q : queues)
+        if (shard_.ownsQueue(q->queue()))
+            ownQueues_.push_back(q.get());
 }
 
 Pager::~Pager() { stop(); }
 
 void Pager::start()
 {
-    grace_ = std::make_unique<GracePeriods>([this] { wake(); });
+    if (shard_.lead())
+        grace_ = std::make_unique<GracePeriods>([this] { wake(); });
     running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] { loop(); });
 }
@@ -81,16 +88,36 @@ void Pager::wake() noexcept
     (void)!::write(wakeFd_.get(), &one, sizeof(one));
 }
 
+void Pager::takeRegions()
+{
+    regionsGen_ = regionSet_.snapshot(allRegions_);
+    regions_.clear();
+    for (const RegionSet::Entry& e : allRegions_)
+        if (shard_.regionOwner(e.serial) == shard_.index)
+            regions_.push_back(e.region);
+}
+
+void Pager::wakeOwner(const Region* r) noexcept
+{
+    for (const RegionSet::Entry& e : allRegions_)
+        if (e.region == r) {
+            if (const uint32_t k = shard_.regionOwner(e.serial); k != shard_.index)
+                pagers_[k]->wake();
+            return;
+        }
+}
+
 void Pager::loop() noexcept
 {
-    pthread_setname_np(pthread_self(), "npf-pager");
-    pinThread(cfg_.pagerCpu, "npf pager");
+    const std::string name = shard_.index ? "npf-pager" + std::to_string(shard_.index) : "npf-pager";
+    pthread_setname_np(pthread_self(), name.c_str());
+    pinThread(shard_.index < cfg_.pagerCpus.size() ? cfg_.pagerCpus[shard_.index] : -1, "npf pager");
     std::vector<pollfd> fds;
     fds.reserve(2 + queues_.size() + 64);
     auto pollSet = [&] {
         fds.clear();
         fds.push_back({wakeFd_.get(), POLLIN, 0});
-        for (auto& q : queues_)
+        for (xsk::QueueSockets* q : ownQueues_)
             fds.push_back({q->backupFd(), POLLIN, 0});
         for (Region* r : regions_) {
             fds.push_back({r->uffdFd(), POLLIN, 0});
@@ -110,7 +137,7 @@ void Pager::loop() noexcept
         }
         if (regionSet_.generation() != regionsGen_) {
             try {
-                regionsGen_ = regionSet_.snapshot(regions_);
+                takeRegions();
                 pollSet();
             } catch (const std::exception& e) {
                 NPF_WARN_RL("npf pager: taking the region set: %s", e.what());
@@ -134,13 +161,15 @@ void Pager::loop() noexcept
                 (void)r->serviceClientFaults(); // a client gone is the owner's to clean up
         }
         // npfd clients' posted buffers: protected from eviction before
-        // anything below installs (and evicts to the budget).
-        flows_.forEach([](ServedFlow& f) {
-            if (f.region.adopted())
+        // anything below installs (and evicts to the budget). By the
+        // region's owner: a pager that drains a backup ring into another's
+        // region relies on it (installs into a region take its lock).
+        flows_.forEach([this](ServedFlow& f) {
+            if (f.region.adopted() && owns(&f.region))
                 f.syncProtection();
         });
         busy = false;
-        for (auto& q : queues_)
+        for (xsk::QueueSockets* q : ownQueues_)
             busy |= drainBackup(*q) == xsk::kMaxBatch;
         drainDeferred();
         // Prefetch when there is slack: with the backup ring full, the
@@ -149,10 +178,11 @@ void Pager::loop() noexcept
         // hundreds of datagrams that would otherwise take the backup ring
         // while it is missing, so those regions prefetch every round.
         prefetchAhead(busy);
-        settleClaims();
+        if (shard_.lead())
+            settleClaims();
         const uint64_t now = monotonicNs();
         flows_.forEach([&](ServedFlow& f) { f.publish(now); });
-        if (now >= nextTick) {
+        if (shard_.lead() && now >= nextTick) {
             hooks_.tick();
             nextTick = now + 500'000'000ull;
             // AF_XDP sockets report no POLLERR: ask them with the snapshot.
@@ -176,7 +206,8 @@ void Pager::loop() noexcept
         }
         syncPending = syncWanted_ > syncDone_;
     }
-    hooks_.tick();
+    if (shard_.lead())
+        hooks_.tick();
     stopSyncs();
 }
 
@@ -205,6 +236,8 @@ bool Pager::socketGone(int fd) noexcept
 int Pager::timeoutMs(uint64_t nowNs) const noexcept
 {
     int timeout = 100; // the tick
+    if (!shard_.lead())
+        return timeout; // the lead times out missing seqs
     flows_.forEach([&](ServedFlow& f) {
         // Seqs claimed by XDP but not yet published: keep a 1 ms tick so a
         // missing one is seen and timed out promptly.
@@ -354,7 +387,8 @@ void Pager::install(uint64_t pickupNs) noexcept
             p.flow->seq.complete(p.seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
             counters_.placeErrors.fetch_add(1, std::memory_order_relaxed);
         }
-        p.flow->faulted.store(true, std::memory_order_relaxed);
+        if (!p.flow->faulted.exchange(true, std::memory_order_relaxed) && !owns(p.region))
+            wakeOwner(p.region);
     }
 }
 
@@ -364,7 +398,7 @@ void Pager::prefetchAhead(bool busy) noexcept
         return;
     flows_.forEach([&](ServedFlow& f) {
         const uint64_t page = f.region.pageSize();
-        if (busy && page == NPF_PAGE_SIZE)
+        if ((busy && page == NPF_PAGE_SIZE) || !owns(&f.region))
             return;
         if (!f.faulted.exchange(false, std::memory_order_relaxed))
             return;

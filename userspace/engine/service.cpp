@@ -42,6 +42,9 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     return ctl::Dataplane::open(cfg.ifname);
 }
 
+// More would only contend for the regions' locks.
+constexpr uint32_t kMaxPagers = 64;
+
 } // namespace
 
 Service::Service(const EngineConfig& c, EpochDomain* epochs)
@@ -54,6 +57,9 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
                                  std::to_string(NPF_POST_RING_SIZE));
     if (cfg_.reorderTimeout.count() <= 0)
         throw ctl::ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
+    if (cfg_.pagerThreads < 1 || cfg_.pagerThreads > kMaxPagers)
+        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": pager threads must be 1.." +
+                                 std::to_string(kMaxPagers) + ", not " + std::to_string(cfg_.pagerThreads));
     netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!netns_)
         throwErrno("open /proc/thread-self/ns/net");
@@ -63,7 +69,7 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
     } catch (...) {
         // The destructor does not run for a half-built service: undo the attach here.
         workers_.clear();
-        pager_.reset();
+        pagers_.clear();
         queues_.clear();
         if (attachedByUs_)
             detachOnExit();
@@ -108,16 +114,23 @@ void Service::setUp()
         for (auto& w : workers_)
             w->requestStop();
     };
-    pager_ = std::make_unique<Pager>(cfg_, regions_, *flows_, queues_, sizes.frameSize * sizes.framesPerPacket,
-                                     std::move(hooks));
+    const uint32_t np = cfg_.pagerThreads;
+    for (uint32_t k = 0; k < np; k++)
+        pagers_.push_back(std::make_unique<Pager>(cfg_, PagerShard{k, np, nq}, pagers_, regions_, *flows_, queues_,
+                                                  sizes.frameSize * sizes.framesPerPacket,
+                                                  k == 0 ? std::move(hooks) : Pager::Hooks{}));
+    if (np > 1)
+        NPF_INFO("%s: %u pagers (queue q's backup ring: pager q %% %u; regions round robin after the queues)",
+                 cfg_.ifname.c_str(), np, np);
     for (uint32_t q = 0; q < nq; q++)
-        workers_.push_back(std::make_unique<Worker>(cfg_, *queues_[q], epochs_, *flows_, *pager_,
+        workers_.push_back(std::make_unique<Worker>(cfg_, *queues_[q], epochs_, *flows_, *pagers_[q % np],
                                                     q < cfg_.workerCpus.size() ? cfg_.workerCpus[q] : -1));
 }
 
 void Service::start()
 {
-    pager_->start();
+    for (auto& p : pagers_)
+        p->start();
     for (auto& w : workers_)
         w->start();
     started_ = true;
@@ -127,8 +140,19 @@ void Service::stopThreads() noexcept
 {
     for (auto& w : workers_)
         w->stop();
-    if (pager_)
-        pager_->stop();
+    stopPagers();
+}
+
+void Service::stopPagers() noexcept
+{
+    for (auto& p : pagers_)
+        p->stop();
+}
+
+void Service::syncPagers() noexcept
+{
+    for (auto& p : pagers_)
+        p->sync();
 }
 
 Service::~Service()
@@ -143,7 +167,7 @@ Service::~Service()
     }
     const bool moved = in.has_value();
     workers_.clear();
-    pager_.reset();
+    pagers_.clear();
     queues_.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
     flows_->closeAll();
     ::unlink(statsPath_.c_str());
@@ -171,7 +195,7 @@ void Service::addRegion(Region& r) { regions_.add(&r); }
 void Service::removeRegion(Region& r) noexcept
 {
     regions_.remove(&r);
-    pager_->sync();
+    syncPagers();
 }
 
 ServedFlow& Service::openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
@@ -187,9 +211,9 @@ void Service::barrier() noexcept
     const uint64_t e = epochs_.advance();
     while (!epochs_.passed(e))
         std::this_thread::yield();
-    // The pager: a whole round began after (and took the deferred datagrams
-    // the workers pushed).
-    pager_->sync();
+    // The pagers: a whole round of each began after (and took the deferred
+    // datagrams the workers pushed).
+    syncPagers();
 }
 
 void Service::closeFlow(ServedFlow& f) noexcept

@@ -1,14 +1,15 @@
 // The dataplane of one interface, serving flows of any number of regions:
 // the XDP program (attached, or opened if `npfctl attach` put it there), a
 // primary and a backup AF_XDP socket per RX queue, one worker per queue, the
-// pager. npf::Engine is a Service with one region of its own; npfd runs a
+// pagers. npf::Engine is a Service with one region of its own; npfd runs a
 // Service per interface for the regions of all its clients.
 //
 //   thread        type         runs                                  owns
 //   control       Service      open/close flows, add/remove regions  the parts below
 //   worker[q]     Worker       primary ring of queue q (fast path)   its batch, counters, histogram
-//   pager         Pager        backup rings, uffds, deferred, LOST   scratch, histograms, settle state
-//   npf-barrier   GracePeriods RCU grace periods for the pager       -
+//   pager[k]      Pager        its share of the backup rings and     scratch, histograms, (lead:)
+//                              regions (PagerShard); lead: LOST      settle state
+//   npf-barrier   GracePeriods RCU grace periods for the lead pager  -
 //
 // Shared by all of them: FlowTable (id -> ServedFlow: sequencer, completion
 // producer, settle marks, the flow's Region), the RegionSet, the
@@ -50,14 +51,14 @@ public:
 
     void start();
 
-    // Regions: the pager serves their faults. A region is removed only
-    // after its flows are closed; remove returns once the pager let go of it.
+    // Regions: the pagers serve their faults. A region is removed only
+    // after its flows are closed; remove returns once the pagers let go of it.
     void addRegion(Region& r);
     void removeRegion(Region& r) noexcept;
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
-    // The pager serves the faults of the regions added to this service; it
-    // installs payloads into any flow's region.
+    // The pagers serve the faults of the regions added to this service; they
+    // install payloads into any flow's region.
     RegionSet& regions() noexcept { return regions_; }
 
     ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
@@ -74,9 +75,9 @@ public:
     bool attachedByUs() const noexcept { return attachedByUs_; }
     const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
     const EngineConfig& config() const noexcept { return cfg_; }
-    // Returns after a whole pager round that began after the call (npfd: the
-    // posts of its clients are protected from eviction by then).
-    void syncPager() noexcept { pager_->sync(); }
+    // Returns after a whole round of every pager that began after the call
+    // (npfd: the posts of its clients are protected from eviction by then).
+    void syncPagers() noexcept;
     // The completion counters of a set of flows, in EngineStats' terms.
     static void addCompletions(EngineStats& s, const SequencerStats& q) noexcept;
     // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
@@ -88,6 +89,7 @@ private:
     void detachOnExit() noexcept;
     void writeStatsFile() noexcept;
     void barrier() noexcept; // no worker batch or pager round that began before is still running
+    void stopPagers() noexcept;
 
     EngineConfig cfg_;
     Fd netns_; // the network namespace the service was created in (teardown runs there)
@@ -99,9 +101,9 @@ private:
     RegionSet regions_;
     std::unique_ptr<FlowTable> flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;
-    std::unique_ptr<Pager> pager_;
+    std::vector<std::unique_ptr<Pager>> pagers_;   // [0] is the lead
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
-    std::atomic<bool> ifaceGone_{false};           // set once, by the pager
+    std::atomic<bool> ifaceGone_{false};           // set once, by the lead pager
     std::string statsPath_;
     // Completions of flows closed while the service ran: the totals stay
     // monotonic when npfd's clients come and go.

@@ -1,5 +1,5 @@
 // Engine counters: a snapshot struct, its JSON form, and the JSON file that
-// `npfctl stats` reads (written by the pager every 500 ms, atomically).
+// `npfctl stats` reads (written by the lead pager every 500 ms, atomically).
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,13 +26,20 @@ EngineStats Service::stats() const
 {
     auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     EngineStats s;
-    const Pager::Counters& pc = pager_->counters();
-    s.faultPath = ld(pc.faultPath);
-    s.placeErrors = ld(pc.placeErrors);
-    s.faultDrops = ld(pc.faultDrops);
-    s.csumErrors = ld(pc.csumErrors);
-    s.rejected = ld(pc.claims.rejected);
-    s.mismatch = ld(pc.claims.mismatch);
+    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
+    for (const auto& p : pagers_) {
+        const Pager::Counters& pc = p->counters();
+        s.faultPath += ld(pc.faultPath);
+        s.placeErrors += ld(pc.placeErrors);
+        s.faultDrops += ld(pc.faultDrops);
+        s.csumErrors += ld(pc.csumErrors);
+        s.rejected += ld(pc.claims.rejected);
+        s.mismatch += ld(pc.claims.mismatch);
+        steerToPickup.merge(p->steerToPickup);
+        pickupToImage.merge(p->pickupToImage);
+        imageToCopy.merge(p->imageToCopy);
+        faultTotal.merge(p->faultTotal);
+    }
     LatencyHistogram fast;
     for (const auto& w : workers_) {
         const Worker::Counters& wc = w->counters();
@@ -67,11 +74,11 @@ EngineStats Service::stats() const
         s.restored += r.restored;
         s.residentPages += r.residentPages * (region.pageSize() / NPF_PAGE_SIZE); // in 4 KiB pages
     });
-    s.steerToPickup = latency(pager_->steerToPickup);
-    s.pickupToImage = latency(pager_->pickupToImage);
-    s.imageToCopy = latency(pager_->imageToCopy);
+    s.steerToPickup = latency(steerToPickup);
+    s.pickupToImage = latency(pickupToImage);
+    s.imageToCopy = latency(imageToCopy);
     s.copyToPublish = latency(completions.latency);
-    s.faultTotal = latency(pager_->faultTotal);
+    s.faultTotal = latency(faultTotal);
     s.fastTotal = latency(fast);
     return s;
 }
