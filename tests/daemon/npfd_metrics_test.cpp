@@ -209,7 +209,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     Rig rig;
     TempDir dir;
     const uint16_t mport = freePort(rig);
-    Npfd npfd(rig, dir, "127.0.0.1:" + std::to_string(mport));
+    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
     const std::string iface = "{iface=\"" + rig.rxIf() + "\"}";
     auto series = [&](const std::string& name) { return name + iface; };
     auto quantile = [&](const std::string& name, const char* q) {

@@ -9,9 +9,9 @@
 
 namespace npf::e2e {
 
-Npfd::Npfd(Rig& rig, const TempDir& dir, std::string metrics)
+Npfd::Npfd(Rig& rig, const TempDir& dir, std::vector<std::string> extraArgs)
     : rig_(rig), dir_(dir.path), config_(dir.path + "/npfd.json"), socket_(dir.path + "/npfd.sock"),
-      log_(dir.path + "/npfd.log"), metrics_(std::move(metrics))
+      log_(dir.path + "/npfd.log"), extraArgs_(std::move(extraArgs))
 {
     ::chmod(dir_.c_str(), 0777); // clients (uid 65534) write their output here
     std::ofstream(config_) << R"({"ifaces": [")" << rig.rxIf() << R"("], "socket": ")" << socket_
@@ -24,8 +24,7 @@ Npfd::Npfd(Rig& rig, const TempDir& dir, std::string metrics)
 void Npfd::start()
 {
     std::vector<std::string> args{NPFD_PATH, "-c", config_};
-    if (!metrics_.empty())
-        args.insert(args.end(), {"--metrics", metrics_});
+    args.insert(args.end(), extraArgs_.begin(), extraArgs_.end());
     child_ = std::make_unique<Child>(rig_.veth().rxNs().path(), args, log_, true);
     auto r = child_->ready();
     if (!r)

@@ -21,8 +21,9 @@ constexpr uint16_t kFirstPort = 7400;
 
 class Npfd {
 public:
-    // `metrics`: npfd --metrics ADDR:PORT (listening in the rx namespace); empty = none.
-    Npfd(Rig& rig, const TempDir& dir, std::string metrics = "");
+    // `extraArgs` follow `-c CONFIG` on npfd's command line (e.g. --metrics
+    // ADDR:PORT, listening in the rx namespace).
+    Npfd(Rig& rig, const TempDir& dir, std::vector<std::string> extraArgs = {});
     ~Npfd(); // SIGTERM, then waits; SIGKILL if it does not exit
     void start();                  // (again, after kill())
     void kill(int sig) { child_->kill(sig); }
@@ -35,7 +36,8 @@ public:
 
 private:
     Rig& rig_;
-    std::string dir_, config_, socket_, log_, metrics_;
+    std::string dir_, config_, socket_, log_;
+    std::vector<std::string> extraArgs_;
     std::unique_ptr<Child> child_;
 };
 

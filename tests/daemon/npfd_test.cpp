@@ -433,6 +433,60 @@ TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
     EXPECT_EQ(nlohmann::json::parse(status)["regions"], kClients) << status;
 }
 
+// npfd --pagers 2 on one queue: pager 0 drains the backup ring into every
+// client's region, the regions' own work (the clients' faults, protection of
+// their posts, prefetch) alternates between the pagers by region. Two cold
+// clients under a budget receive, their data is pushed out by a populate,
+// and reading it back takes client faults each region's owner serves.
+TEST_F(NpfdE2E, TwoPagersServeTwoClientsFaultsAndEvictions)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, {"--pagers", "2"});
+    EXPECT_NE(npfd.log().find("2 pagers"), std::string::npos) << npfd.log();
+    constexpr uint32_t kClients = 2, kN = 192; // 768 KiB of buffers each, 1 MiB budget
+    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<Flow*> flows;
+    for (uint32_t i = 0; i < kClients; i++) {
+        clients.push_back(std::make_unique<Client>(ClientConfig{.socket = npfd.socket(), .regionSize = 16 << 20,
+                                                                .residentBudget = 1 << 20,
+                                                                .name = "pager-shard" + std::to_string(i)}));
+        flows.push_back(&clients.back()->openFlow(static_cast<uint16_t>(kFirstPort + 200 + i)));
+        for (uint32_t k = 0; k < kN; k++)
+            ASSERT_TRUE(flows.back()->post(k * 4096, 4096));
+        flows.back()->flush();
+    }
+    std::vector<std::unique_ptr<Sender>> tx;
+    for (uint32_t i = 0; i < kClients; i++) {
+        tx.push_back(std::make_unique<Sender>(
+            rig.veth(), SendPlan{.sender = i + 1, .count = kN, .dstPort = static_cast<uint16_t>(kFirstPort + 200 + i),
+                                 .size = [](uint32_t k) { return 1000u + k; }}));
+        tx.back()->start();
+    }
+    for (auto& t : tx) {
+        t->join();
+        ASSERT_EQ(t->error(), "");
+    }
+    for (uint32_t i = 0; i < kClients; i++) {
+        SCOPED_TRACE("client " + std::to_string(i));
+        std::vector<npf_completion> c(kN);
+        ASSERT_EQ(awaitCompletions(*flows[i], c), kN);
+        EXPECT_GT(clients[i]->populate(8 << 20, 8 << 20), 0u); // pushes the received pages out
+        const EngineStats before = clients[i]->stats();
+        EXPECT_GT(before.evicted, 0u);
+        for (uint32_t k = 0; k < kN; k++) {
+            ASSERT_EQ(c[k].status, NPF_CS_OK);
+            ASSERT_EQ(c[k].len, 1000u + k);
+            std::vector<uint8_t> want = payloadFor(senderId(i + 1, k), 1000 + k);
+            ASSERT_EQ(std::memcmp(clients[i]->region() + c[k].offset, want.data(), want.size()), 0)
+                << "datagram " << k;
+        }
+        const EngineStats after = clients[i]->stats();
+        EXPECT_GT(after.restored, before.restored) << "reading the evicted data back restored nothing";
+        EXPECT_GT(after.cpuFaults, before.cpuFaults) << "reading the evicted data back took no client fault";
+    }
+}
+
 // ---- npfd's death, a restart ------------------------------------------------------
 
 TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
