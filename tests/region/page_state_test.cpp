@@ -148,6 +148,25 @@ TEST(PageState, ClockSkipsProtectedAndForgetsEvictedPages)
     EXPECT_EQ(victims(s, 4, true), (std::vector<uint64_t>{2}));
 }
 
+// hold(): the pager's reference on a page it allocates outside the lock
+// (Region::preallocate). Eviction skips the page like a protected one, and,
+// unlike protect(), a release stays.
+TEST(PageState, HeldPagesAreNotVictimsAndStayReleased)
+{
+    PageState s(64 * kPg, NPF_PAGE_SHIFT, nullptr, "test");
+    for (uint64_t p : {0, 1})
+        s.markInstalled(p);
+    auto none = [](uint64_t) {};
+    EXPECT_EQ(s.release(0, 2 * kPg, none), 2);
+    s.hold(1);
+    EXPECT_EQ(s.protectCount(1), 1u);
+    EXPECT_FALSE(s.mustSave(1)) << "hold() must not end a release";
+    EXPECT_EQ(victims(s, 4, true), (std::vector<uint64_t>{0}));
+    s.unhold(1);
+    EXPECT_EQ(s.protectCount(1), 0u);
+    EXPECT_EQ(victims(s, 4, true), (std::vector<uint64_t>{1}));
+}
+
 TEST(PageState, ReleasedPagesAreDroppedUnlessWrittenAgain)
 {
     PageState s(64 * kPg, NPF_PAGE_SHIFT, nullptr, "test");

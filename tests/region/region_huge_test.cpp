@@ -4,6 +4,7 @@
 // reserves its huge pages (/proc/sys/vm/nr_hugepages) and gives them back.
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -129,6 +130,49 @@ TEST(RegionHuge, EvictionUnderABudgetRestoresEveryByte)
         std::thread app([&] { EXPECT_TRUE(allZero(r.base() + 3 * kHuge, kHuge)); });
         app.join();
     }
+}
+
+// Prefetch allocates missing pages with nothing saved before taking the lock
+// (Region::preallocate), and restores saved ones under it. Over a range of
+// saved, present and never-touched pages, while another thread keeps
+// evicting, every page reads what it held: a zeroed page allocated over saved
+// content would read zero.
+TEST(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
+{
+    HugePages pool(8);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    constexpr uint64_t kPages = 8;
+    RegionConfig cfg = hugeConfig(kPages * kHuge, 4 * kHuge);
+    cfg.autoEvict = false; // the evicting thread does it
+    Region r(cfg);
+    std::vector<std::vector<uint8_t>> content(kPages);
+    for (uint64_t p = 0; p < kPages; p += 2) { // odd pages never written
+        content[p] = randomBytes(kHuge, 40 + static_cast<uint32_t>(p));
+        Patch pp{p * kHuge, content[p].data(), static_cast<uint32_t>(kHuge)};
+        int res[1];
+        ASSERT_EQ(r.applyPatches({&pp, 1}, res), 1) << "page " << p << ": " << res[0];
+    }
+    std::atomic<bool> stop{false};
+    std::thread evictor([&] {
+        while (!stop.load())
+            (void)r.evictAll();
+    });
+    for (int round = 0; round < 50; ++round)
+        EXPECT_GE(r.prefetch(0, kPages * kHuge), 0);
+    stop = true;
+    evictor.join();
+    ASSERT_GE(r.prefetch(0, kPages * kHuge), 0);
+    EXPECT_EQ(r.residentPages(), kPages) << "the last prefetch brought every page in";
+    for (uint64_t p = 0; p < kPages; ++p) {
+        if (content[p].empty())
+            EXPECT_TRUE(allZero(r.base() + p * kHuge, kHuge)) << "page " << p;
+        else
+            EXPECT_EQ(std::memcmp(r.base() + p * kHuge, content[p].data(), kHuge), 0) << "page " << p;
+    }
+    const RegionStats s = r.stats();
+    EXPECT_GT(s.evicted, 0u);
+    EXPECT_GT(s.restored, 0u);
+    EXPECT_EQ(s.errors, 0u);
 }
 
 // Buffers are released a batch at a time, far smaller than a 2 MiB page: a

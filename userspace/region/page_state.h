@@ -89,6 +89,10 @@ public:
     void protect(uint64_t offset, uint64_t len) noexcept;
     void unprotect(uint64_t offset, uint64_t len) noexcept;
     uint32_t protectCount(uint64_t page) const noexcept;
+    // One more (one fewer) protect reference on `page` alone, release marks
+    // untouched: the pager holds a page it works on outside the lock.
+    void hold(uint64_t page) noexcept { std::atomic_ref<uint32_t>(protect_[page]).fetch_add(1, std::memory_order_relaxed); }
+    void unhold(uint64_t page) noexcept { std::atomic_ref<uint32_t>(protect_[page]).fetch_sub(1, std::memory_order_relaxed); }
 
     // The clock: a ring of present pages, the hand at its head.
     void clockPush(uint64_t page) noexcept;

@@ -251,6 +251,11 @@ private:
     // Installs missing pages (sorted, unique), picking the primitive per
     // page: copy_, or continue_ for a 2 MiB page with no saved content.
     void installPages(const InstallBatch& b, BatchTiming* t) noexcept;
+    // prefetch's parts: 2 MiB pages allocated outside the lock (held: the
+    // pages to unhold after the install), then the install under it.
+    static constexpr size_t kPreallocMax = 8;
+    size_t preallocate(uint64_t first, uint64_t last, std::span<uint64_t> held) noexcept;
+    int prefetchLocked(uint64_t first, uint64_t last) noexcept;
     // Installs the pages in scratchPages_ (sorted and deduplicated here) that
     // faulted; scratchStatus_[k] gets 0 or -errno. -ENOMEM if nothing was tried.
     int installFaulted(BatchTiming* t) noexcept;
