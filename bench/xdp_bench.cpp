@@ -11,6 +11,10 @@
 //   backup   no page resident: redir_backup
 //   no flow  UDP to a port that is not a flow: parse + two hash misses
 //   bare     a two-instruction XDP_PASS program: the test-run loop's own cost
+//   redirect a bare redirect (bpf_redirect_map to queue 0's primary socket,
+//            as the static-pinned contender's program does after its
+//            parse): what any AF_XDP receiver pays; npf_xdp's own cost is
+//            the steered paths minus this
 // A call claims `repeat` posts (the ring holds NPF_POST_RING_SIZE); the
 // flow's cursor is re-armed (cons 0, prod repeat, SERVED) before each call.
 // Rounds interleave the configurations (drift on a shared machine hits all
@@ -187,6 +191,24 @@ Fd loadBarePass()
     return fd;
 }
 
+// return bpf_redirect_map(xskmap, slot, XDP_PASS): the redirect alone.
+Fd loadBareRedirect(int xskmapFd, uint32_t slot)
+{
+    const bpf_insn insns[] = {
+        {.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_1, .src_reg = BPF_PSEUDO_MAP_FD, .off = 0,
+         .imm = xskmapFd},
+        {.code = 0, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .src_reg = 0, .off = 0, .imm = int32_t(slot)},
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .src_reg = 0, .off = 0, .imm = XDP_PASS},
+        {.code = BPF_JMP | BPF_CALL, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = BPF_FUNC_redirect_map},
+        {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+    };
+    Fd fd(bpf_prog_load(BPF_PROG_TYPE_XDP, "npfb_redirect", "GPL", insns, 6, nullptr));
+    if (!fd)
+        throwErrno("load the bare redirect program");
+    return fd;
+}
+
 // Queue 0's primary and backup AF_XDP sockets on one UMEM, as npf binds them
 // (copy mode; the backup shares the UMEM). Members close in reverse: the
 // sockets before the UMEM.
@@ -228,12 +250,13 @@ XdpStats readStats(int fd)
 
 // ---- configurations ---------------------------------------------------------
 
-enum class Path { Bare, NoFlow, Primary, Backup };
+enum class Path { Bare, Redirect, NoFlow, Primary, Backup };
 
 const char* pathName(Path p)
 {
     switch (p) {
     case Path::Bare: return "bare";
+    case Path::Redirect: return "redirect";
     case Path::NoFlow: return "no flow";
     case Path::Primary: return "primary";
     case Path::Backup: return "backup";
@@ -241,13 +264,17 @@ const char* pathName(Path p)
     return "?";
 }
 
-int expectedVerdict(Path p) { return p == Path::Primary || p == Path::Backup ? XDP_REDIRECT : XDP_PASS; }
+int expectedVerdict(Path p)
+{
+    return p == Path::Primary || p == Path::Backup || p == Path::Redirect ? XDP_REDIRECT : XDP_PASS;
+}
 
 // The outcome counter every packet of the path must land in (-1: not npf_xdp).
 int expectedStat(Path p)
 {
     switch (p) {
-    case Path::Bare: return -1;
+    case Path::Bare:
+    case Path::Redirect: return -1;
     case Path::NoFlow: return NPF_STAT_PASS_NO_FLOW;
     case Path::Primary: return NPF_STAT_REDIR_PRIMARY;
     case Path::Backup: return NPF_STAT_REDIR_BACKUP;
@@ -268,7 +295,7 @@ const char* verdictName(int v)
 }
 
 struct Config {
-    uint32_t flows; // 0 for bare
+    uint32_t flows; // 0 for bare and redirect
     Path path;
     std::vector<double> kernelNs, wallNs; // per call: ns per run
     std::set<int> verdicts;
@@ -276,7 +303,11 @@ struct Config {
 
     std::string name() const
     {
-        return path == Path::Bare ? "bare XDP_PASS" : std::to_string(flows) + " flows, " + pathName(path);
+        if (path == Path::Bare)
+            return "bare XDP_PASS";
+        if (path == Path::Redirect)
+            return "bare redirect";
+        return std::to_string(flows) + " flows, " + pathName(path);
     }
 };
 
@@ -304,6 +335,8 @@ public:
         npfAnchor_ = std::make_unique<XdpAttachment>(anchor_.a(), bpf_program__fd(skel_->progs.npf_xdp), "npf_xdp");
         bareAnchor_ = std::make_unique<XdpAttachment>(anchor_.b(), bare_.get(), "npfb_pass");
         xsks_ = std::make_unique<XskPair>(veth_.rxIf(), bpf_map__fd(skel_->maps.npf_xsks));
+        redirect_ = loadBareRedirect(bpf_map__fd(skel_->maps.npf_xsks), NPF_XSK_PRIMARY(0));
+        redirectAnchor_ = std::make_unique<XdpAttachment>(anchor2_.a(), redirect_.get(), "npfb_redirect");
         ifindex_ = if_nametoindex(veth_.rxIf().c_str());
         if (!ifindex_)
             throwErrno("find interface " + veth_.rxIf());
@@ -333,7 +366,9 @@ public:
         const auto frame = this->frame(c.path == Path::NoFlow ? kNoFlowPort : uint16_t(kPortBase + flows_ - 1));
         if (c.path == Path::Primary || c.path == Path::Backup)
             state_->setAllResident(c.path == Path::Primary);
-        const int prog = c.path == Path::Bare ? bare_.get() : bpf_program__fd(skel_->progs.npf_xdp);
+        const int prog = c.path == Path::Bare       ? bare_.get()
+                         : c.path == Path::Redirect ? redirect_.get()
+                                                    : bpf_program__fd(skel_->progs.npf_xdp);
         const int statsFd = bpf_map__fd(skel_->maps.npf_stats);
         const XdpStats before = readStats(statsFd);
         npf_cursor& cur = state_->cursor(flows_ - 1);
@@ -391,8 +426,9 @@ private:
     AnchorVeth anchor_;
     npf::ctl::Skeleton skel_;
     std::unique_ptr<FlowState> state_;
-    Fd bare_;
-    std::unique_ptr<XdpAttachment> npfAnchor_, bareAnchor_;
+    Fd bare_, redirect_;
+    AnchorVeth anchor2_; // the bare redirect's
+    std::unique_ptr<XdpAttachment> npfAnchor_, bareAnchor_, redirectAnchor_;
     std::unique_ptr<XskPair> xsks_;
     uint32_t ifindex_ = 0;
     uint32_t repeat_, payload_;
@@ -442,7 +478,7 @@ int main(int argc, char** argv)
         Bench b(repeat, payload);
         // Groups of configurations that share npf_flows' content: bare, then one per flow count.
         std::vector<std::vector<Config>> groups;
-        groups.push_back({Config{0, Path::Bare, {}, {}, {}, {}}});
+        groups.push_back({Config{0, Path::Bare, {}, {}, {}, {}}, Config{0, Path::Redirect, {}, {}, {}, {}}});
         for (uint32_t f : used)
             groups.push_back({Config{f, Path::Primary, {}, {}, {}, {}}, Config{f, Path::Backup, {}, {}, {}, {}},
                               Config{f, Path::NoFlow, {}, {}, {}, {}}});

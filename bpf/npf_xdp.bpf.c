@@ -195,7 +195,7 @@ int npf_xdp(struct xdp_md *ctx)
 	/* What the kernel would drop as corrupt is dropped before it can take a
 	 * buffer. The UDP payload's checksum is verified by the service as it
 	 * copies (npf_meta.csum). */
-	if (pkt.csum_bad)
+	if (pkt.csum_bad || npf_ipv4_hdr_bad((void *)(long)ctx->data, (void *)(long)ctx->data_end, &pkt))
 		return npf_out(NPF_STAT_DROP_CSUM, XDP_DROP);
 
 	/* An entry whose id was freed and handed to another flow since. */
@@ -246,7 +246,9 @@ int npf_xdp(struct xdp_md *ctx)
 	meta->seq = (__u32)c.seq;
 	meta->len = c.copy_len;
 	meta->offset = c.offset;
-	meta->tstamp = (__u32)bpf_ktime_get_ns();
+	/* The clock read costs ~27 ns here (a fifth of the program on a VM):
+	 * the fast path's latency is sampled, the fault path's always taken. */
+	meta->tstamp = (flags & NPF_META_F_BACKUP) || c.seq % NPF_FAST_STAMP_EVERY == 0 ? (__u32)bpf_ktime_get_ns() : 0;
 	meta->gen = (__u16)gen;
 	meta->csum = npf_csum_fold(pkt.csum_partial);
 	if (pkt.udp_csum_none)

@@ -27,8 +27,10 @@ struct npf_pkt {
 	__u32 payload_off;       /* from the start of the packet */
 	__u32 payload_len;       /* UDP length - 8 */
 	__u32 csum_partial;      /* pseudo-header + UDP header words, unfolded (npf_meta.csum) */
-	__u8 csum_bad;           /* IPv4 header checksum wrong, or UDP checksum 0 over IPv6 */
+	__u8 csum_bad;           /* UDP checksum 0 over IPv6 (npf_ipv4_hdr_bad: IPv4's header) */
 	__u8 udp_csum_none;      /* UDP checksum 0 over IPv4: the sender computed none */
+	__u8 ip_off;             /* IPv4: where its header starts (14 or 18) */
+	__u8 ihl;                /* IPv4: its header's length (20..60); 0 for IPv6 */
 };
 
 /* Ones' complement sum folded to 16 bits (not inverted). */
@@ -38,19 +40,36 @@ static __always_inline __u16 npf_csum_fold(__u32 sum)
 	return (__u16)((sum & 0xffff) + (sum >> 16));
 }
 
-/* Sum of the 16-bit words of an IPv4 header of ihl bytes (20..60, checked
- * by the caller to lie inside the packet). */
-static __always_inline __u32 npf_ipv4_hdr_sum(struct iphdr *ip, __u32 ihl, void *data_end)
+/* True if the IPv4 header npf_parse found has a wrong checksum. Checked
+ * only for a flow's datagrams: all other traffic passes to the kernel, which
+ * checks it itself. The usual 20-byte header is summed in five 32-bit words. */
+static __always_inline int npf_ipv4_hdr_bad(void *data, void *data_end, const struct npf_pkt *pkt)
 {
-	__u16 *w = (__u16 *)ip;
-	__u32 sum = 0;
+	__u32 off = pkt->ip_off;
+	__u64 sum = 0;
 
-	for (__u32 i = 0; i < 30; i++) {
-		if (i >= ihl / 2 || (void *)(w + i + 1) > data_end)
-			break;
-		sum += w[i];
+	if (pkt->ihl == 0)
+		return 0;
+	if (off > 18)
+		return 1;
+	if (pkt->ihl == 20) {
+		__u32 *w = data + off;
+
+		if ((void *)(w + 5) > data_end)
+			return 1;
+		sum = (__u64)w[0] + w[1] + w[2] + w[3] + w[4];
+		sum = (sum & 0xffffffff) + (sum >> 32);
+		sum = (sum & 0xffffffff) + (sum >> 32);
+	} else {
+		__u16 *w = data + off;
+
+		for (__u32 i = 0; i < 30; i++) {
+			if (i >= pkt->ihl / 2u || (void *)(w + i + 1) > data_end)
+				break;
+			sum += w[i];
+		}
 	}
-	return sum;
+	return npf_csum_fold((__u32)sum) != 0xffff;
 }
 
 struct vlan_hdr_ {
@@ -115,7 +134,8 @@ static __always_inline int npf_parse(void *data, void *data_end, __u64 pkt_len, 
 			return NPF_STAT_PASS_NOT_UDP;
 		pkt->key.family = NPF_FAMILY_IPV4;
 		__builtin_memcpy(pkt->key.addr, &ip->daddr, 4);
-		pkt->csum_bad = npf_csum_fold(npf_ipv4_hdr_sum(ip, ihl, data_end)) != 0xffff;
+		pkt->ip_off = (__u8)off;
+		pkt->ihl = (__u8)ihl;
 		pkt->csum_partial = (ip->saddr & 0xffff) + (ip->saddr >> 16) +
 				    (ip->daddr & 0xffff) + (ip->daddr >> 16);
 		off += ihl;

@@ -58,6 +58,9 @@
 #define NPF_META_F_TRUNCATED 0x02 /* payload longer than the posted buffer */
 #define NPF_META_F_NO_CSUM   0x04 /* UDP over IPv4 with checksum 0: nothing to verify */
 
+/* Primary frames XDP timestamps (npf_meta.tstamp): one seq in this many. */
+#define NPF_FAST_STAMP_EVERY 16
+
 /* Written by XDP in front of every steered frame (bpf_xdp_adjust_meta);
  * in the AF_XDP frame it sits in the 32 bytes just before the packet. */
 struct npf_meta {
@@ -69,7 +72,10 @@ struct npf_meta {
 	__u32 seq;         /* per-flow sequence = index of the consumed post */
 	__u32 len;         /* bytes to place: min(payload, posted buffer) */
 	__u64 offset;      /* destination offset in the region */
-	__u32 tstamp;      /* low 32 bits of bpf_ktime_get_ns() when XDP steered the packet */
+	__u32 tstamp;      /* low 32 bits of bpf_ktime_get_ns() when XDP steered the packet;
+	                    * 0: not stamped. Every backup frame is; a primary frame only if
+	                    * seq % NPF_FAST_STAMP_EVERY == 0 (the clock read is a fifth of
+	                    * npf_xdp's cost on a VM: the fast path's latency is a sample) */
 	__u16 gen;         /* low 16 bits of the flow's generation (npf_flow.gen) */
 	__u16 csum;        /* ones' complement sum of the UDP pseudo-header and header, folded
 	                    * to 16 bits, of the 16-bit words as they lie in memory: adding the

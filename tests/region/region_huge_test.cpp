@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -157,8 +158,13 @@ TEST(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
         while (!stop.load())
             (void)r.evictAll();
     });
-    for (int round = 0; round < 50; ++round)
+    // Until eviction and prefetch have crossed many times (the evicting
+    // thread may be scheduled late on a loaded machine: no fixed count).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (r.stats().restored < 40 && std::chrono::steady_clock::now() < deadline) {
         EXPECT_GE(r.prefetch(0, kPages * kHuge), 0);
+        std::this_thread::yield();
+    }
     stop = true;
     evictor.join();
     ASSERT_GE(r.prefetch(0, kPages * kHuge), 0);
@@ -170,8 +176,7 @@ TEST(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
             EXPECT_EQ(std::memcmp(r.base() + p * kHuge, content[p].data(), kHuge), 0) << "page " << p;
     }
     const RegionStats s = r.stats();
-    EXPECT_GT(s.evicted, 0u);
-    EXPECT_GT(s.restored, 0u);
+    EXPECT_GE(s.restored, 40u) << "eviction and prefetch did not cross";
     EXPECT_EQ(s.errors, 0u);
 }
 

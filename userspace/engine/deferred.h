@@ -20,7 +20,7 @@ struct Deferred {
     ServedFlow* flow;
     uint64_t seq;
     uint64_t offset;
-    uint64_t tstamp; // steered by XDP, CLOCK_MONOTONIC ns
+    uint64_t tstamp; // steered by XDP, CLOCK_MONOTONIC ns; 0 if XDP did not stamp it
     uint16_t status;
     uint32_t len;
     const uint8_t* bytes; // the payload, len bytes

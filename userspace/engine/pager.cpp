@@ -267,8 +267,9 @@ uint32_t Pager::drainBackup(xsk::QueueSockets& q) noexcept
             f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
             return;
         }
-        const uint64_t steered = xsk::steeredAtNs(p.meta, pickup);
-        steerToPickup.recordSingleWriter(pickup - steered);
+        const uint64_t steered = xsk::stamped(p.meta) ? xsk::steeredAtNs(p.meta, pickup) : 0;
+        if (steered)
+            steerToPickup.recordSingleWriter(pickup - steered);
         // One patch per frame the payload lies in (a jumbo datagram spans
         // several); the placements of the patches after the first have no
         // flow: they belong to the datagram before them (see install()).
@@ -379,7 +380,8 @@ void Pager::install(uint64_t pickupNs) noexcept
         }
         if (rc == 0) {
             p.flow->seq.complete(p.seq, len, p.status, NPF_CF_FAULT, now);
-            faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
+            if (p.tstamp) // 0: a deferred datagram XDP did not stamp
+                faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
             counters_.faultPath.fetch_add(1, std::memory_order_relaxed);
         } else {
             NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", len,

@@ -130,7 +130,7 @@ private:
         ServedFlow* flow; // nullptr: continues the datagram before it (a payload in several frames)
         uint64_t seq;
         uint16_t status;
-        uint64_t tstamp;
+        uint64_t tstamp;   // steered, CLOCK_MONOTONIC ns; 0: not stamped
         Region* region;   // the flow's (set on continuations too)
     };
     // Sorts the batch by region (stable: a datagram's patches stay together

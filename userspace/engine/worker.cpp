@@ -93,7 +93,8 @@ void Worker::loop() noexcept
                 continue;
             }
             const int rc = pager_.deferred().push(
-                Deferred{flows[i], seqs[i], m.offset, xsk::steeredAtNs(m, now), statusOf(m), m.len, nullptr},
+                Deferred{flows[i], seqs[i], m.offset, xsk::stamped(m) ? xsk::steeredAtNs(m, now) : 0, statusOf(m),
+                         m.len, nullptr},
                 [&](uint8_t* dst) noexcept { return copy(dst, pkts[i]); });
             if (rc > 0) {
                 counters_.deferred.fetch_add(1, std::memory_order_relaxed);
@@ -121,7 +122,8 @@ void Worker::loop() noexcept
             }
             flows[i]->region.markReferenced(m.offset, m.len);
             flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
-            fastTotal_.recordSingleWriter(now - xsk::steeredAtNs(m, now));
+            if (xsk::stamped(m))
+                fastTotal_.recordSingleWriter(now - xsk::steeredAtNs(m, now));
             placed++;
         }
     };

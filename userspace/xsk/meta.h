@@ -80,8 +80,13 @@ MetaStatus validateMeta(const FrameView& f, uint64_t regionBytes, const FlowSet&
 // included).
 uint32_t truncatedTail(const FrameView& f, const npf_meta& m) noexcept;
 
-// CLOCK_MONOTONIC ns at which XDP steered the frame, from the meta's low 32
-// bits of it and a later reading nowNs (exact for frames younger than 2 s).
+// XDP stamped the frame (npf_meta.tstamp): every backup frame, a sample of
+// the primary ones.
+inline bool stamped(const npf_meta& m) noexcept { return m.tstamp != 0; }
+
+// CLOCK_MONOTONIC ns at which XDP steered a stamped frame, from the meta's
+// low 32 bits of it and a later reading nowNs (exact for frames younger than
+// 2 s); nowNs for a frame not stamped.
 inline uint64_t steeredAtNs(const npf_meta& m, uint64_t nowNs) noexcept
 {
     const int32_t age = static_cast<int32_t>(static_cast<uint32_t>(nowNs) - m.tstamp);
