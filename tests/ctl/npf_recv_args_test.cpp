@@ -56,6 +56,8 @@ TEST(NpfRecvArgs, BadArgumentsExit2NamingTheOption)
         {iface + "--count -1", "--count: '-1'"},
         {iface + "--queues 65", "--queues"},
         {iface + "--prefetch -1", "--prefetch"},
+        {iface + "--pagers 0", "--pagers"},
+        {iface + "--pagers 65", "--pagers"},
         {iface + "--mode turbo", "--mode"},
         {iface + "--addr 1.2.3", "--addr: invalid address '1.2.3'"},
         {iface + "--addr 0.0.0.0", "--addr: address '0.0.0.0' is unspecified"},

@@ -174,6 +174,8 @@ TEST_F(EngineE2E, BadConfigThrowsClearSystemError)
     };
     expectThrow({.regionSize = (16ull << 20) + 100}, "4096");
     expectThrow({.regionSize = 0}, "4096");
+    expectThrow({.regionSize = 16ull << 20, .pagerThreads = 0}, "pager threads must be 1..64, not 0");
+    expectThrow({.regionSize = 16ull << 20, .pagerThreads = 65}, "pager threads must be 1..64, not 65");
     // An interface the rx namespace does not have (EngineInNs sets ifname,
     // so build this one by hand).
     try {
