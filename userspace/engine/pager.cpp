@@ -267,7 +267,7 @@ uint32_t Pager::drainBackup(xsk::QueueSockets& q) noexcept
             f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
             return;
         }
-        const uint64_t steered = xsk::stamped(p.meta) ? xsk::steeredAtNs(p.meta, pickup) : 0;
+        const uint64_t steered = xsk::steeredAtNs(p.meta, pickup); // 0: not stamped
         if (steered)
             steerToPickup.recordSingleWriter(pickup - steered);
         // One patch per frame the payload lies in (a jumbo datagram spans

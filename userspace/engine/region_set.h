@@ -3,7 +3,7 @@
 // snapshot when the generation moves. A removed region may still be in a
 // pager's snapshot until its next round: the owner waits for that
 // (Pager::sync) before destroying the region. Each region gets a serial when
-// added, which says which pager serves it (PagerShard::ownsRegion).
+// added, which says which pager serves it (PagerShard::regionOwner).
 #pragma once
 
 #include <algorithm>

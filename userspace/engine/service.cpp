@@ -140,11 +140,6 @@ void Service::stopThreads() noexcept
 {
     for (auto& w : workers_)
         w->stop();
-    stopPagers();
-}
-
-void Service::stopPagers() noexcept
-{
     for (auto& p : pagers_)
         p->stop();
 }

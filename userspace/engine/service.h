@@ -89,7 +89,6 @@ private:
     void detachOnExit() noexcept;
     void writeStatsFile() noexcept;
     void barrier() noexcept; // no worker batch or pager round that began before is still running
-    void stopPagers() noexcept;
 
     EngineConfig cfg_;
     Fd netns_; // the network namespace the service was created in (teardown runs there)

@@ -93,8 +93,7 @@ void Worker::loop() noexcept
                 continue;
             }
             const int rc = pager_.deferred().push(
-                Deferred{flows[i], seqs[i], m.offset, xsk::stamped(m) ? xsk::steeredAtNs(m, now) : 0, statusOf(m),
-                         m.len, nullptr},
+                Deferred{flows[i], seqs[i], m.offset, xsk::steeredAtNs(m, now), statusOf(m), m.len, nullptr},
                 [&](uint8_t* dst) noexcept { return copy(dst, pkts[i]); });
             if (rc > 0) {
                 counters_.deferred.fetch_add(1, std::memory_order_relaxed);
@@ -122,8 +121,8 @@ void Worker::loop() noexcept
             }
             flows[i]->region.markReferenced(m.offset, m.len);
             flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
-            if (xsk::stamped(m))
-                fastTotal_.recordSingleWriter(now - xsk::steeredAtNs(m, now));
+            if (const uint64_t steered = xsk::steeredAtNs(m, now))
+                fastTotal_.recordSingleWriter(now - steered);
             placed++;
         }
     };

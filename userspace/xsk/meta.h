@@ -86,9 +86,11 @@ inline bool stamped(const npf_meta& m) noexcept { return m.tstamp != 0; }
 
 // CLOCK_MONOTONIC ns at which XDP steered a stamped frame, from the meta's
 // low 32 bits of it and a later reading nowNs (exact for frames younger than
-// 2 s); nowNs for a frame not stamped.
+// 2 s); 0 for a frame not stamped.
 inline uint64_t steeredAtNs(const npf_meta& m, uint64_t nowNs) noexcept
 {
+    if (!stamped(m))
+        return 0;
     const int32_t age = static_cast<int32_t>(static_cast<uint32_t>(nowNs) - m.tstamp);
     return age > 0 ? nowNs - static_cast<uint32_t>(age) : nowNs;
 }
