@@ -132,7 +132,8 @@ public:
     size_t poll(std::span<npf_completion> out) noexcept;
     // Blocks up to `timeout` for at least one completion.
     size_t wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
-    // Readable when completions may be ready (eventfd; for epoll loops).
+    // Readable when completions may be ready (the read end of a pipe; for
+    // epoll loops: read and discard what it holds to re-arm it).
     int eventFd() const noexcept;
     // Buffers posted and not yet polled.
     uint64_t outstanding() const noexcept;

@@ -63,8 +63,8 @@ private:
 
 std::string clientRules()
 {
-    return R"("clients": [{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 268435456,
-                          "resident_bytes": 67108864, "flows": 4}])";
+    return R"("clients": [{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 536870912,
+                          "resident_bytes": 268435456, "flows": 4}])";
 }
 
 // npf-recv --connect as uid 65534: `prefix` (namespace entry) + the command.

@@ -16,7 +16,7 @@ Npfd::Npfd(Rig& rig, const TempDir& dir, std::vector<std::string> extraArgs)
     ::chmod(dir_.c_str(), 0777); // clients (uid 65534) write their output here
     std::ofstream(config_) << R"({"ifaces": [")" << rig.rxIf() << R"("], "socket": ")" << socket_
                            << R"(", "socket_group": "nogroup", "spill_dir": "/var/tmp",
-  "clients": [{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 268435456, "resident_bytes": 67108864,
+  "clients": [{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 536870912, "resident_bytes": 268435456,
                "flows": 4}]})";
     start();
 }

@@ -1,6 +1,6 @@
 // npfd (the real daemon) in the rx namespace of an e2e Rig, with a config in
-// a temp dir: clients with uid 65534 may open ports 7400-7499 (region up to
-// 256 MiB, budget up to 64 MiB, 4 flows); root may do anything. Clients are
+// a temp dir: clients with uid 65534 may open ports 7400-7499 (all of them
+// together: 512 MiB of region, 256 MiB of budget, 4 flows); root may do anything. Clients are
 // npf-recv --connect processes run as uid 65534 (setpriv), or npf::Client
 // and raw protocol sockets in the test process (root).
 #pragma once

@@ -1,7 +1,10 @@
 #include "order/completion_ring.h"
 #include "../common/wait.h" // header-only; this suite does not link npf_testcommon
+#include "sys/error.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -35,7 +38,15 @@ bool same(const npf_completion& a, const npf_completion& b)
 // A second, independent mapping of the same ring (what a client process gets).
 CompletionRing attachCopy(const CompletionRing& r)
 {
-    return CompletionRing::attach(Fd(::dup(r.memfd())), Fd(::dup(r.eventFd())), "copy");
+    return CompletionRing::attach(Fd(::dup(r.memfd())), Fd(::dup(r.notifyFd())), "copy");
+}
+
+Fd pipeReadEnd()
+{
+    int p[2];
+    checkErrno(::pipe2(p, O_CLOEXEC), "pipe");
+    ::close(p[1]);
+    return Fd(p[0]);
 }
 
 // A ring with both sides on one mapping.
@@ -127,7 +138,7 @@ TEST(CompletionRing, WaitTimesOut)
 }
 
 // The consumer is another process that attached the ring from its fds and
-// sleeps on the eventfd; the producer pushes once it sees it waiting.
+// sleeps on the notifier; the producer pushes once it sees it waiting.
 TEST(CompletionRing, ForkedConsumerBlocksAndIsWoken)
 {
     CompletionRing ring = CompletionRing::create(64, "fork");
@@ -221,7 +232,7 @@ void raceWakeups(CompletionProducer& prod, CompletionConsumer& cons)
     EXPECT_EQ(bad.load(), 0u);
     EXPECT_EQ(consumed.load(), kItems);
     EXPECT_GT(prod.stats().wakeups, 0u); // the consumer did sleep
-    std::printf("[ info ] %llu ping-pongs, %llu eventfd wakeups, %llu waits timed out without evidence\n",
+    std::printf("[ info ] %llu ping-pongs, %llu notifier wakeups, %llu waits timed out without evidence\n",
                 static_cast<unsigned long long>(kItems), static_cast<unsigned long long>(prod.stats().wakeups),
                 static_cast<unsigned long long>(timeouts.load() - lost.load()));
 }
@@ -246,7 +257,7 @@ TEST(CompletionRing, AttachRejectsWhatIsNotARing)
     Fd small(::memfd_create("small", MFD_CLOEXEC));
     ASSERT_TRUE(small);
     ASSERT_EQ(::ftruncate(small.get(), 100), 0);
-    EXPECT_THROW(CompletionRing::attach(std::move(small), Fd(::eventfd(0, 0)), "small"),
+    EXPECT_THROW(CompletionRing::attach(std::move(small), pipeReadEnd(), "small"),
                  std::system_error);
 
     // A header that claims more entries than the file holds.
@@ -258,7 +269,7 @@ TEST(CompletionRing, AttachRejectsWhatIsNotARing)
     h.magic = NPF_RING_MAGIC;
     h.version = NPF_ABI_VERSION;
     ASSERT_EQ(::pwrite(liar.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
-    EXPECT_THROW(CompletionRing::attach(std::move(liar), Fd(::eventfd(0, 0)), "liar"),
+    EXPECT_THROW(CompletionRing::attach(std::move(liar), pipeReadEnd(), "liar"),
                  std::system_error);
 
     // A ring of another ABI version, and a file without the magic.
@@ -270,9 +281,55 @@ TEST(CompletionRing, AttachRejectsWhatIsNotARing)
         h.magic = static_cast<__u32>(magic);
         h.version = static_cast<__u32>(version);
         ASSERT_EQ(::pwrite(other.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
-        EXPECT_THROW(CompletionRing::attach(std::move(other), Fd(::eventfd(0, 0)), "other"), std::system_error)
+        EXPECT_THROW(CompletionRing::attach(std::move(other), pipeReadEnd(), "other"), std::system_error)
             << "magic " << magic << " version " << version;
     }
+}
+
+// The notifier must be a pipe's read end: an eventfd (whose file status
+// flags the other side shares) or a write end is refused.
+TEST(CompletionRing, AttachRefusesANotifierThatIsNotAPipesReadEnd)
+{
+    CompletionRing r = CompletionRing::create(64, "notifier");
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    Fd rd(p[0]), wr(p[1]);
+    for (auto [name, fd] : {std::pair{"eventfd", ::eventfd(0, EFD_CLOEXEC)}, std::pair{"write end", ::dup(wr.get())}}) {
+        try {
+            CompletionRing::attach(Fd(::dup(r.memfd())), Fd(fd), "bad");
+            ADD_FAILURE() << name << " accepted as the notifier";
+        } catch (const std::system_error& e) {
+            EXPECT_NE(std::string(e.what()).find("not the read end of a pipe"), std::string::npos) << e.what();
+        }
+    }
+}
+
+// A hostile consumer (another process: an npfd client) holds the notifier's
+// read end, makes it blocking (the flag is shared with whoever holds that
+// end) and never drains it. The producer's signals still never block: its
+// write end is its own, non-blocking, and a full pipe drops the signal.
+TEST(CompletionRing, AConsumerThatNeverDrainsCannotBlockTheProducer)
+{
+    CompletionRing ring = CompletionRing::create(64, "hostile");
+    CompletionProducer prod(ring);
+    CompletionRing theirs = attachCopy(ring);
+    const int fl = ::fcntl(theirs.notifyFd(), F_GETFL);
+    ASSERT_EQ(::fcntl(theirs.notifyFd(), F_SETFL, fl & ~O_NONBLOCK), 0);
+    const uint64_t v = 0xfffffffffffffffeull;
+    EXPECT_LT(::write(theirs.notifyFd(), &v, sizeof(v)), 0) << "the consumer's end is read-only";
+    for (int i = 0; i < 100000; ++i) // far more than a pipe holds
+        prod.wake();
+    MmapArea raw = MmapArea::map(CompletionRing::mappingSize(64), PROT_READ | PROT_WRITE, MAP_SHARED,
+                                 theirs.memfd(), 0, "raw");
+    CompletionConsumer cons(theirs);
+    npf_completion c;
+    for (uint64_t i = 0; i < 10000; ++i) {
+        raw.as<npf_completion_ring>()->waiting = 1; // "I sleep": every push signals
+        ASSERT_TRUE(prod.push(entry(i)));
+        ASSERT_EQ(cons.poll(1, &c), 1u);
+    }
+    pollfd p{theirs.notifyFd(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 1) << "a consumer that drains its notifier is woken";
 }
 
 TEST(CompletionRing, SealedAgainstResize)

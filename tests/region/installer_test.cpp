@@ -103,7 +103,7 @@ TEST(CopyInstaller, UnreadableSavedContentFailsItsRunOnly)
     const std::string path = "/proc/self/fd/" + std::to_string(t.spill.fd());
     Fd wronly(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
     ASSERT_TRUE(wronly);
-    t.spill = SpillFile::adopt(std::move(wronly), t.size, "write-only spill");
+    t.spill = SpillFile::own(std::move(wronly));
     t.installer.install(t.bare({4, 5, 6}), nullptr);
     EXPECT_EQ(t.status, (std::vector<int>{-EBADF, -EBADF, 0})) << "runs 4-5 and 6";
     EXPECT_EQ(t.c.errors.load(), 1u);

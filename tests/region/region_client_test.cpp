@@ -337,6 +337,65 @@ TEST(RegionClient, ClientPunchingItsMemfdCannotHangThePager)
 }
 
 // What the region refuses to adopt, and the seal it puts on what it adopts.
+void setFlags(int fd, int set, int clear)
+{
+    const int fl = ::fcntl(fd, F_GETFL);
+    ASSERT_GE(fl, 0);
+    ASSERT_EQ(::fcntl(fd, F_SETFL, (fl | set) & ~clear), 0);
+}
+
+// File status flags live in the open file description, which the client
+// shares with whoever it hands a descriptor to. After the handover it sets
+// O_APPEND on its region and spill memfds (pwrite() would then append: the
+// files would grow without bound and payloads land past the region) and
+// makes its userfaultfd blocking (a read() with no event pending would hang
+// the pager). None of it reaches the region: it writes through its own open
+// file descriptions and reads the uffd non-blocking per call.
+TEST(RegionClient, FlagsTheClientChangesAfterTheHandoverChangeNothing)
+{
+    NPF_REQUIRE_UFFD();
+    ClientSpec spec;
+    ClientProcess c(spec);
+    NPF_REQUIRE_CLIENT(c);
+    ClientMemory m = c.memory();
+    Fd memfd(::dup(m.memfd.get())), uffd(::dup(m.uffd.get()));
+    Fd spill(::memfd_create("npf-test-hostile-spill", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    ASSERT_TRUE(spill);
+    m.spill.reset(::dup(spill.get()));
+    Region r(clientConfig(spec.size), std::move(m));
+    setFlags(memfd.get(), O_APPEND, 0);
+    setFlags(spill.get(), O_APPEND, 0);
+    setFlags(uffd.get(), 0, O_NONBLOCK);
+
+    // No event pending: returns at once. (Before, this read() blocked; a
+    // client read would then be the only thing to release it.)
+    auto served = std::async(std::launch::async, [&] { return r.serviceClientFaults(); });
+    if (served.wait_for(10s) != std::future_status::ready) {
+        ADD_FAILURE() << "serviceClientFaults blocked on a uffd the client made blocking";
+        (void)c.read(0, 1); // an event, so the blocked read returns and the test can end
+    }
+    EXPECT_EQ(served.get(), 0);
+
+    // Payloads land at their offsets, evicted pages are saved at theirs:
+    // neither file grows, and everything comes back.
+    const auto payload = randomBytes(1000, 7);
+    Patch ps[] = {{3 * kPg + 100, payload.data(), 1000}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(ps, res), 1);
+    for (int round = 0; round < 20; ++round) {
+        ASSERT_GE(r.evictAll(), 0);
+        ASSERT_GE(r.prefetch(0, 8 * kPg), 0) << round;
+    }
+    ASSERT_GE(r.evictAll(), 1);
+    struct stat st{};
+    ASSERT_EQ(::fstat(memfd.get(), &st), 0);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), spec.size) << "the region memfd grew";
+    ASSERT_EQ(::fstat(spill.get(), &st), 0);
+    EXPECT_LE(static_cast<uint64_t>(st.st_size), spec.size) << "the spill grew past the region";
+    PagerThread pager(r);
+    EXPECT_EQ(c.read(3 * kPg + 100, 1000), payload);
+}
+
 TEST(RegionClientAdopt, RefusesMemoryItCannotServeSafely)
 {
     NPF_REQUIRE_UFFD();

@@ -199,6 +199,10 @@ EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBi
     std::optional<EngineFlow> out;
     if (std::optional<FlowEntry> e = lookup(dp, key, what)) {
         std::optional<FlowRing> ring = FlowRing::open(dp, e->id);
+        const bool operators = ring && !(ring->cursor()->flags & NPF_CURSOR_F_ENGINE);
+        if (fresh && operators)
+            throw StateError(EBUSY, what + ": it is an operator's flow (npfctl flow add, id " + std::to_string(e->id) +
+                                        "), never handed to a client; npfctl flow del it to let clients open it");
         if (fresh || !ring) {
             if (bpf_map_delete_elem(dp.flows(), &key) != 0)
                 throwErrno(what + ": replace the old entry");

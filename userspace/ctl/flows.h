@@ -89,7 +89,9 @@ struct EngineFlow {
 // exists, else a new one as addFlow, marked as an engine's; either way bound
 // to the engine's region (npf_regions[id] and npf_flow.region_size). With
 // `fresh`, an existing entry is replaced by a new one (new generation, new
-// ring map): npfd gives every client a ring nobody else has mapped.
+// ring map): npfd gives every client a ring nobody else has mapped; an
+// operator's flow (npfctl flow add) is never replaced then:
+// StateError(EBUSY), and the flow stays as it is.
 EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBinding& region,
                           bool fresh = false);
 

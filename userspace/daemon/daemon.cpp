@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,11 +12,55 @@
 #include "ctl/errors.h"
 #include "daemon/session.h"
 #include "engine/service.h"
+#include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/log.h"
 #include "sys/netns.h"
 
 namespace npf::daemon {
+namespace {
+
+using sidecar::ErrorCode;
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kAcceptPauseNs = 100 * kMs;
+// Descriptors npfd holds per connection (socket, region memfd, the
+// client's uffd and its own, spill, resident bitmap map, headroom) and per
+// flow (post ring map, completion memfd, notifier pipe).
+constexpr uint64_t kFdsPerConnection = 8, kFdsPerFlow = 4, kFdsBase = 256;
+
+// Raises the soft RLIMIT_NOFILE to what max_connections and the flows of
+// every interface need (or to the hard limit, if that is lower: said so).
+void ensureFdLimit(const sidecar::DaemonConfig& c)
+{
+    const uint64_t need =
+        kFdsBase + kFdsPerConnection * c.maxConnections + kFdsPerFlow * NPF_MAX_FLOWS * c.ifaces.size();
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= need)
+        return;
+    const rlim_t want = lim.rlim_max == RLIM_INFINITY ? need : std::min<rlim_t>(lim.rlim_max, need);
+    if (want > lim.rlim_cur) {
+        lim.rlim_cur = want;
+        (void)::setrlimit(RLIMIT_NOFILE, &lim);
+    }
+    if (want < need)
+        NPF_WARN("npfd: max_connections %u and %zu interface(s) need %llu descriptors, and the hard limit is %llu: "
+                 "raise it (systemd: LimitNOFILE=; containers: ulimit nofile) or lower max_connections",
+                 c.maxConnections, c.ifaces.size(), static_cast<unsigned long long>(need),
+                 static_cast<unsigned long long>(lim.rlim_max));
+}
+
+// An error with id 0 on a connection npfd closes without reading it: the
+// client's Channel takes it as the answer to whatever it sends first.
+void refuse(Fd fd, ErrorCode code, int err, const std::string& why) noexcept
+{
+    try {
+        (void)sidecar::sendMessage(fd.get(), sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
+    } catch (const std::exception&) {
+    }
+}
+
+} // namespace
 
 Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
 {
@@ -24,6 +69,7 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
     if (!opt_.metrics.empty())
         checkMetricsAddress(opt_.metrics); // before any interface is touched
     ownNetns_ = sidecar::currentNetns();
+    ensureFdLimit(opt_.config);
     for (const std::string& label : opt_.config.ifaces) {
         std::string why;
         const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
@@ -136,12 +182,21 @@ void Daemon::stop() noexcept
 void Daemon::run()
 {
     epoll_event evs[32];
+    int timeoutMs = 500;
     while (!stop_.load(std::memory_order_acquire)) {
-        const int n = ::epoll_wait(epoll_.get(), evs, 32, 500);
+        const int n = ::epoll_wait(epoll_.get(), evs, 32, timeoutMs);
         if (n < 0 && errno != EINTR)
             throwErrno("npfd: epoll_wait");
         std::lock_guard<std::mutex> lock(controlMu_);
-        for (int i = 0; i < n; i++) {
+        timeoutMs = closeSilent(500);
+        if (acceptPausedUntilNs_) {
+            const int64_t left = acceptPausedUntilNs_ - monotonicNs();
+            if (left <= 0)
+                resumeAccept();
+            else
+                timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
+        }
+        for (int i = 0; i < std::max(n, 0); i++) {
             const int fd = evs[i].data.fd;
             if (fd == stopFd_.get())
                 return;
@@ -164,20 +219,41 @@ void Daemon::accept()
         Fd fd;
         try {
             fd = listener_.accept();
-        } catch (const std::exception& e) { // EMFILE: the client waits in the backlog
-            NPF_WARN_RL("npfd: accept: %s", e.what());
+        } catch (const std::exception& e) { // EMFILE, ENFILE, ENOBUFS: the clients wait in the backlog
+            NPF_WARN_RL("npfd: %s: new clients wait until a connection closes (%zu open; npfd's descriptor limit, "
+                        "LimitNOFILE, may be too low for max_connections %u)",
+                        e.what(), sessions_.size(), opt_.config.maxConnections);
+            pauseAccept();
             return;
         }
         if (!fd)
             return;
-        const int raw = fd.get();
-        std::unique_ptr<Session> s;
-        try {
-            s = std::make_unique<Session>(*this, std::move(fd), nextSession_++);
-        } catch (const std::exception& e) {
-            NPF_WARN("npfd: a client connected and left at once: %s", e.what());
+        if (sessions_.size() >= opt_.config.maxConnections) {
+            NPF_WARN_RL("npfd: a client was refused: all max_connections (%u) are open", opt_.config.maxConnections);
+            refuse(std::move(fd), ErrorCode::NoSpace, EMFILE,
+                   "npfd has all its max_connections (" + std::to_string(opt_.config.maxConnections) +
+                       ") open: try again later");
             continue;
         }
+        Peer peer;
+        try {
+            peer = Peer::of(fd.get());
+        } catch (const std::exception& e) {
+            NPF_WARN_RL("npfd: a client connected and left at once: %s", e.what());
+            continue;
+        }
+        const sidecar::ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
+        std::string why;
+        std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why);
+        if (!lease) {
+            NPF_WARN_RL("npfd: pid %d uid %u refused: %s", peer.cred.pid, peer.cred.uid, why.c_str());
+            refuse(std::move(fd), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
+            continue;
+        }
+        const int raw = fd.get();
+        const int64_t deadline = monotonicNs() + int64_t{opt_.config.helloTimeoutMs} * kMs;
+        auto s = std::make_unique<Session>(*this, std::move(fd), nextSession_++, std::move(peer), std::move(*lease),
+                                           deadline);
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = raw;
@@ -227,6 +303,49 @@ void Daemon::drop(int fd, const char* why) noexcept
     const std::string who = it->second->describe();
     sessions_.erase(it); // its flows closed, its region released
     NPF_INFO("%s %s: its flows are closed", who.c_str(), why);
+    if (acceptPausedUntilNs_)
+        resumeAccept(); // a connection's descriptors are free again
+}
+
+int Daemon::closeSilent(int cap) noexcept
+{
+    const int64_t now = monotonicNs();
+    int64_t next = now + int64_t{cap} * kMs;
+    std::vector<int> late;
+    for (const auto& [fd, s] : sessions_)
+        if (!s->helloDone()) {
+            if (s->helloDeadline() <= now)
+                late.push_back(fd);
+            else
+                next = std::min(next, s->helloDeadline());
+        }
+    for (int fd : late) {
+        const std::string why =
+            "no hello within " + std::to_string(opt_.config.helloTimeoutMs) + " ms (hello_timeout_ms): closed";
+        try {
+            (void)sidecar::sendMessage(fd, sidecar::ErrorReply{ErrorCode::BadMessage, ETIMEDOUT, why}.encode(0));
+        } catch (const std::exception&) {
+        }
+        drop(fd, "said no hello in time");
+    }
+    return static_cast<int>((next - now + kMs - 1) / kMs);
+}
+
+void Daemon::pauseAccept() noexcept
+{
+    epoll_event ev{};
+    ev.data.fd = listener_.fd();
+    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.fd(), &ev);
+    acceptPausedUntilNs_ = monotonicNs() + kAcceptPauseNs;
+}
+
+void Daemon::resumeAccept() noexcept
+{
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = listener_.fd();
+    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.fd(), &ev);
+    acceptPausedUntilNs_ = 0;
 }
 
 } // namespace npf::daemon

@@ -6,6 +6,12 @@
 // Threads: the control thread runs run(): accept, requests, disconnects, all
 // of them one at a time (opening a flow waits for RCU grace periods: a few
 // ms). The services' workers and pagers run the dataplane.
+//
+// Every client is a potential attacker of every other (docs/protocol.md,
+// "Threat model"): connections are bounded npfd-wide (max_connections) and
+// per rule (Quotas), a connection that does not say hello in time is closed,
+// and accept() backs off when npfd runs out of descriptors instead of
+// spinning on EMFILE.
 #pragma once
 
 #include <atomic>
@@ -15,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/quota.h"
 #include "npf/engine.h"
 #include "region/epoch.h"
 #include "sidecar/config.h"
@@ -70,6 +77,7 @@ public:
     std::string describeServed() const;                       // "eth0, pod-a:eth0"
     Service& home() noexcept { return *served_.front().service; } // serves the clients' faults
     EpochDomain& epochs() noexcept { return epochs_; }
+    Quotas& quotas() noexcept { return quotas_; }
     // Port ownership across sessions: key "iface|addr|port".
     bool claimFlow(const std::string& key, const Session* s);
     void releaseFlow(const std::string& key) noexcept;
@@ -87,6 +95,13 @@ private:
     void accept();
     void serve(int fd) noexcept;
     void drop(int fd, const char* why) noexcept;
+    // Closes the connections that did not say hello in time; returns the
+    // milliseconds until the next such deadline (at most `cap`).
+    int closeSilent(int cap) noexcept;
+    // EMFILE and friends: the listener leaves the epoll set for a while (the
+    // clients wait in the backlog), instead of waking run() for nothing.
+    void pauseAccept() noexcept;
+    void resumeAccept() noexcept;
 
     DaemonOptions opt_;
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
@@ -95,7 +110,9 @@ private:
     sidecar::Listener listener_;
     Fd epoll_, stopFd_;
     std::atomic<bool> stop_{false};
+    Quotas quotas_;
     std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd
+    int64_t acceptPausedUntilNs_ = 0;                  // 0: accepting
     std::map<std::string, const Session*> owners_;
     uint64_t nextSession_ = 1;
     // Held by run() while it handles requests and disconnects, by snapshot()

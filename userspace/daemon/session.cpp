@@ -28,15 +28,23 @@ std::string flowKey(const std::string& iface, const ctl::FlowSpec& spec)
 
 } // namespace
 
-Session::Session(Daemon& d, Fd fd, uint64_t id) : d_(d), fd_(std::move(fd)), id_(id)
+Peer Peer::of(int fd)
 {
-    cred_ = sidecar::peerCred(fd_.get());
+    Peer p;
+    p.cred = sidecar::peerCred(fd);
     try {
-        cgroup_ = sidecar::peerCgroup(cred_.pid); // read now: the pid may be reused once it exits
+        p.cgroup = sidecar::peerCgroup(p.cred.pid); // read now: the pid may be reused once it exits
     } catch (const std::exception&) {
-        cgroup_.clear();
+        p.cgroup.clear();
     }
-    netns_ = sidecar::peerNetns(fd_.get());
+    p.netns = sidecar::peerNetns(fd);
+    return p;
+}
+
+Session::Session(Daemon& d, Fd fd, uint64_t id, Peer peer, Quotas::Lease lease, int64_t helloDeadline)
+    : d_(d), fd_(std::move(fd)), id_(id), cred_(peer.cred), cgroup_(std::move(peer.cgroup)), netns_(peer.netns),
+      lease_(std::move(lease)), rule_(lease_.rule()), helloDeadline_(helloDeadline)
+{
     NPF_INFO("client %llu connected: pid %d uid %u gid %u netns %llu%s%s", static_cast<unsigned long long>(id_),
              cred_.pid, cred_.uid, cred_.gid, static_cast<unsigned long long>(netns_),
              cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());
@@ -130,7 +138,6 @@ std::string Session::hello(const sidecar::Message& m)
     sidecar::HelloRequest h = sidecar::HelloRequest::decode(m);
     sidecar::checkVersion(h);
     name_ = h.name;
-    rule_ = d_.config().match(cred_.uid, cred_.gid, cgroup_);
     if (!rule_)
         throw ProtocolError(ErrorCode::NotAllowed,
                             "uid " + std::to_string(cred_.uid) + " gid " + std::to_string(cred_.gid) +
@@ -159,16 +166,20 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
                             "page_size " + std::to_string(rq.pageSize) +
                                 ": npfd serves 4096-byte pages (shmem memfd) and 2097152-byte pages (hugetlbfs memfd)",
                             EINVAL, m.id);
-    if (rq.size > rule_->regionBytes || rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
+    if (rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
         throw ProtocolError(ErrorCode::TooLarge,
-                            "region of " + std::to_string(rq.size) + " bytes: this client may have " +
-                                std::to_string(rule_->regionBytes),
+                            "region of " + std::to_string(rq.size) + " bytes: npfd serves regions of up to " +
+                                std::to_string(uint64_t{NPF_MAX_REGION_PAGES} * NPF_PAGE_SIZE),
                             0, m.id);
-    if (rq.budget > rule_->residentBytes)
-        throw ProtocolError(ErrorCode::TooLarge,
-                            "resident budget of " + std::to_string(rq.budget) + " bytes: this client may have " +
-                                std::to_string(rule_->residentBytes),
-                            0, m.id);
+    // The rule's totals first: the bitmap and the page state below cost
+    // npfd memory in proportion to the size.
+    if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
+        throw ProtocolError(ErrorCode::TooLarge, why, 0, m.id);
+    struct GiveBack { // unless the region is made
+        Quotas::Lease& l;
+        bool keep = false;
+        ~GiveBack() { if (!keep) l.giveRegion(); }
+    } giveBack{lease_};
     ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
     RegionConfig rc;
     rc.size = rq.size;
@@ -188,6 +199,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(),
                             e.code().value(), m.id);
     }
+    giveBack.keep = true;
     bitmap_.emplace(std::move(bitmap));
     region_ = std::move(region);
     d_.home().addRegion(*region_);
@@ -229,9 +241,6 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed, ctl::toString(spec) + " is not allowed for this client", EACCES,
                             m.id);
-    if (flows_.size() >= rule_->flows)
-        throw ProtocolError(ErrorCode::NoSpace,
-                            "this client may have " + std::to_string(rule_->flows) + " flows open at once", 0, m.id);
     const std::string key = flowKey(iface, spec);
     const Session* owner = d_.flowOwner(key);
     if (!owner)
@@ -241,13 +250,19 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
                             ctl::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : owner->describe()),
                             0, m.id);
+    if (std::string why; !lease_.takeFlow(&why))
+        throw ProtocolError(ErrorCode::NoSpace, why, 0, m.id);
     ServedFlow* served = nullptr;
     try {
         // A ring map nobody else has mapped, whatever was there before.
         served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
     } catch (const ctl::StateError& e) {
+        lease_.giveFlow();
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
                             e.code().value(), m.id);
+    } catch (...) {
+        lease_.giveFlow();
+        throw;
     }
     d_.claimFlow(key, this);
     flows_.push_back({itf, served, key});
@@ -257,7 +272,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     r.gen = served->gen;
     r.port = spec.port;
     r.completionEntries = served->ring.size();
-    outFds = {served->ringMap.fd(), served->ring.memfd(), served->ring.eventFd()};
+    outFds = {served->ringMap.fd(), served->ring.memfd(), served->ring.notifyFd()};
     return r.encode(m.id);
 }
 
@@ -266,6 +281,7 @@ void Session::close(OpenFlow& f) noexcept
     const uint32_t id = f.served->id;
     f.iface->service->closeFlow(*f.served);
     d_.releaseFlow(f.key);
+    lease_.giveFlow();
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
 

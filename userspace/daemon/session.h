@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ctl/flow_ring.h"
+#include "daemon/quota.h"
 #include "region/region.h"
 #include "sidecar/config.h"
 #include "sidecar/protocol.h"
@@ -27,14 +28,28 @@ class Daemon;
 struct Served;
 struct FlowStats;
 
+// Who is at the other end of a connection, read when npfd accepts it.
+struct Peer {
+    sidecar::PeerCred cred{};
+    std::string cgroup; // cgroup v2 path, "" when unknown
+    uint64_t netns = 0; // its network namespace (cookie): the interfaces it may name
+    // Throws when the client is gone already.
+    static Peer of(int fd);
+};
+
 class Session {
 public:
-    Session(Daemon& d, Fd fd, uint64_t id);
+    // `lease`: what the client's rule lets this connection hold (the rule
+    // that admitted it; none: hello is refused). `helloDeadline`: monotonic
+    // ns by which hello must have come.
+    Session(Daemon& d, Fd fd, uint64_t id, Peer peer, Quotas::Lease lease, int64_t helloDeadline);
     ~Session(); // closes its flows, then its region
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
     int fd() const noexcept { return fd_.get(); }
+    bool helloDone() const noexcept { return helloDone_; }
+    int64_t helloDeadline() const noexcept { return helloDeadline_; }
     // Handles one message; false when the connection must end (EOF, a
     // protocol violation, bye). Never throws.
     bool handle(sidecar::WireMessage msg) noexcept;
@@ -62,11 +77,13 @@ private:
     Daemon& d_;
     Fd fd_;
     const uint64_t id_;
-    sidecar::PeerCred cred_{};
-    std::string cgroup_;
-    uint64_t netns_ = 0; // the client's network namespace (cookie): the interfaces it may name
+    const sidecar::PeerCred cred_;
+    const std::string cgroup_;
+    const uint64_t netns_;
     std::string name_;
-    const sidecar::ClientRule* rule_ = nullptr;
+    Quotas::Lease lease_;
+    const sidecar::ClientRule* const rule_; // lease_'s; nullptr: hello is refused
+    const int64_t helloDeadline_;
     bool helloDone_ = false;
     std::optional<ctl::ResidentMap> bitmap_;
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)

@@ -21,7 +21,7 @@ Flow::~Flow() = default;
 uint32_t Flow::id() const noexcept { return impl_->parts.id; }
 uint16_t Flow::port() const noexcept { return impl_->parts.port; }
 std::string Flow::failure() const { return impl_->parts.failure ? impl_->parts.failure() : ""; }
-int Flow::eventFd() const noexcept { return impl_->completions.eventFd(); }
+int Flow::eventFd() const noexcept { return impl_->completions.notifyFd(); }
 uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 
 bool Flow::post(uint64_t offset, uint32_t len)

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +19,7 @@ namespace {
 using Ref = std::atomic_ref<__u64>;
 static_assert(Ref::is_always_lock_free, "ring cursors are shared across processes");
 
-// The consumer's "I am about to sleep on the eventfd" word. The ABI header has
+// The consumer's "I am about to sleep on the notifier" word. The ABI header has
 // no field for it yet; it lives in the first padding word of the consumer's
 // cache line (binary compatible with naming it in abi.h later).
 __u64& waitWord(npf_completion_ring* h) noexcept { return h->waiting; }
@@ -39,10 +38,24 @@ size_t CompletionRing::mappingSize(uint32_t entries) noexcept
     return (bytes + page - 1) / page * page;
 }
 
-CompletionRing::CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept
-    : memfd_(std::move(memfd)), eventFd_(std::move(eventFd)), map_(std::move(map)), size_(size)
+CompletionRing::CompletionRing(Fd memfd, Fd notifyRead, Fd notifyWrite, MmapArea map, uint32_t size) noexcept
+    : memfd_(std::move(memfd)), notifyRead_(std::move(notifyRead)), notifyWrite_(std::move(notifyWrite)),
+      map_(std::move(map)), size_(size)
 {
 }
+
+namespace {
+
+// One byte per signal: the producer signals once per sleep of the consumer,
+// so a page of buffer is plenty; a consumer that never drains it costs the
+// service one page and EAGAIN, not a blocked thread.
+bool notify(int fd) noexcept
+{
+    const char one = 1;
+    return ::write(fd, &one, 1) == 1;
+}
+
+} // namespace
 
 CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
 {
@@ -58,19 +71,20 @@ CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
     // A client that shrank the file would make the service's next write SIGBUS.
     checkErrno(::fcntl(mfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL),
                "seal memfd of " + what);
-    Fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!efd)
-        throwErrno("eventfd for " + what);
+    int p[2];
+    checkErrno(::pipe2(p, O_CLOEXEC | O_NONBLOCK), "pipe for the notifier of " + what);
+    Fd rd(p[0]), wr(p[1]);
+    (void)::fcntl(wr.get(), F_SETPIPE_SZ, static_cast<int>(sysconf(_SC_PAGESIZE))); // the least; best effort
     MmapArea map = MmapArea::map(len, PROT_READ | PROT_WRITE, MAP_SHARED, mfd.get(), 0, what);
     auto* h = map.as<npf_completion_ring>();
     std::memset(h, 0, sizeof(*h));
     h->size = entries;
     h->magic = NPF_RING_MAGIC;
     h->version = NPF_ABI_VERSION;
-    return CompletionRing(std::move(mfd), std::move(efd), std::move(map), entries);
+    return CompletionRing(std::move(mfd), std::move(rd), std::move(wr), std::move(map), entries);
 }
 
-CompletionRing CompletionRing::attach(Fd memfd, Fd eventFd, const std::string& name)
+CompletionRing CompletionRing::attach(Fd memfd, Fd notifyFd, const std::string& name)
 {
     const std::string what = "completion ring " + name;
     struct stat st{};
@@ -97,12 +111,15 @@ CompletionRing CompletionRing::attach(Fd memfd, Fd eventFd, const std::string& n
         throwErrno(EINVAL, "attach " + what + ": header says " + std::to_string(entries) +
                                " entries, file has " + std::to_string(st.st_size) +
                                " bytes: not a completion ring");
-    int fl = ::fcntl(eventFd.get(), F_GETFL);
-    if (fl < 0 || ::fcntl(eventFd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
-        throwErrno("make eventfd of " + what + " non-blocking");
+    struct stat nst{};
+    const int fl = ::fcntl(notifyFd.get(), F_GETFL);
+    if (fl < 0 || ::fstat(notifyFd.get(), &nst) != 0 || !S_ISFIFO(nst.st_mode) || (fl & O_ACCMODE) != O_RDONLY)
+        throwErrno(EINVAL, "attach " + what + ": its notifier is not the read end of a pipe");
+    if (::fcntl(notifyFd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
+        throwErrno("make the notifier of " + what + " non-blocking");
     MmapArea map = MmapArea::map(mappingSize(entries), PROT_READ | PROT_WRITE, MAP_SHARED,
                                  memfd.get(), 0, what);
-    return CompletionRing(std::move(memfd), std::move(eventFd), std::move(map), entries);
+    return CompletionRing(std::move(memfd), std::move(notifyFd), Fd(), std::move(map), entries);
 }
 
 CompletionProducer::CompletionProducer(CompletionRing& ring) noexcept
@@ -149,8 +166,7 @@ size_t CompletionProducer::write(std::span<const npf_completion> batch) noexcept
     Ref(ring_.hdr()->prod).store(prod_, std::memory_order_seq_cst);
     Ref w(waitWord(ring_.hdr()));
     if (w.load(std::memory_order_seq_cst) && w.exchange(0, std::memory_order_relaxed)) {
-        const uint64_t one = 1;
-        if (::write(ring_.eventFd(), &one, sizeof(one)) == sizeof(one))
+        if (notify(ring_.notifyWrite_.get()))
             bump(wakeups_);
     }
     return n;
@@ -161,11 +177,7 @@ bool CompletionProducer::consumerWaiting() const noexcept
     return Ref(waitWord(ring_.hdr())).load(std::memory_order_relaxed) != 0;
 }
 
-void CompletionProducer::wake() noexcept
-{
-    const uint64_t one = 1;
-    (void)!::write(ring_.eventFd(), &one, sizeof(one));
-}
+void CompletionProducer::wake() noexcept { (void)notify(ring_.notifyWrite_.get()); }
 
 CompletionConsumer::CompletionConsumer(CompletionRing& ring) noexcept
     : ring_(ring), cons_(Ref(ring.hdr()->cons).load(std::memory_order_acquire))
@@ -218,15 +230,15 @@ int CompletionConsumer::wait(std::chrono::milliseconds timeout, int hangupFd) no
             const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
             ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
         }
-        pollfd p[2] = {{ring_.eventFd(), POLLIN, 0}, {hangupFd, 0, 0}};
+        pollfd p[2] = {{ring_.notifyFd(), POLLIN, 0}, {hangupFd, 0, 0}};
         const int rc = ::poll(p, hangupFd >= 0 ? 2 : 1, ms);
         const int err = errno;
         w.store(0, std::memory_order_relaxed);
         if (hangupFd >= 0 && (p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !ready())
             return -EPIPE;
         if (rc > 0) {
-            uint64_t v;
-            [[maybe_unused]] ssize_t r = ::read(ring_.eventFd(), &v, sizeof(v)); // EAGAIN: raced, fine
+            char drain[64];
+            [[maybe_unused]] ssize_t r = ::read(ring_.notifyFd(), drain, sizeof(drain)); // EAGAIN: raced, fine
         } else if (rc < 0 && err != EINTR) {
             return -err;
         }

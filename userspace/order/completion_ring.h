@@ -17,19 +17,29 @@ namespace npf {
 
 // The shared memory of one flow's completion ring: an npf_completion_ring
 // header + entries in a sealed memfd, so another process (the application, a
-// sidecar) can map it, and an eventfd for blocking waits. Exactly one
-// CompletionProducer (the service's publisher) and one CompletionConsumer
+// sidecar) can map it, and a pipe for blocking waits (the notifier). Exactly
+// one CompletionProducer (the service's publisher) and one CompletionConsumer
 // (the application) use it, each through its own mapping or the same one;
 // both must not outlive it.
+//
+// Why a pipe and not an eventfd: the consumer may be another, hostile process
+// (an npfd client). File status flags live in the open file description, which
+// every holder of an eventfd shares: a consumer could clear O_NONBLOCK and fill
+// the counter, and the producer's next write() would block the service. A
+// pipe's two ends are two open file descriptions: the consumer gets the read
+// end only, the write end (O_NONBLOCK, one page of buffer) stays the
+// producer's, so whatever the consumer does, a signal is sent or dropped
+// (EAGAIN: one is pending anyway), never waited for.
 class CompletionRing {
 public:
     // Creates a ring of `entries` (a power of two, >= 2) in a new memfd;
     // `name` names the memfd and appears in errors.
     static CompletionRing create(uint32_t entries, const std::string& name);
     // Maps an existing ring (fds received from its creator); checks the
-    // header's magic, ABI version and size against the file. Takes ownership
-    // of both fds.
-    static CompletionRing attach(Fd memfd, Fd eventFd, const std::string& name);
+    // header's magic, ABI version and size against the file, and that
+    // `notifyFd` is the read end of a pipe (made non-blocking). Takes
+    // ownership of both fds.
+    static CompletionRing attach(Fd memfd, Fd notifyFd, const std::string& name);
 
     CompletionRing(CompletionRing&&) noexcept = default;
     CompletionRing& operator=(CompletionRing&&) noexcept = default;
@@ -37,7 +47,9 @@ public:
     CompletionRing& operator=(const CompletionRing&) = delete;
 
     int memfd() const noexcept { return memfd_.get(); }
-    int eventFd() const noexcept { return eventFd_.get(); }
+    // The notifier's read end: readable when the producer signalled (what a
+    // consumer polls, and what npfd hands its client).
+    int notifyFd() const noexcept { return notifyRead_.get(); }
     uint32_t size() const noexcept { return size_; }
     // Bytes of the mapping for a ring of `entries`.
     static size_t mappingSize(uint32_t entries) noexcept;
@@ -45,7 +57,7 @@ public:
 private:
     friend class CompletionProducer;
     friend class CompletionConsumer;
-    CompletionRing(Fd memfd, Fd eventFd, MmapArea map, uint32_t size) noexcept;
+    CompletionRing(Fd memfd, Fd notifyRead, Fd notifyWrite, MmapArea map, uint32_t size) noexcept;
     npf_completion_ring* hdr() const noexcept { return map_.as<npf_completion_ring>(); }
     npf_completion* entries() const noexcept
     {
@@ -53,7 +65,8 @@ private:
     }
 
     Fd memfd_;
-    Fd eventFd_;
+    Fd notifyRead_;
+    Fd notifyWrite_; // the creator's only (empty in an attached ring)
     MmapArea map_;
     uint32_t size_ = 0; // cached: the shared header is writable by the other side
 };
@@ -61,7 +74,7 @@ private:
 struct CompletionProducerStats {
     uint64_t pushed = 0;  // entries made visible
     uint64_t full = 0;    // write() calls that found no room for everything
-    uint64_t wakeups = 0; // eventfd signals sent (only when the consumer was waiting)
+    uint64_t wakeups = 0; // signals sent (only when the consumer was waiting)
     uint64_t badCons = 0; // found the consumer's cursor out of range (wrote nothing)
 };
 
@@ -80,7 +93,7 @@ public:
     // overwritten.
     size_t write(std::span<const npf_completion> batch) noexcept;
     bool push(const npf_completion& c) noexcept { return write({&c, 1}) == 1; }
-    // True while the consumer is (about to be) asleep on the eventfd.
+    // True while the consumer is (about to be) asleep on the notifier.
     bool consumerWaiting() const noexcept;
     // Wakes the consumer whether or not an entry is ready (it then finds
     // none, and asks why: the service stopped).
@@ -111,7 +124,7 @@ public:
     // hangupFd (an npfd client's connection), -EPIPE once it hangs up (the
     // producer is gone) and nothing is ready.
     int wait(std::chrono::milliseconds timeout, int hangupFd = -1) noexcept;
-    int eventFd() const noexcept { return ring_.eventFd(); }
+    int notifyFd() const noexcept { return ring_.notifyFd(); }
     // Times the producer's cursor was out of range (read nothing). Any thread.
     uint64_t badProd() const noexcept { return badProd_.load(std::memory_order_relaxed); }
 

@@ -24,6 +24,7 @@
 #include "region/region_internal.h"
 #include "sys/error.h"
 #include "sys/log.h"
+#include "sys/reopen.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
@@ -44,6 +45,10 @@ void Region::adoptMemfd(Fd memfd)
     if (huge && (fs.f_type != HUGETLBFS_MAGIC || static_cast<uint64_t>(fs.f_bsize) != kHugePageSize))
         throwErrno(EINVAL, what + " is not a hugetlbfs memfd of 2 MiB pages (MFD_HUGETLB | MFD_HUGE_2MB) as "
                                   "2 MiB pages need");
+    // Our own open file description: the client keeps its copy and may set
+    // O_APPEND on it (our pwrite()s would append, growing the file without
+    // bound and writing payloads past the region) or any other status flag.
+    memfd = reopenOwn(memfd.get(), what);
     int seals = ::fcntl(memfd.get(), F_GET_SEALS);
     if (seals < 0)
         throwErrno("F_GET_SEALS on " + what);

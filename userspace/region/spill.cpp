@@ -2,14 +2,21 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
 #include "sys/error.h"
 #include "sys/io.h"
+#include "sys/reopen.h"
 
 namespace npf {
 
@@ -34,10 +41,30 @@ SpillFile SpillFile::open(uint64_t size, const std::string& dir, const std::stri
 SpillFile SpillFile::adopt(Fd fd, uint64_t size, const std::string& who)
 {
     struct stat st{};
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-        throwErrno(EBADF, who + ": the spill descriptor is not a regular file or memfd");
+    struct statfs fs{};
+    // A shmem memfd only: a file on another file system (FUSE, NFS) could
+    // make our writes wait as long as its owner likes.
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || ::fstatfs(fd.get(), &fs) != 0 ||
+        fs.f_type != TMPFS_MAGIC || ::fcntl(fd.get(), F_GET_SEALS) < 0)
+        throwErrno(EBADF, who + ": the spill descriptor is not a shmem memfd");
+    // Our own open file description (the owner may set O_APPEND on its copy:
+    // our pwrite()s would append, growing the file without bound).
+    fd = reopenOwn(fd.get(), who + "'s spill memfd");
+    const int seals = ::fcntl(fd.get(), F_GET_SEALS);
+    if (seals < 0 || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE | F_SEAL_GROW)))
+        throwErrno(EPERM, who + ": the spill memfd is sealed against writes or growth");
+    // No seal may come later (F_SEAL_WRITE would fail every save).
+    if (!(seals & F_SEAL_SEAL) && ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SEAL) != 0)
+        throwErrno(who + ": seal the spill memfd against further seals");
     if (static_cast<uint64_t>(st.st_size) < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
         throwErrno(who + ": size the spill file to " + std::to_string(size) + " bytes");
+    SpillFile s;
+    s.fd_ = std::move(fd);
+    return s;
+}
+
+SpillFile SpillFile::own(Fd fd) noexcept
+{
     SpillFile s;
     s.fd_ = std::move(fd);
     return s;

@@ -1,6 +1,8 @@
 #include "region/uffd.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/uio.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -173,7 +175,20 @@ int Userfaultfd::writeProtect(void* addr, size_t len, bool wp, bool wake) const 
 
 int Userfaultfd::readEvents(uffd_msg* msgs, int n) const noexcept
 {
-    ssize_t r = ::read(fd_.get(), msgs, sizeof(uffd_msg) * static_cast<size_t>(n));
+    // Non-blocking per call, whatever the descriptor's flags: O_NONBLOCK
+    // lives in the open file description, which an adopted uffd shares with
+    // the client that created it, and a client can clear it at any time (a
+    // blocking read() would then hang the pager). RWF_NOWAIT makes this one
+    // read return EAGAIN instead. Kernels before userfaultfd's read_iter
+    // (2024) refuse the flag: poll() first there, and rely on the flag.
+    iovec iov{msgs, sizeof(uffd_msg) * static_cast<size_t>(n)};
+    ssize_t r = ::preadv2(fd_.get(), &iov, 1, -1, RWF_NOWAIT);
+    if (r < 0 && errno == EOPNOTSUPP) {
+        pollfd p{fd_.get(), POLLIN, 0};
+        if (::poll(&p, 1, 0) <= 0)
+            return 0;
+        r = ::read(fd_.get(), msgs, iov.iov_len);
+    }
     if (r < 0)
         return errno == EAGAIN ? 0 : -errno;
     return static_cast<int>(r / static_cast<ssize_t>(sizeof(uffd_msg)));

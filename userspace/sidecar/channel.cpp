@@ -82,11 +82,29 @@ void Channel::sendOnly(std::string_view type, const std::string& bytes)
         if (s == IoStatus::Ok)
             return;
         if (s == IoStatus::Eof)
-            closed(type);
+            refusedOrClosed(type);
         if (!waitFor(fd_.get(), POLLOUT, deadline))
             throw ctl::Error(ETIMEDOUT, "npfd did not take '" + std::string(type) + "' within " +
                                             std::to_string(kDefaultTimeout.count()) + " ms");
     }
+}
+
+void Channel::refusedOrClosed(std::string_view type)
+{
+    // npfd refuses a connection it cannot admit (a limit, a client no rule
+    // admits, no hello in time) with an error of id 0 and closes it: the
+    // error may wait to be read although the send failed.
+    try {
+        RecvResult r = recvMessage(fd_.get());
+        if (r.status == IoStatus::Ok) {
+            Message m = parse(r.message.bytes);
+            if (m.type == ErrorReply::kType && m.id == 0)
+                throw RemoteError(type, ErrorReply::decode(m));
+        }
+    } catch (const ProtocolError&) {
+    } catch (const std::system_error&) {
+    }
+    closed(type);
 }
 
 void Channel::drain()
@@ -114,7 +132,7 @@ Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::
         if (s == IoStatus::Ok)
             break;
         if (s == IoStatus::Eof)
-            closed(type);
+            refusedOrClosed(type);
         if (!waitFor(fd_.get(), POLLOUT, deadline))
             timedOut();
     }

@@ -105,6 +105,9 @@ private:
                    Timeout timeout);
     static void checkFds(std::string_view type, size_t got, size_t want);
     void sendOnly(std::string_view type, const std::string& bytes);
+    // The send found the connection closed: throws npfd's refusal if one
+    // waits to be read, else "npfd closed the connection".
+    [[noreturn]] void refusedOrClosed(std::string_view type);
 
     Fd fd_;
     uint32_t id_ = 0;

@@ -223,8 +223,11 @@ ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
             resident = true;
         } else if (k == "flows") {
             r.flows = static_cast<uint32_t>(ctx.number(p, x, 1, std::numeric_limits<uint32_t>::max()));
+        } else if (k == "connections") {
+            r.connections = static_cast<uint32_t>(ctx.number(p, x, 1, kMaxConnections));
         } else {
-            ctx.fail(p, "unknown key (known: uid, gid, cgroup, ports, addr, region_bytes, resident_bytes, flows)");
+            ctx.fail(p, "unknown key (known: uid, gid, cgroup, ports, addr, region_bytes, resident_bytes, flows, "
+                        "connections)");
         }
     }
     if (!r.uid && !r.gid && !r.cgroup)
@@ -257,6 +260,7 @@ const ClientRule& rootRule()
         x.regionBytes = std::numeric_limits<uint64_t>::max();
         x.residentBytes = std::numeric_limits<uint64_t>::max();
         x.flows = std::numeric_limits<uint32_t>::max();
+        x.connections = std::numeric_limits<uint32_t>::max(); // max_connections bounds root
         return x;
     }();
     return r;
@@ -374,13 +378,18 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             if (!v.is_boolean())
                 ctx.fail(k, "must be true or false, got " + describeValue(v));
             c.allowRoot = v.get<bool>();
+        } else if (k == "max_connections") {
+            c.maxConnections = static_cast<uint32_t>(ctx.number(k, v, 1, kMaxConnections));
+        } else if (k == "hello_timeout_ms") {
+            c.helloTimeoutMs = static_cast<uint32_t>(ctx.number(k, v, 100, 600000));
         } else if (k == "clients") {
             if (!v.is_array())
                 ctx.fail(k, "must be an array of client rules, got " + describeValue(v));
             for (size_t i = 0; i < v.size(); ++i)
                 c.clients.push_back(parseRule(ctx, k + "[" + std::to_string(i) + "]", v[i]));
         } else {
-            ctx.fail(k, "unknown key (known: ifaces, socket, socket_group, spill_dir, allow_root, clients)");
+            ctx.fail(k, "unknown key (known: ifaces, socket, socket_group, spill_dir, allow_root, max_connections, "
+                        "hello_timeout_ms, clients)");
         }
     }
     if (!ifaces)

@@ -11,10 +11,13 @@
 //     "socket_group": "npf",                  group name or gid; null = root's
 //     "spill_dir": "/var/tmp",                absolute path
 //     "allow_root": true,                     root without a rule may do anything
+//     "max_connections": 256,                 connections at once, all clients
+//     "hello_timeout_ms": 5000,               a connection says hello within it
 //     "clients": [
 //       {"uid": 65534, "gid": null, "cgroup": null,
 //        "ports": ["9000-9099", "5000"], "addr": "",
-//        "region_bytes": 1073741824, "resident_bytes": 268435456, "flows": 64}
+//        "region_bytes": 1073741824, "resident_bytes": 268435456, "flows": 64,
+//        "connections": 16}               limits: totals over the rule's connections
 //     ]
 //   }
 //
@@ -37,6 +40,11 @@ inline constexpr const char* kDefaultSpillDir = "/var/tmp";
 inline constexpr uint64_t kDefaultRegionBytes = 1ull << 30;
 inline constexpr uint64_t kDefaultResidentBytes = 256ull << 20;
 inline constexpr uint32_t kDefaultFlows = 8;
+inline constexpr uint32_t kDefaultConnections = 16;
+// npfd-wide bounds.
+inline constexpr uint32_t kDefaultMaxConnections = 256;
+inline constexpr uint32_t kMaxConnections = 65536;
+inline constexpr uint32_t kDefaultHelloTimeoutMs = 5000;
 
 // Ports first..last, inclusive, 1 <= first <= last.
 struct PortRange {
@@ -45,16 +53,19 @@ struct PortRange {
 };
 
 // Who a rule admits (every match field given must match; at least one is
-// given) and what it allows them.
+// given) and what it allows them. The limits are totals over every
+// connection the rule admits at once, not per connection: a tenant does not
+// get more by connecting again (write one rule per tenant).
 struct ClientRule {
     std::optional<uid_t> uid;          // the peer's uid (SO_PEERCRED)
     std::optional<gid_t> gid;          // the peer's primary gid (SO_PEERCRED)
     std::optional<std::string> cgroup; // cgroup v2 path prefix, whole components ("/a" matches "/a/b", not "/ab")
     std::vector<PortRange> ports;      // ports it may open
     std::string addr;                  // "" = any address; else flows must use exactly this one
-    uint64_t regionBytes = kDefaultRegionBytes;     // largest region ("size")
-    uint64_t residentBytes = kDefaultResidentBytes; // largest resident budget ("budget")
-    uint32_t flows = kDefaultFlows;                 // flows open at once
+    uint64_t regionBytes = kDefaultRegionBytes;     // region bytes ("size") of all its connections
+    uint64_t residentBytes = kDefaultResidentBytes; // resident budgets ("budget") of all its connections
+    uint32_t flows = kDefaultFlows;                 // flows open at once, all its connections
+    uint32_t connections = kDefaultConnections;     // connections at once (each has at most one region)
 
     // cgroup: the peer's (peerCgroup), "" when unknown (never matches a cgroup rule).
     bool matches(uid_t uid, gid_t gid, std::string_view cgroup) const;
@@ -80,6 +91,8 @@ struct DaemonConfig {
     std::string socketGroup;           // "" = leave the group; else a name or a decimal gid
     std::string spillDir = kDefaultSpillDir;
     bool allowRoot = true;
+    uint32_t maxConnections = kDefaultMaxConnections; // connections at once, every client together
+    uint32_t helloTimeoutMs = kDefaultHelloTimeoutMs; // from accept to hello; then the connection is closed
     std::vector<ClientRule> clients;   // in match order
 
     // The first rule that matches; else, for uid 0 with allowRoot, a rule

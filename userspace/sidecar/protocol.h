@@ -33,8 +33,9 @@ namespace npf::sidecar {
 using Json = nlohmann::ordered_json;
 
 // An incompatible change bumps it; new optional fields, replies' new fields
-// and new error codes do not.
-inline constexpr uint32_t kProtocolVersion = 1;
+// and new error codes do not. 2: the completion notifier is a pipe's read
+// end (was an eventfd, whose flags a client shared with npfd).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Bounds decode() enforces (bytes).
 inline constexpr size_t kMaxName = 64;     // hello "name"
@@ -158,7 +159,7 @@ struct RegionReply {
 };
 
 // fds, in order: the flow's post ring (BPF map), the completion ring
-// (memfd), the completion eventfd.
+// (memfd), the completion notifier (a pipe's read end; npfd keeps the write end).
 struct OpenFlowReply {
     static constexpr std::string_view kType = "ok";
     static constexpr size_t kFds = 3;

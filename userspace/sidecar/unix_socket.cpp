@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -417,10 +419,13 @@ std::string peerCgroup(pid_t pid)
 
 bool isMemfd(int fd) noexcept
 {
+    // F_GET_SEALS answers for memfds only (shmem or hugetlbfs), sealable or
+    // not; a path is no evidence (any file system can have a "/memfd:x").
     struct stat st;
-    if (fd < 0 || ::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    struct statfs fs;
+    if (fd < 0 || ::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || ::fstatfs(fd, &fs) < 0)
         return false;
-    return ::fcntl(fd, F_GET_SEALS) >= 0 || fdLink(fd).starts_with("/memfd:");
+    return (fs.f_type == TMPFS_MAGIC || fs.f_type == HUGETLBFS_MAGIC) && ::fcntl(fd, F_GET_SEALS) >= 0;
 }
 
 bool isUserfaultfd(int fd) noexcept

@@ -134,7 +134,7 @@ uint64_t peerNetns(int fd);
 uint64_t currentNetns();
 
 // Descriptor type checks for what a client passes; false for a closed fd.
-// memfd: a regular file that answers F_GET_SEALS or is named "/memfd:...".
+// memfd: a regular file of shmem or hugetlbfs that answers F_GET_SEALS.
 bool isMemfd(int fd) noexcept;
 // anon_inode:[userfaultfd]
 bool isUserfaultfd(int fd) noexcept;
