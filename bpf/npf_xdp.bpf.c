@@ -5,7 +5,7 @@
  * A datagram of a flow claims the flow's next posted buffer (its seq), and
  * goes to the queue's primary socket when every destination page is
  * resident, else to the backup socket. Everything that is not a flow
- * datagram passes to the kernel untouched. See ../shared/DESIGN.md.
+ * datagram passes to the kernel untouched. See docs/architecture.md.
  */
 #include "lib/npf_maps.h"
 #include "lib/npf_parse.h"

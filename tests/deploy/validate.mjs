@@ -11,8 +11,8 @@ import { pathToFileURL } from "node:url";
 // npfd's capabilities, exactly; deploy/k8s/README.md explains each.
 export const NPFD_CAPS = ["BPF", "IPC_LOCK", "NET_ADMIN", "NET_RAW", "PERFMON", "SYS_ADMIN"];
 const SOCKET_DIR = "/run/npf";
-const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "clients"];
-const RULE_KEYS = ["uid", "gid", "cgroup", "ports", "addr", "region_bytes", "resident_bytes", "flows"];
+const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "max_connections", "hello_timeout_ms", "clients"];
+const RULE_KEYS = ["uid", "gid", "cgroup", "ports", "addr", "region_bytes", "resident_bytes", "flows", "connections"];
 
 const args = process.argv.slice(2);
 const mi = args.indexOf("--modules");

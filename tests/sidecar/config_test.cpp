@@ -95,7 +95,15 @@ TEST(Config, Defaults)
     EXPECT_EQ(r.regionBytes, kDefaultRegionBytes);
     EXPECT_EQ(r.residentBytes, kDefaultResidentBytes);
     EXPECT_EQ(r.flows, kDefaultFlows);
+    EXPECT_EQ(r.connections, kDefaultConnections);
     EXPECT_EQ(r.addr, "");
+    EXPECT_EQ(c.maxConnections, kDefaultMaxConnections);
+    EXPECT_EQ(c.helloTimeoutMs, kDefaultHelloTimeoutMs);
+    const DaemonConfig set = parseConfig(R"({"ifaces":["e"],"max_connections":3,"hello_timeout_ms":100,
+                                             "clients":[{"uid":1,"ports":[1],"connections":2}]})");
+    EXPECT_EQ(set.maxConnections, 3u);
+    EXPECT_EQ(set.helloTimeoutMs, 100u);
+    EXPECT_EQ(set.clients.at(0).connections, 2u);
 
     EXPECT_EQ(parseConfig(R"({"ifaces":["e"],"socket_group":1234})").socketGroup, "1234");
     EXPECT_EQ(parseConfig(R"({"ifaces":["e"],"socket_group":null})").socketGroup, "");
@@ -171,6 +179,12 @@ TEST(Config, MistakesNameTheKey)
         {client(R"(,"region_bytes":8192)"), "clients[0].region_bytes: resident_bytes 268435456 is above"},
         {client(R"(,"flows":0)"), "clients[0].flows: 0 is out of range"},
         {client(R"(,"flows":1.5)"), "clients[0].flows: must be an unsigned integer"},
+        {client(R"(,"connections":0)"), "clients[0].connections: 0 is out of range"},
+        {client(R"(,"connections":65537)"), "clients[0].connections: 65537 is out of range"},
+        {R"({"ifaces":["e"],"max_connections":0})", "test.json: max_connections: 0 is out of range"},
+        {R"({"ifaces":["e"],"max_connections":"many"})", "test.json: max_connections: must be an unsigned integer"},
+        {R"({"ifaces":["e"],"hello_timeout_ms":99})", "test.json: hello_timeout_ms: 99 is out of range"},
+        {R"({"ifaces":["e"],"hello_timeout_ms":600001})", "test.json: hello_timeout_ms: 600001 is out of range"},
     };
     for (const Case& c : cases) {
         std::string e = errorOf(c.text);

@@ -160,7 +160,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     if (fds.size() < 2 || fds.size() > 3 || !sidecar::isMemfd(fds[0].get()) || !sidecar::isUserfaultfd(fds[1].get()) ||
         (fds.size() == 3 && !sidecar::isMemfd(fds[2].get())))
         throw ProtocolError(ErrorCode::BadFd,
-                            "region takes a memfd, a userfaultfd and optionally a spill memfd or file", 0, m.id);
+                            "region takes a memfd, a userfaultfd and optionally a spill memfd", 0, m.id);
     if (rq.pageSize != NPF_PAGE_SIZE && rq.pageSize != kHugePageSize)
         throw ProtocolError(ErrorCode::BadMessage,
                             "page_size " + std::to_string(rq.pageSize) +

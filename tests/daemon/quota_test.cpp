@@ -1,0 +1,81 @@
+// npfd's Quotas: a rule's limits are totals over all its connections (no
+// root, no npfd).
+#include <gtest/gtest.h>
+
+#include "daemon/quota.h"
+
+namespace npf::daemon {
+namespace {
+
+sidecar::ClientRule rule(uint32_t connections, uint64_t region, uint64_t resident, uint32_t flows)
+{
+    sidecar::ClientRule r;
+    r.uid = 1000;
+    r.connections = connections;
+    r.regionBytes = region;
+    r.residentBytes = resident;
+    r.flows = flows;
+    return r;
+}
+
+TEST(Quotas, ARulesLimitsAreTotalsOverItsConnections)
+{
+    Quotas q;
+    const sidecar::ClientRule r = rule(3, 64 << 20, 16 << 20, 4);
+    std::string why;
+    std::optional<Quotas::Lease> a = q.admit(&r, &why), b = q.admit(&r, &why), c = q.admit(&r, &why);
+    ASSERT_TRUE(a && b && c);
+    EXPECT_FALSE(q.admit(&r, &why)) << "a fourth connection";
+    EXPECT_NE(why.find("allows 3 connections"), std::string::npos) << why;
+
+    EXPECT_TRUE(a->takeRegion(48 << 20, 8 << 20, &why));
+    EXPECT_FALSE(b->takeRegion(32 << 20, 4 << 20, &why)) << "48 + 32 MiB of region";
+    EXPECT_NE(why.find("they hold 50331648 bytes"), std::string::npos) << why;
+    EXPECT_FALSE(b->takeRegion(16 << 20, 12 << 20, &why)) << "8 + 12 MiB of budget";
+    EXPECT_TRUE(b->takeRegion(16 << 20, 8 << 20, &why));
+    EXPECT_EQ(q.use(&r).regionBytes, 64u << 20);
+
+    for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE((i % 2 ? a : c)->takeFlow(&why)) << i;
+    EXPECT_FALSE(b->takeFlow(&why)) << "a fifth flow";
+    c->giveFlow();
+    EXPECT_TRUE(b->takeFlow(&why));
+
+    // A connection that goes gives back all it held.
+    a.reset();
+    const Quotas::Use u = q.use(&r);
+    EXPECT_EQ(u.connections, 2u);
+    EXPECT_EQ(u.regionBytes, 16u << 20);
+    EXPECT_EQ(u.residentBytes, 8u << 20);
+    EXPECT_EQ(u.flows, 2u);
+    EXPECT_TRUE(q.admit(&r, &why));
+    b.reset();
+    c.reset();
+    EXPECT_EQ(q.use(&r).connections, 0u);
+}
+
+TEST(Quotas, RulesDoNotShareAndClientsNoRuleAdmitsGetAFewConnections)
+{
+    Quotas q;
+    const sidecar::ClientRule r1 = rule(1, 1 << 20, 1 << 20, 1), r2 = rule(1, 1 << 20, 1 << 20, 1);
+    std::string why;
+    auto a = q.admit(&r1, &why);
+    auto b = q.admit(&r2, &why);
+    ASSERT_TRUE(a && b);
+    EXPECT_TRUE(a->takeRegion(1 << 20, 1 << 20, &why));
+    EXPECT_TRUE(b->takeRegion(1 << 20, 1 << 20, &why));
+    std::vector<Quotas::Lease> none;
+    for (uint32_t i = 0; i < Quotas::kUnadmittedConnections; ++i) {
+        auto l = q.admit(nullptr, &why);
+        ASSERT_TRUE(l);
+        EXPECT_EQ(l->rule(), nullptr);
+        none.push_back(std::move(*l));
+    }
+    EXPECT_FALSE(q.admit(nullptr, &why));
+    EXPECT_NE(why.find("no client rule"), std::string::npos) << why;
+    none.pop_back();
+    EXPECT_TRUE(q.admit(nullptr, &why));
+}
+
+} // namespace
+} // namespace npf::daemon
