@@ -188,14 +188,6 @@ void Daemon::run()
         if (n < 0 && errno != EINTR)
             throwErrno("npfd: epoll_wait");
         std::lock_guard<std::mutex> lock(controlMu_);
-        timeoutMs = closeSilent(500);
-        if (acceptPausedUntilNs_) {
-            const int64_t left = acceptPausedUntilNs_ - monotonicNs();
-            if (left <= 0)
-                resumeAccept();
-            else
-                timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
-        }
         for (int i = 0; i < std::max(n, 0); i++) {
             const int fd = evs[i].data.fd;
             if (fd == stopFd_.get())
@@ -204,6 +196,14 @@ void Daemon::run()
                 accept();
             else
                 serve(fd);
+        }
+        timeoutMs = closeSilent(500);
+        if (acceptPausedUntilNs_) {
+            const int64_t left = acceptPausedUntilNs_ - monotonicNs();
+            if (left <= 0)
+                resumeAccept();
+            else
+                timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
         }
         for (Served& s : served_)
             if (std::string why = s.service->failure(); !why.empty()) {
@@ -320,6 +320,10 @@ int Daemon::closeSilent(int cap) noexcept
                 next = std::min(next, s->helloDeadline());
         }
     for (int fd : late) {
+        serve(fd); // a hello that waits to be read (this round had more events than it took) counts
+        auto it = sessions_.find(fd);
+        if (it == sessions_.end() || it->second->helloDone())
+            continue;
         const std::string why =
             "no hello within " + std::to_string(opt_.config.helloTimeoutMs) + " ms (hello_timeout_ms): closed";
         try {

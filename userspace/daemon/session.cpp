@@ -318,9 +318,15 @@ std::string Session::pages(const sidecar::Message& m, bool release)
     // it is protected first (the pagers protect a client's posts). release
     // evicts nothing, and a page written after it keeps its content however
     // late its protection comes (a write clears the release mark): no wait.
-    if (!release)
+    if (!release) {
         for (const OpenFlow& f : flows_)
             f.iface->service->syncPagers();
+        // No more than the budget: beyond it, populating evicts what it just
+        // installed, and the control thread (every client's) would spend the
+        // time on it.
+        if (region_->budgetPages())
+            len = std::min(len, region_->budgetPages() * region_->pageSize());
+    }
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
