@@ -3,24 +3,35 @@
 // entry is there once with HELP and TYPE, values are numbers, no series
 // twice; the counters moved by exactly what was sent and stay put when the
 // client leaves. docs/cli.md lists the names the tables give (no root).
+// A hostile peer cannot starve it: 256 slowloris connections and a scrape
+// still gets its full body; a silent connection is closed at its deadline;
+// oversized headers, other paths and methods get their error status.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "ctl/exit_codes.h"
 #include "ctl/stats.h"
 #include "engine_fixture.h"
+#include "http_client.h"
 #include "netns.h"
 #include "npf/client.h"
 #include "npf/counters.h"
@@ -152,29 +163,39 @@ Scrape parse(const std::string& body)
     return r;
 }
 
+using test::Clock;
+using test::HttpReply;
+using test::msUntil;
+
+// A non-blocking TCP connection to 127.0.0.1:port in the rx namespace,
+// established before `end` (else an empty Fd).
+Fd connectLoopback(Rig& rig, uint16_t port, Clock::time_point end)
+{
+    test::NetnsGuard in(rig.veth().rxNs());
+    return test::connectLoopback(port, end);
+}
+
+// Sends `request` to 127.0.0.1:port in the rx namespace and reads until npfd
+// closes the connection, everything before `deadline` from now.
+HttpReply httpExchange(Rig& rig, uint16_t port, const std::string& request,
+                       std::chrono::milliseconds deadline = test::kDeadline)
+{
+    const auto end = Clock::now() + deadline;
+    const Fd fd = connectLoopback(rig, port, end);
+    if (!fd) {
+        HttpReply r;
+        r.error = "cannot connect";
+        return r;
+    }
+    return test::httpExchange(fd.get(), request, end);
+}
+
 // GET /metrics from 127.0.0.1:port in the rx namespace; the body, or "" when
 // npfd did not answer 200.
 std::string httpGet(Rig& rig, uint16_t port)
 {
-    test::NetnsGuard in(rig.veth().rxNs());
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (!fd || ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0)
-        return "";
-    const std::string req = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    if (::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size()))
-        return "";
-    std::string resp;
-    char buf[65536];
-    for (ssize_t n; (n = ::recv(fd.get(), buf, sizeof(buf), 0)) > 0;)
-        resp.append(buf, size_t(n));
-    const size_t head = resp.find("\r\n\r\n");
-    if (resp.rfind("HTTP/1.", 0) != 0 || resp.find(" 200 ") > resp.find("\r\n") || head == std::string::npos)
-        return "";
-    return resp.substr(head + 4);
+    const HttpReply r = httpExchange(rig, port, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    return r.status == 200 ? r.body : "";
 }
 
 // A TCP socket bound to 127.0.0.1 on a port the kernel picks (*port), in
@@ -245,7 +266,8 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
             EXPECT_TRUE(before.has(quantile(n, q))) << n << " quantile " << q;
         EXPECT_TRUE(before.has(series(n + "_count"))) << n;
     }
-    // No npf_ family but the tables' (prometheus-cpp adds its exposer_* ones).
+    // No npf_ family but the tables' (the exporter adds prometheus-cpp's
+    // exposer_* ones about itself, as its Exposer did).
     size_t npfFamilies = 0;
     for (const auto& [name, type] : before.type)
         npfFamilies += name.rfind("npf_", 0) == 0;
@@ -254,6 +276,9 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     expectFamily(before, "npf_clients", "gauge");
     expectFamily(before, "npf_flow_completed_total", "counter");
     EXPECT_EQ(before.at("npf_clients"), 0);
+    expectFamily(before, "exposer_scrapes_total", "counter");
+    expectFamily(before, "exposer_transferred_bytes_total", "counter");
+    expectFamily(before, "exposer_request_latencies", "summary");
 
     constexpr uint32_t kN = 64;
     const uint16_t port = kFirstPort + 60;
@@ -338,6 +363,182 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
     const int st = exitOf("127.0.0.1:" + std::to_string(port));
     EXPECT_NE(st, 0);
     EXPECT_NE(st, -1) << "npfd did not exit";
+}
+
+// ---- hostile peers ------------------------------------------------------------------
+
+// The families of every table and npfd's own two, each with HELP and TYPE.
+size_t expectedNpfFamilies()
+{
+    return kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
+}
+size_t npfFamilies(const Scrape& s)
+{
+    size_t n = 0;
+    for (const auto& [name, type] : s.type)
+        n += name.rfind("npf_", 0) == 0 && s.help.count(name);
+    return n;
+}
+
+// Slowloris: connections that each sent part of a request line and then one
+// byte now and then, never finishing it. A scrape among them still gets the
+// whole body, and npfd closes every one of them however steadily it
+// trickles (a deadline for the whole request, not per read).
+TEST_F(NpfdMetrics, SlowConnectionsDoNotStarveAScrape)
+{
+    Rig rig;
+    TempDir dir;
+    const uint16_t mport = freePort(rig);
+    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
+    ASSERT_NE(httpGet(rig, mport), "") << npfd.log();
+
+    // Each connects without waiting for npfd to accept it (an exporter that
+    // stops accepting leaves them in its backlog, or their SYNs unanswered,
+    // which is part of the attack), sends "GET /metr" once connected, then
+    // one more byte of the path twice a second until the test ends (errors
+    // ignored: npfd closes them).
+    constexpr size_t kSlow = 256;
+    struct Slow {
+        Fd fd;
+        bool started = false;
+    };
+    std::vector<Slow> slow(kSlow);
+    {
+        test::NetnsGuard in(rig.veth().rxNs());
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(mport);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        for (Slow& c : slow) {
+            c.fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+            ASSERT_TRUE(c.fd) << std::strerror(errno);
+            ASSERT_TRUE(::connect(c.fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 || errno == EINPROGRESS)
+                << std::strerror(errno);
+        }
+    }
+    auto trickleOnce = [&] {
+        for (Slow& c : slow)
+            if (!c.started)
+                c.started = ::send(c.fd.get(), "GET /metr", 9, MSG_NOSIGNAL | MSG_DONTWAIT) == 9;
+            else
+                (void)::send(c.fd.get(), "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    };
+    // Connected (writable), or refused; the deadline only bounds an exporter
+    // that never completes them.
+    const auto setupEnd = Clock::now() + test::kDeadline;
+    for (Slow& c : slow)
+        (void)test::waitFor(c.fd.get(), POLLOUT, setupEnd);
+    trickleOnce();
+    size_t started = 0;
+    for (const Slow& c : slow)
+        started += c.started;
+    std::cout << started << " of " << kSlow << " slow connections connected and sent \"GET /metr\"\n";
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stop = false;
+    std::thread trickle([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(500), [&] { return stop; }))
+            trickleOnce();
+    });
+    struct Joiner {
+        std::mutex& mu;
+        std::condition_variable& cv;
+        bool& stop;
+        std::thread& t;
+        ~Joiner()
+        {
+            {
+                std::lock_guard<std::mutex> lock(mu);
+                stop = true;
+            }
+            cv.notify_all();
+            t.join();
+        }
+    } joiner{mu, cv, stop, trickle};
+
+    const auto t0 = Clock::now();
+    const HttpReply r = httpExchange(rig, mport, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    std::cout << "scrape with " << kSlow << " slow connections open: " << took.count() << " ms, status "
+              << r.status << " " << r.error << "\n";
+    ASSERT_EQ(r.status, 200) << r.error << "\n" << npfd.log();
+    const Scrape s = parse(r.body);
+    EXPECT_TRUE(s.errors.empty()) << ::testing::PrintToString(s.errors);
+    EXPECT_EQ(npfFamilies(s), expectedNpfFamilies()) << r.body;
+    EXPECT_TRUE(s.has("npf_clients"));
+
+    // Every slow connection is closed by npfd (EOF, or a reset when it
+    // had unread bytes), trickle or not.
+    size_t open = kSlow;
+    std::vector<bool> closed(kSlow, false);
+    const auto closeEnd = Clock::now() + test::kDeadline;
+    while (open > 0 && Clock::now() < closeEnd) {
+        std::vector<pollfd> p;
+        std::vector<size_t> which;
+        for (size_t i = 0; i < kSlow; i++)
+            if (!closed[i]) {
+                p.push_back({slow[i].fd.get(), POLLIN, 0});
+                which.push_back(i);
+            }
+        if (::poll(p.data(), p.size(), msUntil(closeEnd)) <= 0)
+            continue;
+        for (size_t k = 0; k < p.size(); k++) {
+            if (!p[k].revents)
+                continue;
+            char buf[4096];
+            const ssize_t n = ::recv(p[k].fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+                closed[which[k]] = true;
+                open--;
+            }
+        }
+    }
+    const auto allClosed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    std::cout << kSlow - open << " of " << kSlow << " slow connections closed by npfd after " << allClosed.count()
+              << " ms\n";
+    EXPECT_EQ(open, 0u) << "slow connections npfd left open";
+    // And it still serves.
+    EXPECT_NE(httpGet(rig, mport), "") << npfd.log();
+}
+
+// A connection that sends nothing is closed at its deadline (read returns
+// 0); headers too large, another path, another method get their status.
+TEST_F(NpfdMetrics, BadRequestsGetAnErrorAndSilentConnectionsAreClosed)
+{
+    Rig rig;
+    TempDir dir;
+    const uint16_t mport = freePort(rig);
+    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
+    ASSERT_NE(httpGet(rig, mport), "") << npfd.log();
+
+    {
+        const auto t0 = Clock::now();
+        const auto end = t0 + test::kDeadline;
+        const Fd silent = connectLoopback(rig, mport, end);
+        ASSERT_TRUE(silent);
+        bool closed = false;
+        const std::string got = test::readUntilClose(silent.get(), end, &closed);
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+        std::cout << "a silent connection was closed after " << took.count() << " ms\n";
+        EXPECT_TRUE(closed) << "npfd did not close a connection that sent nothing (" << took.count() << " ms)";
+        EXPECT_EQ(got, "") << "it said something to a connection that asked nothing";
+    }
+    {
+        const std::string big = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(32 << 10, 'a') +
+                                "\r\n\r\n";
+        const HttpReply r = httpExchange(rig, mport, big);
+        EXPECT_TRUE(r.status >= 400 && r.status < 500) << r.status << " " << r.error << "\n" << r.head;
+    }
+    {
+        const HttpReply r = httpExchange(rig, mport, "GET /nope HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        EXPECT_EQ(r.status, 404) << r.error << "\n" << r.head;
+    }
+    {
+        const HttpReply r = httpExchange(rig, mport, "POST /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        EXPECT_EQ(r.status, 405) << r.error << "\n" << r.head;
+    }
+    EXPECT_NE(httpGet(rig, mport), "") << npfd.log();
 }
 
 } // namespace

@@ -1,16 +1,22 @@
 #include "daemon/metrics.h"
 
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
 #include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/summary.h>
+#include <prometheus/text_serializer.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 #include <string_view>
 
 #include "ctl/errors.h"
+#include "daemon/metrics_server.h"
 #include "sys/log.h"
 
 namespace npf::daemon {
@@ -37,26 +43,10 @@ prometheus::ClientMetric labelled(const std::string& iface)
     return m;
 }
 
-class TableCollectable : public prometheus::Collectable {
-public:
-    explicit TableCollectable(MetricsExporter::Source s) : snapshot_(std::move(s)) {}
-    std::vector<prometheus::MetricFamily> Collect() const override
-    {
-        try {
-            return metricFamilies(snapshot_());
-        } catch (const std::exception& e) { // an empty scrape, not a dead exporter thread
-            NPF_WARN_RL("npfd: metrics: %s", e.what());
-            return {};
-        }
-    }
-
-private:
-    MetricsExporter::Source snapshot_;
-};
-
 } // namespace
 
-// As civetweb's listening_ports takes it.
+// The forms MetricsServer takes (metrics_server.h), checked before npfd
+// touches any interface.
 void checkMetricsAddress(const std::string& a)
 {
     const size_t colon = a.rfind(':');
@@ -155,22 +145,78 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
     return out;
 }
 
+// The families prometheus-cpp's Exposer added about itself, kept so a
+// scrape carries what it always did: scrapes served, body bytes sent
+// (compressed, when they were), and the time from request to response
+// handed to the kernel, in microseconds.
+struct MetricsExporter::State {
+    explicit State(Source s) : source(std::move(s)) {}
+
+    std::string render()
+    {
+        std::vector<prometheus::MetricFamily> families = registry.Collect();
+        try {
+            std::vector<prometheus::MetricFamily> npf = metricFamilies(source());
+            families.insert(families.end(), std::make_move_iterator(npf.begin()), std::make_move_iterator(npf.end()));
+        } catch (const std::exception& e) { // a scrape without npf's families, not a dead exporter
+            NPF_WARN_RL("npfd: metrics: %s", e.what());
+        }
+        return prometheus::TextSerializer().Serialize(families);
+    }
+    void served(size_t bytes, std::chrono::nanoseconds took)
+    {
+        transferred.Increment(double(bytes));
+        scrapes.Increment();
+        latencies.Observe(double(std::chrono::duration_cast<std::chrono::microseconds>(took).count()));
+    }
+
+    Source source;
+    prometheus::Registry registry;
+    prometheus::Counter& transferred = prometheus::BuildCounter()
+                                           .Name("exposer_transferred_bytes_total")
+                                           .Help("Transferred bytes to metrics services")
+                                           .Register(registry)
+                                           .Add({});
+    prometheus::Counter& scrapes = prometheus::BuildCounter()
+                                       .Name("exposer_scrapes_total")
+                                       .Help("Number of times metrics were scraped")
+                                       .Register(registry)
+                                       .Add({});
+    prometheus::Summary& latencies =
+        prometheus::BuildSummary()
+            .Name("exposer_request_latencies")
+            .Help("Latencies of serving scrape requests, in microseconds")
+            .Register(registry)
+            .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}});
+};
+
 MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
-    : collectable_(std::make_shared<TableCollectable>(std::move(snapshot)))
+    : state_(std::make_unique<State>(std::move(snapshot)))
 {
     checkMetricsAddress(address);
+    State* st = state_.get();
     try {
-        exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
-    } catch (const std::exception& e) {
-        throw ctl::Error(EADDRNOTAVAIL, "--metrics " + address + ": cannot listen there (" + e.what() +
-                                            "): is the port in use, or the address not one of this host's?");
+        server_ = std::make_unique<MetricsServer>(
+            address, [st] { return st->render(); },
+            [st](size_t bytes, std::chrono::nanoseconds took) { st->served(bytes, took); });
+    } catch (const std::invalid_argument& e) {
+        throw ctl::ArgumentError("--" + std::string(e.what()));
+    } catch (const std::system_error& e) {
+        const int err = e.code().value();
+        const char* hint = err == EADDRINUSE      ? " (the port is in use)"
+                           : err == EADDRNOTAVAIL ? " (the address is not one of this host's)"
+                           : err == EACCES        ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
+                                                  : "";
+        std::string why = e.what();
+        if (const std::string prefix = MetricsServer::listenPrefix(address); why.rfind(prefix, 0) == 0)
+            why.erase(0, prefix.size());
+        throw ctl::Error(err, "--metrics " + address + ": cannot listen there: " + why + hint);
     }
-    exposer_->RegisterCollectable(collectable_);
     NPF_INFO("npfd: Prometheus metrics on http://%s/metrics", address.c_str());
 }
 
 MetricsExporter::~MetricsExporter() = default;
 
-std::vector<int> MetricsExporter::ports() const { return exposer_->GetListeningPorts(); }
+std::vector<int> MetricsExporter::ports() const { return server_->ports(); }
 
 } // namespace npf::daemon

@@ -1,6 +1,8 @@
 // npfd's Prometheus exporter (`npfd --metrics ADDR:PORT`, docs/cli.md): a
-// pull endpoint (prometheus-cpp's Exposer, GET /metrics) whose one
-// Collectable builds every family from the counter tables at scrape time:
+// pull endpoint (GET /metrics on npfd's own HTTP server, metrics_server.h:
+// one thread, deadlines and a connection cap, so no peer can starve it)
+// that builds every family from the counter tables at scrape time and
+// writes them with prometheus-cpp's TextSerializer:
 // kEngineCounters as npf_<name>[_total], ctl::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
@@ -18,8 +20,6 @@
 #include "npf/counters.h"
 
 namespace prometheus {
-class Exposer;
-class Collectable;
 struct MetricFamily;
 } // namespace prometheus
 
@@ -66,14 +66,16 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 // "PORT" (what MetricsExporter takes).
 void checkMetricsAddress(const std::string& address);
 
+class MetricsServer;
+
 class MetricsExporter {
 public:
-    // Called once per scrape, on one of the exporter's threads.
+    // Called once per scrape, on the exporter's thread.
     using Source = std::function<Snapshot()>;
 
     // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
-    // address); throws std::invalid_argument for a malformed address and
-    // std::system_error naming it when it cannot listen there.
+    // IPv4 address); throws ctl::ArgumentError for a malformed address and
+    // a std::system_error naming it when it cannot listen there.
     MetricsExporter(const std::string& address, Source snapshot);
     ~MetricsExporter(); // stops serving: no scrape runs after it returns
     MetricsExporter(const MetricsExporter&) = delete;
@@ -82,8 +84,9 @@ public:
     std::vector<int> ports() const;
 
 private:
-    std::shared_ptr<prometheus::Collectable> collectable_;
-    std::unique_ptr<prometheus::Exposer> exposer_; // after collectable_: stops first
+    struct State; // the source and the exporter's own exposer_* families
+    std::unique_ptr<State> state_;
+    std::unique_ptr<MetricsServer> server_; // after state_: stops first
 };
 
 } // namespace npf::daemon
