@@ -50,6 +50,19 @@ void ensureFdLimit(const sidecar::DaemonConfig& c)
                  static_cast<unsigned long long>(lim.rlim_max));
 }
 
+// Reads and drops what the client sent: a connection closed with unread
+// data makes the client's next recv() fail with ECONNRESET before it gets to
+// npfd's last word (which stays queued: Channel reads on).
+void discardUnread(int fd) noexcept
+{
+    for (int i = 0; i < 16; ++i)
+        try {
+            if (sidecar::recvMessage(fd).status != sidecar::IoStatus::Ok)
+                return;
+        } catch (const std::exception&) {
+        }
+}
+
 // An error with id 0 on a connection npfd closes without reading it: the
 // client's Channel takes it as the answer to whatever it sends first.
 void refuse(Fd fd, ErrorCode code, int err, const std::string& why) noexcept
@@ -58,6 +71,7 @@ void refuse(Fd fd, ErrorCode code, int err, const std::string& why) noexcept
         (void)sidecar::sendMessage(fd.get(), sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
     } catch (const std::exception&) {
     }
+    discardUnread(fd.get());
 }
 
 } // namespace
@@ -330,6 +344,7 @@ int Daemon::closeSilent(int cap) noexcept
             (void)sidecar::sendMessage(fd, sidecar::ErrorReply{ErrorCode::BadMessage, ETIMEDOUT, why}.encode(0));
         } catch (const std::exception&) {
         }
+        discardUnread(fd);
         drop(fd, "said no hello in time");
     }
     return static_cast<int>((next - now + kMs - 1) / kMs);

@@ -93,16 +93,22 @@ void Channel::refusedOrClosed(std::string_view type)
 {
     // npfd refuses a connection it cannot admit (a limit, a client no rule
     // admits, no hello in time) with an error of id 0 and closes it: the
-    // error may wait to be read although the send failed.
-    try {
-        RecvResult r = recvMessage(fd_.get());
-        if (r.status == IoStatus::Ok) {
-            Message m = parse(r.message.bytes);
-            if (m.type == ErrorReply::kType && m.id == 0)
-                throw RemoteError(type, ErrorReply::decode(m));
+    // error may wait to be read although the send failed, behind the
+    // ECONNRESET the kernel reports first when npfd closed with our request
+    // unread (the error stays queued).
+    for (int tries = 0; tries < 2; ++tries) {
+        try {
+            RecvResult r = recvMessage(fd_.get());
+            if (r.status == IoStatus::Ok) {
+                Message m = parse(r.message.bytes);
+                if (m.type == ErrorReply::kType && m.id == 0)
+                    throw RemoteError(type, ErrorReply::decode(m));
+            }
+            if (r.status == IoStatus::WouldBlock)
+                break;
+        } catch (const ProtocolError&) {
+        } catch (const std::system_error&) {
         }
-    } catch (const ProtocolError&) {
-    } catch (const std::system_error&) {
     }
     closed(type);
 }
@@ -140,7 +146,7 @@ Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::
     for (;;) {
         RecvResult r = recvMessage(fd_.get());
         if (r.status == IoStatus::Eof)
-            closed(type);
+            refusedOrClosed(type);
         if (r.status == IoStatus::WouldBlock) {
             if (!waitFor(fd_.get(), POLLIN, deadline))
                 timedOut();
