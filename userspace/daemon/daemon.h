@@ -88,7 +88,7 @@ public:
     const Session* portOwner(const std::string& iface, uint16_t port, const Session* except) const;
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
     // Every service's counters and every client's flows, between two
-    // requests (the exporter's threads).
+    // requests (the exporter's thread).
     Snapshot snapshot();
 
 private:
