@@ -55,7 +55,13 @@ inline constexpr size_t kStream = 2 << 20;
 inline constexpr std::chrono::milliseconds kProbe{10000};
 // npfd's RSS after an attack may exceed its baseline by this much (heap
 // arenas, thread stacks), never more.
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer keeps freed memory in its quarantine (256 MiB by default)
+// before it reuses it.
+inline constexpr uint64_t kRssSlackKiB = (64 + 256) << 10;
+#else
 inline constexpr uint64_t kRssSlackKiB = 64 << 10;
+#endif
 
 // ---- credentials, connections ----------------------------------------------------------
 
