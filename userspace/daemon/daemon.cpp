@@ -50,28 +50,23 @@ void ensureFdLimit(const sidecar::DaemonConfig& c)
                  static_cast<unsigned long long>(lim.rlim_max));
 }
 
-// Reads and drops what the client sent: a connection closed with unread
+// npfd's last word on a connection it is about to close: an error with id 0
+// (the client's Channel takes it as the answer to whatever it sent), then
+// what the client sent is read and dropped: a connection closed with unread
 // data makes the client's next recv() fail with ECONNRESET before it gets to
-// npfd's last word (which stays queued: Channel reads on).
-void discardUnread(int fd) noexcept
+// the error (which stays queued: Channel reads on).
+void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
 {
+    try {
+        (void)sidecar::sendMessage(fd, sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
+    } catch (const std::exception&) {
+    }
     for (int i = 0; i < 16; ++i)
         try {
             if (sidecar::recvMessage(fd).status != sidecar::IoStatus::Ok)
                 return;
         } catch (const std::exception&) {
         }
-}
-
-// An error with id 0 on a connection npfd closes without reading it: the
-// client's Channel takes it as the answer to whatever it sends first.
-void refuse(Fd fd, ErrorCode code, int err, const std::string& why) noexcept
-{
-    try {
-        (void)sidecar::sendMessage(fd.get(), sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
-    } catch (const std::exception&) {
-    }
-    discardUnread(fd.get());
 }
 
 } // namespace
@@ -244,9 +239,9 @@ void Daemon::accept()
             return;
         if (sessions_.size() >= opt_.config.maxConnections) {
             NPF_WARN_RL("npfd: a client was refused: all max_connections (%u) are open", opt_.config.maxConnections);
-            refuse(std::move(fd), ErrorCode::NoSpace, EMFILE,
-                   "npfd has all its max_connections (" + std::to_string(opt_.config.maxConnections) +
-                       ") open: try again later");
+            lastWord(fd.get(), ErrorCode::NoSpace, EMFILE,
+                     "npfd has all its max_connections (" + std::to_string(opt_.config.maxConnections) +
+                         ") open: try again later");
             continue;
         }
         Peer peer;
@@ -261,7 +256,7 @@ void Daemon::accept()
         std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why);
         if (!lease) {
             NPF_WARN_RL("npfd: pid %d uid %u refused: %s", peer.cred.pid, peer.cred.uid, why.c_str());
-            refuse(std::move(fd), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
+            lastWord(fd.get(), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
             continue;
         }
         const int raw = fd.get();
@@ -290,8 +285,7 @@ void Daemon::serve(int fd) noexcept
         try {
             r = sidecar::recvMessage(fd);
         } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
-            const std::string msg = sidecar::ErrorReply{sidecar::ErrorCode::BadMessage, EMSGSIZE, e.what()}.encode(0);
-            (void)sidecar::sendMessage(fd, msg);
+            lastWord(fd, ErrorCode::BadMessage, EMSGSIZE, e.what());
             drop(fd, e.what());
             return;
         }
@@ -338,13 +332,8 @@ int Daemon::closeSilent(int cap) noexcept
         auto it = sessions_.find(fd);
         if (it == sessions_.end() || it->second->helloDone())
             continue;
-        const std::string why =
-            "no hello within " + std::to_string(opt_.config.helloTimeoutMs) + " ms (hello_timeout_ms): closed";
-        try {
-            (void)sidecar::sendMessage(fd, sidecar::ErrorReply{ErrorCode::BadMessage, ETIMEDOUT, why}.encode(0));
-        } catch (const std::exception&) {
-        }
-        discardUnread(fd);
+        lastWord(fd, ErrorCode::BadMessage, ETIMEDOUT,
+                 "no hello within " + std::to_string(opt_.config.helloTimeoutMs) + " ms (hello_timeout_ms): closed");
         drop(fd, "said no hello in time");
     }
     return static_cast<int>((next - now + kMs - 1) / kMs);

@@ -26,10 +26,6 @@
 #include "sys/log.h"
 #include "sys/reopen.h"
 
-#ifndef F_SEAL_FUTURE_WRITE
-#define F_SEAL_FUTURE_WRITE 0x0010
-#endif
-
 namespace npf {
 void Region::adoptMemfd(Fd memfd)
 {
