@@ -34,6 +34,7 @@
 #include "ctl/flow_ring.h"
 #include "engine_fixture.h"
 #include "npfd_rig.h"
+#include "on_thread.h"
 #include "sidecar/channel.h"
 #include "sidecar/protocol.h"
 #include "sidecar/unix_socket.h"
@@ -80,20 +81,10 @@ inline void becomeUser(uid_t uid)
 template <class Fn>
 auto asUser(uid_t uid, Fn fn) -> decltype(fn())
 {
-    std::optional<decltype(fn())> out;
-    std::exception_ptr err;
-    std::thread t([&] {
-        try {
-            becomeUser(uid);
-            out.emplace(fn());
-        } catch (...) {
-            err = std::current_exception();
-        }
+    return test::onThread([&] {
+        becomeUser(uid);
+        return fn();
     });
-    t.join();
-    if (err)
-        std::rethrow_exception(err);
-    return std::move(*out);
 }
 
 // A non-blocking connect: the socket, or an empty Fd while npfd's listen

@@ -386,17 +386,21 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
 
 class NpfdHostile : public EngineE2E {};
 
-// Runs `attack` with a victim receiving its stream while the hostile client is
-// armed, then expectRecovered().
+// A rig and npfd of their own (the two rules, `lim` the hostile one's), then
+// attack(rig, npfd, during) with a victim receiving its stream while the
+// hostile client is armed, then expectRecovered().
 template <class Attack>
-void underAttack(Rig& rig, Npfd& npfd, const TempDir& dir, const char* what, Attack attack)
+void underAttack(const char* what, const RuleLimits& lim, Attack attack)
 {
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, NpfdOptions{.clients = rules(lim)});
     const Footprint base = footprint(npfd);
     Victim victim(rig, npfd, dir, kVictimPort, kStream, 11);
     ASSERT_TRUE(victim.ready());
     bool sent = false;
     const ::testing::AssertionResult held = attempt(what, [&] {
-        return attack([&] {
+        return attack(rig, npfd, [&] {
             victim.send();
             sent = true;
             EXPECT_TRUE(victim.received()) << "during the attack";
@@ -410,51 +414,39 @@ void underAttack(Rig& rig, Npfd& npfd, const TempDir& dir, const char* what, Att
     expectRecovered(rig, npfd, dir, base);
 }
 
-NpfdOptions options(const RuleLimits& lim = {}) { return {.clients = rules(lim)}; }
-
 TEST_F(NpfdHostile, ClientMakesItsUserfaultfdBlocking)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "blocking userfaultfd",
-                [&](const During& during) { return blockingUserfaultfd(npfd, kFirstPort + 1, during); });
+    underAttack("blocking userfaultfd", {}, [](Rig&, Npfd& npfd, const During& during) {
+        return blockingUserfaultfd(npfd, kFirstPort + 1, during);
+    });
 }
 
 TEST_F(NpfdHostile, ClientBlocksItsNotifierUnderTraffic)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "blocked notifier, traffic",
-                [&](const During& during) { return blockedNotifier(rig, npfd, kFirstPort + 2, false, during); });
+    underAttack("blocked notifier, traffic", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return blockedNotifier(rig, npfd, kFirstPort + 2, false, during);
+    });
 }
 
 TEST_F(NpfdHostile, ClientBlocksItsNotifierThenClosesTheFlow)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "blocked notifier, close_flow",
-                [&](const During& during) { return blockedNotifier(rig, npfd, kFirstPort + 3, true, during); });
+    underAttack("blocked notifier, close_flow", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return blockedNotifier(rig, npfd, kFirstPort + 3, true, during);
+    });
 }
 
 TEST_F(NpfdHostile, ClientMakesItsSpillAppendOnly)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "O_APPEND spill",
-                [&](const During& during) { return appendOnlySpill(rig, npfd, kFirstPort + 4, during); });
+    underAttack("O_APPEND spill", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return appendOnlySpill(rig, npfd, kFirstPort + 4, during);
+    });
 }
 
 TEST_F(NpfdHostile, ClientMakesItsRegionMemfdAppendOnly)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "O_APPEND region memfd",
-                [&](const During& during) { return appendOnlyRegion(rig, npfd, kFirstPort + 5, during); });
+    underAttack("O_APPEND region memfd", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return appendOnlyRegion(rig, npfd, kFirstPort + 5, during);
+    });
 }
 
 // npfd short of descriptors (256), 300 connections held open that never say
@@ -481,22 +473,18 @@ TEST_F(NpfdHostile, IdleConnectionsNeverSayHello)
 
 TEST_F(NpfdHostile, ClientOpensTheOperatorsFlow)
 {
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options());
-    underAttack(rig, npfd, dir, "operator's flow",
-                [&](const During& during) { return operatorFlow(rig, npfd, kFirstPort + 45, during); });
+    underAttack("operator's flow", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return operatorFlow(rig, npfd, kFirstPort + 45, during);
+    });
 }
 
 // A rule of 64 MiB of regions, 16 MiB resident, 4 flows, 16 connections.
 TEST_F(NpfdHostile, ManyConnectionsOfOneRuleAskForItsWholeLimits)
 {
     const RuleLimits lim{.region = 64 << 20, .resident = 16 << 20, .flows = 4};
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, options(lim));
-    underAttack(rig, npfd, dir, "limits",
-                [&](const During& during) { return limitsAreTotals(npfd, lim, kFirstPort + 60, during); });
+    underAttack("limits", lim, [&](Rig&, Npfd& npfd, const During& during) {
+        return limitsAreTotals(npfd, lim, kFirstPort + 60, during);
+    });
 }
 
 // ---- soak ----------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "ctl/flow_ring.h"
 #include "ctl/skeleton.h"
 #include "netns.h"
+#include "on_thread.h"
 #include "sys/mmap_area.h"
 #include "xsk/queue.h"
 
@@ -26,35 +27,10 @@ namespace npf::test {
 template <typename F>
 auto inNetns(const Netns& ns, F&& fn) -> decltype(fn())
 {
-    std::exception_ptr err;
-    using R = decltype(fn());
-    if constexpr (std::is_void_v<R>) {
-        std::thread t([&] {
-            try {
-                NetnsGuard g(ns);
-                fn();
-            } catch (...) {
-                err = std::current_exception();
-            }
-        });
-        t.join();
-        if (err)
-            std::rethrow_exception(err);
-    } else {
-        std::unique_ptr<R> out;
-        std::thread t([&] {
-            try {
-                NetnsGuard g(ns);
-                out = std::make_unique<R>(fn());
-            } catch (...) {
-                err = std::current_exception();
-            }
-        });
-        t.join();
-        if (err)
-            std::rethrow_exception(err);
-        return std::move(*out);
-    }
+    return onThread([&]() -> decltype(fn()) {
+        NetnsGuard g(ns);
+        return fn();
+    });
 }
 
 // An XDP program attached with bpf_xdp_attach, detached on destruction.
