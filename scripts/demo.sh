@@ -453,12 +453,13 @@ unshare --mount="$WORK/pod/mnt" --propagation private \
   die "cannot make the pod's mount namespace"
 cat >"$WORK/npfd.json" <<EOF_CFG
 {"ifaces": ["$IF_RX"], "socket_group": "nogroup",
- "clients": [{"uid": 65534, "ports": ["$PORT_NPFD-$((PORT_NPFD + 1))"], "region_bytes": 67108864, "resident_bytes": 4194304}]}
+ "clients": [{"uid": 65534, "ports": ["$PORT_NPFD-$((PORT_NPFD + 1))"], "region_bytes": 134217728, "resident_bytes": 8388608}]}
 EOF_CFG
 sed 's/^/    /' "$WORK/npfd.json"
+note "the rule's limits are totals over all its clients' connections (here: two clients)"
 printf '    [%s + its /run/npf] $ npfd --config npfd.json\n' "$NS_RX"
 start_npfd pod "$WORK/npfd.json" "$ENTER_POD"
-start_client pod-a "$IF_RX" "$PORT_NPFD" "" "" "$ENTER_POD"
+start_client pod-a "$IF_RX" "$PORT_NPFD" "" "--budget 4M" "$ENTER_POD"
 start_client pod-b "$IF_RX" $((PORT_NPFD + 1)) "" "--cold --region 16M --budget 2M" "$ENTER_POD"
 await_flows pod "$PORT_NPFD" 1
 await_flows pod $((PORT_NPFD + 1)) 1
@@ -503,7 +504,7 @@ start_npfd node "$WORK/npfd.json" "" --iface "$NS_RX:$IF_RX" --iface "$NS_POD2:e
 in_pod2 ip link show dev eth0 | grep -q 'prog/xdp' || die "npfd did not attach to eth0 in $NS_POD2"
 note "npfd entered $NS_POD2 and attached npf_xdp to its eth0 (and took over $IF_RX's, which npfctl attached)"
 # Both pods' clients on the same port: each pod's interface is its own.
-start_client node-1 "$IF_RX" "$PORT_NPFD" "$WORK/node.sock" "" "$ENTER_RX"
+start_client node-1 "$IF_RX" "$PORT_NPFD" "$WORK/node.sock" "--budget 4M" "$ENTER_RX"
 start_client node-2 eth0 "$PORT_NPFD" "$WORK/node.sock" "--cold --region 16M --budget 2M" "$ENTER_POD2"
 await_flows node "$PORT_NPFD" 2
 send_stream node-1 "$ADDR_RX" "$PORT_NPFD"
