@@ -4,6 +4,7 @@
 
 #include <ostream>
 
+#include "ctl/stats.h"
 #include "exit_codes.h"
 
 #ifndef NPF_VERSION
@@ -18,6 +19,17 @@ void addIface(CLI::App* sub, Options& opt, bool required = true)
     auto* o = sub->add_option("IFACE", opt.ifname, "network interface (in this network namespace)");
     if (required)
         o->required();
+}
+
+// `npfctl stats --help`: the XDP counters with their help lines (NPF_STATS).
+std::string xdpCounterHelp()
+{
+    std::string s = "XDP counters (rows xdp.*; the engine's: docs/cli.md, Counters):\n";
+    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
+        const std::string name = ctl::kStatNames[i];
+        s += "  " + name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') + ctl::kStatHelp[i] + "\n";
+    }
+    return s;
 }
 
 void setup(CLI::App& app, Options& opt)
@@ -53,6 +65,7 @@ void setup(CLI::App& app, Options& opt)
     stats->add_flag("--json", opt.json, "JSON output (one object per line with --watch)");
     stats->add_option("--watch", opt.watch, "repeat every SECS seconds with per-second rates, until Ctrl-C")
         ->check(CLI::Range(0.1, 86400.0));
+    stats->footer(xdpCounterHelp());
     stats->callback([&] { opt.cmd = Command::Stats; });
 
     auto* flow = app.add_subcommand("flow", "manage flows (UDP destinations npf delivers)");

@@ -169,32 +169,56 @@ struct npf_ring {
 
 /* Every packet the program sees lands in exactly one outcome counter, so
  * RX_TOTAL == sum of all outcomes. NPF_STAT_TRUNCATED is extra, not an
- * outcome. Keep npf_stat_names (userspace) in the same order. */
+ * outcome.
+ *
+ * NPF_STATS(X) is the one list of the counters: X(ID, name, help) each, in
+ * enum order. It makes enum npf_stat (NPF_STAT_<ID>) here, and in userspace
+ * the names (ctl::kStatNames: `npfctl stats` rows xdp.<name>, Prometheus
+ * npf_xdp_<name>_total) and help lines (docs/cli.md "Counters", checked by
+ * tests/ctl/counters_test.cpp). Values and names are ABI: append only. A
+ * help line is one line without '|' (it goes into a Markdown table). */
+#define NPF_STATS(X)                                                                                    \
+	X(RX_TOTAL, "rx_total", "every packet the program saw")                                         \
+	/* outcomes: XDP_PASS, packet untouched */                                                      \
+	X(PASS_NOT_IP, "pass_not_ip", "passed to the kernel: not IPv4/IPv6 (ARP, LLDP, ...)")           \
+	X(PASS_NOT_UDP, "pass_not_udp", "passed to the kernel: IP but not UDP (ICMP, TCP, ...)")        \
+	X(PASS_FRAGMENT, "pass_fragment",                                                               \
+	  "passed to the kernel: an IPv4 fragment, or IPv6 with a fragment header")                     \
+	X(PASS_IPV6_EXT, "pass_ipv6_ext", "passed to the kernel: IPv6 with extension headers")          \
+	X(PASS_MALFORMED, "pass_malformed",                                                             \
+	  "passed to the kernel: truncated or inconsistent headers")                                    \
+	X(PASS_NO_FLOW, "pass_no_flow",                                                                 \
+	  "passed to the kernel: UDP to a destination that is not a flow")                              \
+	X(PASS_BAD_FLOW, "pass_bad_flow",                                                               \
+	  "passed to the kernel: a flow entry with an id out of range or a stale gen")                  \
+	X(PASS_BAD_QUEUE, "pass_bad_queue", "passed to the kernel: RX queue >= NPF_MAX_QUEUES")         \
+	X(PASS_NO_SOCKET, "pass_no_socket",                                                             \
+	  "passed to the kernel (fail open): no socket bound, or no engine serves the flow")            \
+	X(PASS_TOO_BIG, "pass_too_big",                                                                 \
+	  "passed to the kernel: a flow datagram with a payload > NPF_MAX_PAYLOAD")                     \
+	X(PASS_META_FAIL, "pass_meta_fail", "passed to the kernel: bpf_xdp_adjust_meta refused")        \
+	/* outcomes: XDP_DROP, a flow datagram that cannot be placed */                                 \
+	X(DROP_RNR, "drop_rnr", "dropped: no posted buffer")                                            \
+	X(DROP_BAD_DESC, "drop_bad_desc",                                                               \
+	  "dropped: the posted buffer lies outside the region (its seq completes LOST)")                \
+	X(DROP_CONTENDED, "drop_contended",                                                             \
+	  "dropped: the post ring's cursor CAS lost NPF_CAS_RETRIES times")                             \
+	X(DROP_CSUM, "drop_csum",                                                                       \
+	  "dropped: IPv4 header checksum wrong, or UDP checksum 0 over IPv6")                           \
+	/* outcomes: XDP_REDIRECT */                                                                    \
+	X(REDIR_PRIMARY, "redir_primary",                                                               \
+	  "redirected to the primary socket: all destination pages resident")                           \
+	X(REDIR_BACKUP, "redir_backup",                                                                 \
+	  "redirected to the backup socket: a destination page not resident")                           \
+	X(REDIR_FAIL, "redir_fail",                                                                     \
+	  "passed to the kernel: the socket vanished after the buffer was claimed (its seq completes LOST)") \
+	/* not an outcome */                                                                            \
+	X(TRUNCATED, "truncated", "not an outcome: steered with a payload longer than its buffer")
+
 enum npf_stat {
-	NPF_STAT_RX_TOTAL = 0,
-	/* outcomes: XDP_PASS, packet untouched */
-	NPF_STAT_PASS_NOT_IP,       /* not IPv4/IPv6 (ARP, LLDP, ...) */
-	NPF_STAT_PASS_NOT_UDP,      /* IP but not UDP (ICMP, TCP, ...) */
-	NPF_STAT_PASS_FRAGMENT,     /* IPv4 fragment / IPv6 fragment header */
-	NPF_STAT_PASS_IPV6_EXT,     /* IPv6 extension headers */
-	NPF_STAT_PASS_MALFORMED,    /* truncated or inconsistent headers */
-	NPF_STAT_PASS_NO_FLOW,      /* UDP to a port that is not a flow */
-	NPF_STAT_PASS_BAD_FLOW,     /* flow entry with an id out of range or a stale gen */
-	NPF_STAT_PASS_BAD_QUEUE,    /* rx queue >= NPF_MAX_QUEUES */
-	NPF_STAT_PASS_NO_SOCKET,    /* no socket bound, or no engine serves the flow: fail open */
-	NPF_STAT_PASS_TOO_BIG,      /* payload > NPF_MAX_PAYLOAD */
-	NPF_STAT_PASS_META_FAIL,    /* bpf_xdp_adjust_meta refused */
-	/* outcomes: XDP_DROP, a flow packet that cannot be placed */
-	NPF_STAT_DROP_RNR,          /* no posted buffer */
-	NPF_STAT_DROP_BAD_DESC,     /* posted buffer outside the region */
-	NPF_STAT_DROP_CONTENDED,    /* cursor CAS lost NPF_CAS_RETRIES times */
-	NPF_STAT_DROP_CSUM,         /* IPv4 header checksum wrong, or UDP checksum 0 over IPv6 */
-	/* outcomes: XDP_REDIRECT */
-	NPF_STAT_REDIR_PRIMARY,     /* all destination pages resident */
-	NPF_STAT_REDIR_BACKUP,      /* a destination page not resident */
-	NPF_STAT_REDIR_FAIL,        /* socket vanished after the buffer was claimed */
-	/* not an outcome */
-	NPF_STAT_TRUNCATED,         /* payload longer than the buffer */
+#define NPF_STAT_ENUM(id, name, help) NPF_STAT_##id,
+	NPF_STATS(NPF_STAT_ENUM)
+#undef NPF_STAT_ENUM
 	NPF_STAT_MAX
 };
 

@@ -9,24 +9,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ctl/stats.h"
 #include "sys/clock.h"
 #include "sys/error.h"
 
 namespace npf::test {
 
-namespace {
-
-constexpr const char* kStatNames[] = {
-    "rx_total",      "pass_not_ip",   "pass_not_udp", "pass_fragment",  "pass_ipv6_ext",
-    "pass_malformed", "pass_no_flow", "pass_bad_flow", "pass_bad_queue", "pass_no_socket",
-    "pass_too_big",  "pass_meta_fail", "drop_rnr",    "drop_bad_desc",  "drop_contended",
-    "drop_csum",     "redir_primary", "redir_backup",  "redir_fail",   "truncated",
-};
-static_assert(std::size(kStatNames) == NPF_STAT_MAX, "enum npf_stat changed: update kStatNames");
-
-} // namespace
-
-const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? kStatNames[stat] : "?"; }
+const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? ctl::kStatNames[stat] : "?"; }
 
 int outcomeVerdict(uint32_t stat)
 {

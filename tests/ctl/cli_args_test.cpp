@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "ctl/stats.h"
 #include "exit_codes.h"
 
 namespace npf::cli {
@@ -150,6 +151,14 @@ TEST(CliArgs, HelpAndVersionExit0)
     EXPECT_EQ(*ha.rc, kExitOk);
     for (const char* opt : {"--mode", "--queues", "--force"})
         EXPECT_NE(ha.out.find(opt), std::string::npos) << opt;
+
+    // stats --help lists the XDP counters with their help lines (NPF_STATS).
+    Parsed hs = parse({"stats", "--help"});
+    ASSERT_TRUE(hs.rc.has_value());
+    for (size_t i = 0; i < std::size(ctl::kStatNames); i++)
+        EXPECT_NE(hs.out.find("  " + std::string(ctl::kStatNames[i]) + " "), std::string::npos) << ctl::kStatNames[i];
+    for (const char* help : ctl::kStatHelp)
+        EXPECT_NE(hs.out.find(help), std::string::npos) << help;
 }
 
 } // namespace

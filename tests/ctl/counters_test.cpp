@@ -1,6 +1,7 @@
-// The counter tables of include/npf/counters.h (and region/region.h): the
-// engine JSON written and read back from them, their names, and the list in
-// docs/cli.md ("Counters") that must agree with them.
+// The counter tables of include/npf/counters.h (and region/region.h) and
+// NPF_STATS (npf/abi.h): the engine JSON written and read back from them,
+// their names, and the lists in docs/cli.md ("Counters") that must agree
+// with them.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "ctl/engine_stats.h"
+#include "ctl/stats.h"
+#include "doc_section.h"
 #include "npf/counters.h"
 #include "region/region.h"
 
@@ -85,6 +88,19 @@ TEST(EngineCounters, NamesUniqueSnakeCase)
     expectDescribed(kRegionCounters, "kRegionCounters");
     for (const LatencyDef& d : kEngineLatencies)
         EXPECT_GT(std::strlen(d.help), 0u) << d.name;
+}
+
+// NPF_STATS (npf/abi.h): the names are ABI (flow_spec_test pins some), the
+// help lines go into docs/cli.md's table and Prometheus HELP.
+TEST(XdpCounters, NamesUniqueSnakeCaseHelpOneLine)
+{
+    std::set<std::string> seen;
+    for (size_t i = 0; i < std::size(kStatNames); i++) {
+        EXPECT_TRUE(snakeCase(kStatNames[i])) << kStatNames[i];
+        EXPECT_TRUE(seen.insert(kStatNames[i]).second) << "duplicate " << kStatNames[i];
+        EXPECT_GT(std::strlen(kStatHelp[i]), 0u) << kStatNames[i];
+        EXPECT_EQ(std::strpbrk(kStatHelp[i], "\n|"), nullptr) << kStatNames[i] << ": help is one line, no '|'";
+    }
 }
 
 // The JSON snapshot's keys are read by scripts, bench/scenarios.cpp and the
@@ -204,6 +220,9 @@ std::string expectedDocRows()
     out += "\n| latency | help |\n|---|---|\n";
     for (const LatencyDef& d : kEngineLatencies)
         out += std::string("| `") + d.name + "` | " + d.help + " |\n";
+    out += "\n| xdp counter | help |\n|---|---|\n";
+    for (size_t i = 0; i < std::size(kStatNames); i++)
+        out += std::string("| `") + kStatNames[i] + "` | " + kStatHelp[i] + " |\n";
     return out;
 }
 
@@ -211,16 +230,9 @@ std::string expectedDocRows()
 // blank line between tables.
 std::string docRows()
 {
-    std::ifstream in(NPF_CLI_MD);
-    std::string line, out;
-    bool inSection = false, lastWasRow = false;
-    while (std::getline(in, line)) {
-        if (line.rfind("## ", 0) == 0) {
-            inSection = line == "## Counters";
-            continue;
-        }
-        if (!inSection)
-            continue;
+    std::string out;
+    bool lastWasRow = false;
+    for (const std::string& line : test::docSection(NPF_CLI_MD, "## Counters")) {
         bool row = line.rfind("|", 0) == 0;
         if (row && !lastWasRow && !out.empty())
             out += "\n";
@@ -236,7 +248,8 @@ TEST(EngineCounters, DocsListEveryCounter)
     std::ifstream in(NPF_CLI_MD);
     ASSERT_TRUE(in) << NPF_CLI_MD;
     EXPECT_EQ(docRows(), expectedDocRows())
-        << "docs/cli.md \"## Counters\" disagrees with include/npf/counters.h; its tables should read:\n\n"
+        << "docs/cli.md \"## Counters\" disagrees with include/npf/counters.h or NPF_STATS (npf/abi.h); its "
+           "tables should read:\n\n"
         << expectedDocRows();
 }
 

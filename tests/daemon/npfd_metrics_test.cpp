@@ -30,6 +30,7 @@
 
 #include "ctl/exit_codes.h"
 #include "ctl/stats.h"
+#include "doc_section.h"
 #include "engine_fixture.h"
 #include "http_client.h"
 #include "netns.h"
@@ -76,21 +77,12 @@ std::string expectedDocNames()
 // The lines of the fenced blocks of docs/cli.md's "## Counters" section.
 std::string docNames()
 {
-    std::ifstream in(NPF_CLI_MD);
-    std::string line, out;
-    bool inSection = false, inFence = false;
-    while (std::getline(in, line)) {
-        if (line.rfind("## ", 0) == 0) {
-            inSection = line == "## Counters";
-            continue;
-        }
-        if (!inSection)
-            continue;
-        if (line.rfind("```", 0) == 0) {
+    std::string out;
+    bool inFence = false;
+    for (const std::string& line : test::docSection(NPF_CLI_MD, "## Counters")) {
+        if (line.rfind("```", 0) == 0)
             inFence = !inFence;
-            continue;
-        }
-        if (inFence)
+        else if (inFence)
             out += line + "\n";
     }
     return out;
@@ -255,9 +247,13 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         EXPECT_NE(before.help.count(n) ? before.help.at(n).find(c.help) : std::string::npos, std::string::npos)
             << n << ": help from the table";
     }
-    for (const char* x : ctl::kStatNames) {
-        expectFamily(before, xdpName(x), "counter");
-        EXPECT_TRUE(before.has(series(xdpName(x)))) << x;
+    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
+        const std::string n = xdpName(ctl::kStatNames[i]);
+        expectFamily(before, n, "counter");
+        EXPECT_TRUE(before.has(series(n))) << n;
+        EXPECT_NE(before.help.count(n) ? before.help.at(n).find(ctl::kStatHelp[i]) : std::string::npos,
+                  std::string::npos)
+            << n << ": help from NPF_STATS";
     }
     for (const LatencyDef& l : kEngineLatencies) {
         const std::string n = latencyName(l);

@@ -15,30 +15,14 @@ namespace npf::ctl {
 
 class Dataplane;
 
-// Names of enum npf_stat, in enum order.
-inline constexpr const char* kStatNames[] = {
-    "rx_total",
-    "pass_not_ip",
-    "pass_not_udp",
-    "pass_fragment",
-    "pass_ipv6_ext",
-    "pass_malformed",
-    "pass_no_flow",
-    "pass_bad_flow",
-    "pass_bad_queue",
-    "pass_no_socket",
-    "pass_too_big",
-    "pass_meta_fail",
-    "drop_rnr",
-    "drop_bad_desc",
-    "drop_contended",
-    "drop_csum",
-    "redir_primary",
-    "redir_backup",
-    "redir_fail",
-    "truncated",
-};
-static_assert(std::size(kStatNames) == NPF_STAT_MAX, "kStatNames must name every enum npf_stat, in order");
+// Names and help lines of enum npf_stat, in enum order: from NPF_STATS (npf/abi.h).
+#define NPF_STAT_NAME(id, name, help) name,
+inline constexpr const char* kStatNames[] = {NPF_STATS(NPF_STAT_NAME)};
+#undef NPF_STAT_NAME
+#define NPF_STAT_HELP(id, name, help) help,
+inline constexpr const char* kStatHelp[] = {NPF_STATS(NPF_STAT_HELP)};
+#undef NPF_STAT_HELP
+static_assert(std::size(kStatNames) == NPF_STAT_MAX && std::size(kStatHelp) == NPF_STAT_MAX);
 
 using XdpStats = std::array<uint64_t, NPF_STAT_MAX>;
 

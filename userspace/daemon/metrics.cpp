@@ -91,8 +91,7 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
     }
     for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
         prometheus::MetricFamily f{prometheusXdpName(ctl::kStatNames[i]),
-                                   std::string("XDP program: packets counted as ") + ctl::kStatNames[i] +
-                                       " (enum npf_stat), summed over all CPUs",
+                                   std::string("XDP: ") + ctl::kStatHelp[i] + " (packets, all CPUs)",
                                    prometheus::MetricType::Counter,
                                    {}};
         for (const IfaceStats& s : snapshot) {
