@@ -93,80 +93,91 @@ static __always_inline int npf_is_ipv6_ext(__u8 nexthdr)
 	return 0;
 }
 
-/* Returns -1 when the packet is a UDP datagram described in *pkt, else the
- * npf_stat (PASS_*) outcome to count. [data, data_end) is the linear part of
- * the packet, where every header must lie (drivers put at least the first
- * buffer's worth there; veth up to ~3.5 KB); pkt_len is the length of the
- * whole packet (bpf_xdp_get_buff_len), fragments of a multi-buffer (jumbo)
- * packet included, against which the IP and UDP lengths are checked. */
-static __always_inline int npf_parse(void *data, void *data_end, __u64 pkt_len, struct npf_pkt *pkt)
+/* Ethernet and at most one 802.1Q/802.1ad tag: the L3 protocol (network byte
+ * order) in *proto and where its header starts in *off. -1, or the outcome. */
+static __always_inline int npf_parse_eth(void *data, void *data_end, __u16 *proto, __u32 *off)
 {
 	struct ethhdr *eth = data;
-	__u32 off = sizeof(*eth);
-	__u16 proto;
-	__u32 l4_room; /* bytes the IP header says follow it */
 
 	if ((void *)(eth + 1) > data_end)
 		return NPF_STAT_PASS_MALFORMED;
-	proto = eth->h_proto;
-	if (proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD)) {
-		struct vlan_hdr_ *vh = data + off;
+	*proto = eth->h_proto;
+	*off = sizeof(*eth);
+	if (*proto == bpf_htons(ETH_P_8021Q) || *proto == bpf_htons(ETH_P_8021AD)) {
+		struct vlan_hdr_ *vh = data + *off;
 
 		if ((void *)(vh + 1) > data_end)
 			return NPF_STAT_PASS_MALFORMED;
-		proto = vh->proto;
-		off += sizeof(*vh);
+		*proto = vh->proto;
+		*off += sizeof(*vh);
 	}
+	return -1;
+}
 
-	if (proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = data + off;
-		__u32 ihl, tot;
+/* The IPv4 header at *off: a UDP datagram's destination and pseudo-header
+ * addresses into *pkt, *off past the header, *l4_room = the bytes the header
+ * says follow it. -1, or the outcome. */
+static __always_inline int npf_parse_ipv4(void *data, void *data_end, __u64 pkt_len, __u32 *off, __u32 *l4_room,
+					  struct npf_pkt *pkt)
+{
+	struct iphdr *ip = data + *off;
+	__u32 ihl, tot;
 
-		if ((void *)(ip + 1) > data_end)
-			return NPF_STAT_PASS_MALFORMED;
-		ihl = ip->ihl * 4;
-		tot = bpf_ntohs(ip->tot_len);
-		if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl || off + tot > pkt_len)
-			return NPF_STAT_PASS_MALFORMED;
-		if (ip->frag_off & bpf_htons(NPF_IP_MF | NPF_IP_OFFMASK))
-			return NPF_STAT_PASS_FRAGMENT;
-		if (ip->protocol != IPPROTO_UDP)
-			return NPF_STAT_PASS_NOT_UDP;
-		pkt->key.family = NPF_FAMILY_IPV4;
-		__builtin_memcpy(pkt->key.addr, &ip->daddr, 4);
-		pkt->ip_off = (__u8)off;
-		pkt->ihl = (__u8)ihl;
-		pkt->csum_partial = (ip->saddr & 0xffff) + (ip->saddr >> 16) +
-				    (ip->daddr & 0xffff) + (ip->daddr >> 16);
-		off += ihl;
-		l4_room = tot - ihl;
-	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6 = data + off;
-		__u32 plen;
+	if ((void *)(ip + 1) > data_end)
+		return NPF_STAT_PASS_MALFORMED;
+	ihl = ip->ihl * 4;
+	tot = bpf_ntohs(ip->tot_len);
+	if (ip->version != 4 || ihl < sizeof(*ip) || tot < ihl || *off + tot > pkt_len)
+		return NPF_STAT_PASS_MALFORMED;
+	if (ip->frag_off & bpf_htons(NPF_IP_MF | NPF_IP_OFFMASK))
+		return NPF_STAT_PASS_FRAGMENT;
+	if (ip->protocol != IPPROTO_UDP)
+		return NPF_STAT_PASS_NOT_UDP;
+	pkt->key.family = NPF_FAMILY_IPV4;
+	__builtin_memcpy(pkt->key.addr, &ip->daddr, 4);
+	pkt->ip_off = (__u8)*off;
+	pkt->ihl = (__u8)ihl;
+	pkt->csum_partial = (ip->saddr & 0xffff) + (ip->saddr >> 16) +
+			    (ip->daddr & 0xffff) + (ip->daddr >> 16);
+	*off += ihl;
+	*l4_room = tot - ihl;
+	return -1;
+}
 
-		if ((void *)(ip6 + 1) > data_end)
-			return NPF_STAT_PASS_MALFORMED;
-		plen = bpf_ntohs(ip6->payload_len);
-		if (ip6->version != 6 || off + sizeof(*ip6) + plen > pkt_len)
-			return NPF_STAT_PASS_MALFORMED;
-		if (ip6->nexthdr == IPPROTO_FRAGMENT)
-			return NPF_STAT_PASS_FRAGMENT;
-		if (npf_is_ipv6_ext(ip6->nexthdr))
-			return NPF_STAT_PASS_IPV6_EXT;
-		if (ip6->nexthdr != IPPROTO_UDP)
-			return NPF_STAT_PASS_NOT_UDP;
-		pkt->key.family = NPF_FAMILY_IPV6;
-		__builtin_memcpy(pkt->key.addr, &ip6->daddr, 16);
-		/* saddr and daddr: 16 words right after the fixed fields */
-		__u16 *w = (__u16 *)&ip6->saddr;
-		for (__u32 i = 0; i < 16; i++)
-			pkt->csum_partial += w[i];
-		off += sizeof(*ip6);
-		l4_room = plen;
-	} else {
-		return NPF_STAT_PASS_NOT_IP;
-	}
+/* The IPv6 header at *off, as npf_parse_ipv4. */
+static __always_inline int npf_parse_ipv6(void *data, void *data_end, __u64 pkt_len, __u32 *off, __u32 *l4_room,
+					  struct npf_pkt *pkt)
+{
+	struct ipv6hdr *ip6 = data + *off;
+	__u32 plen;
 
+	if ((void *)(ip6 + 1) > data_end)
+		return NPF_STAT_PASS_MALFORMED;
+	plen = bpf_ntohs(ip6->payload_len);
+	if (ip6->version != 6 || *off + sizeof(*ip6) + plen > pkt_len)
+		return NPF_STAT_PASS_MALFORMED;
+	if (ip6->nexthdr == IPPROTO_FRAGMENT)
+		return NPF_STAT_PASS_FRAGMENT;
+	if (npf_is_ipv6_ext(ip6->nexthdr))
+		return NPF_STAT_PASS_IPV6_EXT;
+	if (ip6->nexthdr != IPPROTO_UDP)
+		return NPF_STAT_PASS_NOT_UDP;
+	pkt->key.family = NPF_FAMILY_IPV6;
+	__builtin_memcpy(pkt->key.addr, &ip6->daddr, 16);
+	/* saddr and daddr: 16 words right after the fixed fields */
+	__u16 *w = (__u16 *)&ip6->saddr;
+	for (__u32 i = 0; i < 16; i++)
+		pkt->csum_partial += w[i];
+	*off += sizeof(*ip6);
+	*l4_room = plen;
+	return -1;
+}
+
+/* The UDP header at off, l4_room bytes of room for it: port, the rest of
+ * the checksum's sum, payload offset and length into *pkt. -1, or the
+ * outcome. */
+static __always_inline int npf_parse_udp(void *data, void *data_end, __u32 off, __u32 l4_room, struct npf_pkt *pkt)
+{
 	/* off <= 14 + 4 + 60: keep the verifier's view of it bounded */
 	if (off > 128)
 		return NPF_STAT_PASS_MALFORMED;
@@ -192,6 +203,32 @@ static __always_inline int npf_parse(void *data, void *data_end, __u64 pkt_len, 
 	pkt->payload_off = off + sizeof(*udp);
 	pkt->payload_len = ulen - sizeof(*udp);
 	return -1;
+}
+
+/* Returns -1 when the packet is a UDP datagram described in *pkt, else the
+ * npf_stat (PASS_*) outcome to count. [data, data_end) is the linear part of
+ * the packet, where every header must lie (drivers put at least the first
+ * buffer's worth there; veth up to ~3.5 KB); pkt_len is the length of the
+ * whole packet (bpf_xdp_get_buff_len), fragments of a multi-buffer (jumbo)
+ * packet included, against which the IP and UDP lengths are checked. */
+static __always_inline int npf_parse(void *data, void *data_end, __u64 pkt_len, struct npf_pkt *pkt)
+{
+	__u32 off, l4_room; /* l4_room: bytes the IP header says follow it */
+	__u16 proto;
+	int rc;
+
+	rc = npf_parse_eth(data, data_end, &proto, &off);
+	if (rc >= 0)
+		return rc;
+	if (proto == bpf_htons(ETH_P_IP))
+		rc = npf_parse_ipv4(data, data_end, pkt_len, &off, &l4_room, pkt);
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		rc = npf_parse_ipv6(data, data_end, pkt_len, &off, &l4_room, pkt);
+	else
+		return NPF_STAT_PASS_NOT_IP;
+	if (rc >= 0)
+		return rc;
+	return npf_parse_udp(data, data_end, off, l4_room, pkt);
 }
 
 #endif /* NPF_BPF_PARSE_H */
