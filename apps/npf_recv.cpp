@@ -271,114 +271,176 @@ void printJson(const Summary& m, const std::string& engineJson)
     fprintf(stderr, "%s\n", j.dump().c_str());
 }
 
+// Interface counters when the flow opens; ifaceError says why they could not
+// be read (then the summary has no XDP line).
+struct IfaceStart {
+    IfaceCounters counters;
+    std::string ifaceError;
+};
+
+template <typename Source>
+IfaceStart readIfaceStart(const Source& eng, int ifindex)
+{
+    IfaceStart s;
+    try {
+        s.counters = readIface(eng, ifindex);
+    } catch (const std::exception& e) {
+        s.ifaceError = e.what();
+    }
+    return s;
+}
+
+// The flow's buffers: slot i of the region is [i * buf, (i + 1) * buf),
+// posted round robin.
+class Poster {
+public:
+    Poster(npf::Flow& flow, uint64_t regionSize, uint32_t buf)
+        : flow_(flow), slots_(regionSize / buf), buf_(buf), depth_(std::min<uint64_t>(slots_, NPF_POST_RING_SIZE))
+    {
+    }
+    // Buffers kept posted: the region's slots, at most a post ring's worth.
+    uint64_t depth() const { return depth_; }
+    void postNext()
+    {
+        flow_.post((next_ % slots_) * buf_, buf_);
+        next_++;
+    }
+    // Posts depth() buffers and makes them XDP's.
+    void postAll()
+    {
+        for (uint64_t i = 0; i < depth_; i++)
+            postNext();
+        flow_.flush();
+    }
+
+private:
+    npf::Flow& flow_;
+    const uint64_t slots_;
+    const uint32_t buf_;
+    const uint64_t depth_;
+    uint64_t next_ = 0; // next slot to post
+};
+
+// The readiness event for scripts and tests (--ready-fd): datagrams sent
+// from now on find a buffer.
+void signalReady(int fd)
+{
+    static constexpr char kReady[] = "ready\n";
+    if (!writeAll(fd, reinterpret_cast<const uint8_t*>(kReady), sizeof(kReady) - 1))
+        NPF_WARN("npf-recv: --ready-fd %d: %s", fd, strerror(errno));
+    ::close(fd);
+}
+
+// How the receive loop ended, besides a stop signal, --count or --idle.
+enum class Ending { Done, WriteFailed, SourceGone };
+
+// Tallies one completion and writes its payload; false if the write failed.
+bool complete(const npf_completion& c, const uint8_t* region, const Options& o, int fd, bool touch, Tally& t)
+{
+    if (c.status == NPF_CS_LOST) {
+        t.lost++;
+        NPF_WARN_RL("npf-recv: seq %llu lost", static_cast<unsigned long long>(c.seq));
+        return true;
+    }
+    if (c.status == NPF_CS_BAD_CSUM) {
+        t.badCsum++;
+        NPF_WARN_RL("npf-recv: seq %llu has a wrong UDP checksum: not written", static_cast<unsigned long long>(c.seq));
+        return true;
+    }
+    (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
+    t.bytes += c.len;
+    if (writeBuffer(fd, region + c.offset, c.len, touch))
+        return true;
+    NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
+    return false;
+}
+
+// Polls completions, writes them in order and reposts each buffer, until a
+// stop signal, --count, --idle, a write error or the source's failure.
+Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster& poster, const OutFd& out,
+                bool client, Tally& t)
+{
+    auto lastData = std::chrono::steady_clock::now();
+    std::vector<npf_completion> batch(256);
+    while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
+        size_t n = flow.wait(batch, std::chrono::milliseconds(50));
+        auto now = std::chrono::steady_clock::now();
+        if (n == 0 && !flow.failure().empty()) {
+            NPF_ERR("npf-recv: %s; stopping", flow.failure().c_str());
+            return Ending::SourceGone;
+        }
+        if (n == 0) {
+            if (o.idle > 0 && t.completions() > 0 && std::chrono::duration<double>(now - lastData).count() >= o.idle)
+                return Ending::Done;
+            continue;
+        }
+        lastData = now;
+        for (size_t i = 0; i < n; i++) {
+            const bool written = complete(batch[i], region, o, out.fd, client, t);
+            poster.postNext();
+            if (!written)
+                return Ending::WriteFailed;
+        }
+    }
+    return Ending::Done;
+}
+
+// The exit summary: the tally, the engine's counters and the interface's
+// since `start`, as text or JSON on stderr.
+template <typename Source>
+void summarize(const Options& o, Source& eng, int ifindex, const IfaceStart& start, const Tally& t)
+{
+    Summary m{.t = t, .regionSize = eng.regionSize()};
+    std::string engineJson = "{}";
+    try {
+        m.s = eng.stats();
+        engineJson = statsJson(eng);
+    } catch (const std::exception& e) {
+        NPF_WARN("npf-recv: stats: %s", e.what()); // npfd gone
+    }
+    m.ifaceError = start.ifaceError;
+    try {
+        if (start.ifaceError.empty()) {
+            IfaceCounters end = readIface(eng, ifindex);
+            for (size_t i = 0; i < NPF_STAT_MAX; i++)
+                m.d.xdp[i] = end.xdp[i] - start.counters.xdp[i];
+            m.d.link = {end.link.dropped - start.counters.link.dropped, end.link.missed - start.counters.link.missed};
+        }
+    } catch (const std::exception& e) {
+        m.ifaceError = e.what();
+    }
+    if (o.json)
+        printJson(m, engineJson);
+    else
+        printText(m);
+}
+
 // Receives through an in-process npf::Engine or npfd (npf::Client): the same
 // flow, posting and polling either way.
 template <typename Source>
 int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int ifindex, const OutFd& out)
 {
     const bool client = std::is_same_v<Source, npf::Client>;
-    IfaceCounters start;
-    std::string ifaceError;
-    try {
-        start = readIface(eng, ifindex);
-    } catch (const std::exception& e) {
-        ifaceError = e.what();
-    }
+    const IfaceStart start = readIfaceStart(eng, ifindex);
     const uint64_t regionSize = eng.regionSize();
-    const uint64_t slots = regionSize / sz.buf;
-    const uint64_t depth = std::min<uint64_t>(slots, NPF_POST_RING_SIZE);
+    Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
-        eng.populate(0, std::min<uint64_t>(regionSize, depth * sz.buf));
-    uint64_t next = 0; // next slot to post
-    auto postNext = [&] {
-        flow.post((next % slots) * sz.buf, sz.buf);
-        next++;
-    };
-    for (uint64_t i = 0; i < depth; i++)
-        postNext();
-    flow.flush(); // every buffer is XDP's before the ready line below
+        eng.populate(0, std::min<uint64_t>(regionSize, poster.depth() * sz.buf));
+    poster.postAll(); // every buffer is XDP's before the ready line below
     NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s%s",
-             o.ifname.c_str(), o.port, static_cast<unsigned long long>(depth), sz.buf,
+             o.ifname.c_str(), o.port, static_cast<unsigned long long>(poster.depth()), sz.buf,
              static_cast<unsigned long long>(regionSize >> 20), o.cold ? "cold" : "warm",
              sz.budget ? o.budget.c_str() : "unlimited", client ? " (through npfd)" : "");
-    if (o.readyFd >= 0) {
-        // The readiness event for scripts and tests: datagrams sent from now on find a buffer.
-        static constexpr char kReady[] = "ready\n";
-        if (!writeAll(o.readyFd, reinterpret_cast<const uint8_t*>(kReady), sizeof(kReady) - 1))
-            NPF_WARN("npf-recv: --ready-fd %d: %s", o.readyFd, strerror(errno));
-        ::close(o.readyFd);
-    }
+    if (o.readyFd >= 0)
+        signalReady(o.readyFd);
 
     Tally t;
-    auto lastData = std::chrono::steady_clock::now();
-    std::vector<npf_completion> batch(256);
-    bool failed = false, gone = false;
-    while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
-        size_t n = flow.wait(batch, std::chrono::milliseconds(50));
-        auto now = std::chrono::steady_clock::now();
-        if (n == 0 && !flow.failure().empty()) {
-            NPF_ERR("npf-recv: %s; stopping", flow.failure().c_str());
-            gone = true;
-            break;
-        }
-        if (n == 0) {
-            if (o.idle > 0 && t.completions() > 0 &&
-                std::chrono::duration<double>(now - lastData).count() >= o.idle)
-                break;
-            continue;
-        }
-        lastData = now;
-        for (size_t i = 0; i < n && !failed; i++) {
-            const npf_completion& c = batch[i];
-            if (c.status == NPF_CS_LOST) {
-                t.lost++;
-                NPF_WARN_RL("npf-recv: seq %llu lost", static_cast<unsigned long long>(c.seq));
-            } else if (c.status == NPF_CS_BAD_CSUM) {
-                t.badCsum++;
-                NPF_WARN_RL("npf-recv: seq %llu has a wrong UDP checksum: not written",
-                            static_cast<unsigned long long>(c.seq));
-            } else {
-                (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
-                t.bytes += c.len;
-                if (!writeBuffer(out.fd, eng.region() + c.offset, c.len, client)) {
-                    NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
-                    failed = true;
-                }
-            }
-            postNext();
-        }
-        if (failed)
-            break;
-    }
-
-    if (!o.quiet) {
-        Summary m{.t = t, .regionSize = regionSize};
-        std::string engineJson = "{}";
-        try {
-            m.s = eng.stats();
-            engineJson = statsJson(eng);
-        } catch (const std::exception& e) {
-            NPF_WARN("npf-recv: stats: %s", e.what()); // npfd gone
-        }
-        m.ifaceError = ifaceError;
-        try {
-            if (ifaceError.empty()) {
-                IfaceCounters end = readIface(eng, ifindex);
-                for (size_t i = 0; i < NPF_STAT_MAX; i++)
-                    m.d.xdp[i] = end.xdp[i] - start.xdp[i];
-                m.d.link = {end.link.dropped - start.link.dropped, end.link.missed - start.link.missed};
-            }
-        } catch (const std::exception& e) {
-            m.ifaceError = e.what();
-        }
-        if (o.json)
-            printJson(m, engineJson);
-        else
-            printText(m);
-    }
-    if (gone)
+    const Ending ending = pollLoop(o, flow, eng.region(), poster, out, client, t);
+    if (!o.quiet)
+        summarize(o, eng, ifindex, start, t);
+    if (ending == Ending::SourceGone)
         return npf::ctl::kExitNoDevice;
-    return failed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
+    return ending == Ending::WriteFailed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
 }
 
 int run(const Options& o)
@@ -393,30 +455,25 @@ int run(const Options& o)
     if (out.fd < 0)
         throw std::system_error(errno, std::generic_category(), "open output " + o.output);
     if (o.connect) {
-        npf::ClientConfig cc;
-        if (!o.socket.empty())
-            cc.socket = o.socket;
-        cc.regionSize = sz.region;
-        cc.pageSize = sz.page;
-        cc.residentBudget = sz.budget;
-        cc.name = "npf-recv";
-        npf::Client cli(cc);
+        npf::Client cli({.socket = o.socket.empty() ? npf::ClientConfig{}.socket : o.socket,
+                         .regionSize = sz.region,
+                         .pageSize = sz.page,
+                         .residentBudget = sz.budget,
+                         .name = "npf-recv"});
         npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
         return receive(o, sz, cli, flow, 0, out);
     }
-    npf::EngineConfig cfg;
-    cfg.ifname = o.ifname;
-    cfg.mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native;
-    cfg.queues = o.queues;
-    cfg.regionSize = sz.region;
-    cfg.pageSize = sz.page;
-    cfg.residentBudget = sz.budget;
-    cfg.prefetchDepth = o.prefetch;
-    cfg.pagerThreads = o.pagers;
-    cfg.spillDir = o.spillDir;
-    cfg.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
-    cfg.verifyUdpChecksum = !o.noUdpCsum;
-    npf::Engine eng(cfg);
+    npf::Engine eng({.ifname = o.ifname,
+                     .mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native,
+                     .queues = o.queues,
+                     .regionSize = sz.region,
+                     .residentBudget = sz.budget,
+                     .pageSize = sz.page,
+                     .prefetchDepth = o.prefetch,
+                     .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
+                     .verifyUdpChecksum = !o.noUdpCsum,
+                     .pagerThreads = o.pagers,
+                     .spillDir = o.spillDir});
     const int ifindex = npf::ctl::resolveInterface(o.ifname).ifindex;
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
     return receive(o, sz, eng, flow, ifindex, out);
