@@ -1,7 +1,10 @@
 // What the standalone benchmarks (npf-bench, npf-uffd-bench, npf-xdp-bench)
 // report the same way: facts about the machine, and the result as one JSON
-// line on stdout (and in a file if asked).
+// line on stdout (and in a file if asked); the options the micro-benchmarks
+// share.
 #pragma once
+
+#include <sched.h>
 
 #include <cstdio>
 #include <fstream>
@@ -39,6 +42,33 @@ void emitJson(const J& out, const std::string& file)
     f << line << '\n';
     if (!f)
         throwErrno("write " + file);
+}
+
+// --cpu and --json of npf-uffd-bench and npf-xdp-bench.
+struct CommonOptions {
+    int cpu = -1;         // pin the benchmark to this CPU; -1: not pinned
+    std::string jsonFile; // also write the JSON line here
+
+    std::string cpuName() const { return cpu >= 0 ? std::to_string(cpu) : "not pinned"; }
+};
+
+template <typename App> // CLI::App
+void addCommonOptions(App& app, CommonOptions& o)
+{
+    app.add_option("--cpu", o.cpu, "pin the benchmark to this CPU (default: not pinned)");
+    app.add_option("--json", o.jsonFile, "also write the JSON line to this file");
+}
+
+// Pins the calling thread, before it starts any other, to o.cpu (if set).
+inline void pinBenchmark(const CommonOptions& o)
+{
+    if (o.cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(o.cpu, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0)
+        throwErrno("pin to CPU " + std::to_string(o.cpu));
 }
 
 } // namespace npf::bench

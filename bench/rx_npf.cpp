@@ -22,16 +22,17 @@ class NpfReceiver final : public Receiver {
 public:
     NpfReceiver(const std::string& kind, const RxConfig& cfg) : cfg_(cfg)
     {
-        EngineConfig ec;
-        ec.ifname = cfg.ifname;
-        ec.mode = XdpMode::Native;
-        ec.queues = cfg.queues;
-        ec.regionSize = cfg.regionSize;
-        ec.residentBudget = cfg.budget;
-        ec.prefetchDepth = cfg.prefetch;
-        ec.frameCount = cfg.frameCount;
-        ec.frameSize = cfg.frameSize;
-        ec.pagerBusyPoll = cfg.pagerBusyPoll;
+        EngineConfig ec{.ifname = cfg.ifname,
+                        .mode = XdpMode::Native,
+                        .queues = cfg.queues,
+                        .regionSize = cfg.regionSize,
+                        .residentBudget = cfg.budget,
+                        .prefetchDepth = cfg.prefetch,
+                        .frameSize = cfg.frameSize,
+                        .frameCount = cfg.frameCount,
+                        .pagerThreads = cfg.pagers,
+                        .pagerBusyPoll = cfg.pagerBusyPoll,
+                        .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
         if (kind == "npf-2m") {
             // 2 MiB pages from the huge page pool, reserved for the run (the
             // budget plus a batch, or the whole region) and warmed once, as a
@@ -53,10 +54,8 @@ public:
         }
         for (uint32_t q = 0; q < cfg.queues; q++)
             ec.workerCpus.push_back(cfg.cpus[q % cfg.cpus.size()]);
-        ec.pagerThreads = cfg.pagers;
         for (uint32_t k = 0; k < cfg.pagers; k++)
             ec.pagerCpus.push_back(cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()]);
-        ec.statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json";
         eng_ = std::make_unique<Engine>(ec);
         Flow& flow = eng_->openFlow(cfg.port, cfg.addr);
         if (!cfg.cold)

@@ -44,6 +44,15 @@ void writeCdf(const Options& o, const std::string& file, const RunResult& r)
         f << double(ns) / 1e3 << " " << frac << "\n";
 }
 
+double cpuNsPerPacket(const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; }
+
+// Quantile `q` ("p50_ns", "p99_ns", "p999_ns") of a fault stage, in us (0: not measured).
+double stageUs(const Json& details, const char* stage, const char* q)
+{
+    const Json l = engineLatency(details, stage);
+    return l.is_null() ? 0.0 : l.value(q, 0.0) / 1e3;
+}
+
 void header(const char* title)
 {
     printf("\n== %s ==\n", title);
@@ -62,8 +71,7 @@ void throughputTable(const std::vector<RunResult>& rs)
         printf("%-15s %8.3fM %8.3fM %8.3fM %9llu %6llu %7.1fus %7.1fus %7.1fus %8.0f %9.1f %9.1f\n", r.kind.c_str(),
                r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.lost(),
                (unsigned long long)r.bad, r.latency.quantile(0.5) / 1e3, r.latency.quantile(0.99) / 1e3,
-               r.latency.quantile(0.999) / 1e3, r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0,
-               mib(r.pinnedBytes), mib(r.residentBytes));
+               r.latency.quantile(0.999) / 1e3, cpuNsPerPacket(r), mib(r.pinnedBytes), mib(r.residentBytes));
     }
 }
 
@@ -82,8 +90,6 @@ const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
             return &r;
     return nullptr;
 }
-
-double cpuNsPerPacket(const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; }
 
 // npf-sidecar against npf in the same scenario: received pps and CPU per
 // packet (npfd's CPU included), as ratios sidecar / in-process.
@@ -156,16 +162,29 @@ RxConfig rxFor(Env& env, const Options& o, uint32_t payload)
     return r;
 }
 
+// A scenario's runs, under its title, on a fresh veth pair: `kinds` (see
+// runAll) under traffic of o.payload at `pps` (0: as fast as the generator
+// goes) into the receiver rxFor sets up, after `tune`; prints the
+// throughput table.
+std::vector<RunResult> runTable(const char* title, const Options& o, const std::vector<std::string>& kinds, double pps,
+                                const std::function<void(RxConfig&)>& tune = {})
+{
+    header(title);
+    Env env({});
+    RxConfig rx = rxFor(env, o, o.payload);
+    if (tune)
+        tune(rx);
+    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
+    std::vector<RunResult> rs = runAll(kinds, spec, trafficFor(env, o, pps, o.payload), rx, o);
+    throughputTable(rs);
+    return rs;
+}
+
 // 1. Everything resident, as fast as the generator goes.
 Json steady(const Options& o)
 {
-    header("steady state: everything resident, max rate");
-    Env env({});
-    auto t = trafficFor(env, o, 0, o.payload);
-    auto rx = rxFor(env, o, o.payload);
-    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-sidecar", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, spec, t, rx, o);
-    throughputTable(rs);
+    auto rs = runTable("steady state: everything resident, max rate", o,
+                       {"npf", "npf-sidecar", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, 0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
     if (n && p && k && p->pps > 0 && k->pps > 0) {
@@ -183,15 +202,9 @@ Json steady(const Options& o)
 // 2. Region entirely non-resident at t=0, full rate.
 Json cold(const Options& o)
 {
-    header("cold ring: region non-resident at t=0");
-    Env env({});
-    auto t = trafficFor(env, o, o.coldRate, o.payload);
-    auto rx = rxFor(env, o, o.payload);
-    rx.cold = true;
-    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
-                     spec, t, rx, o);
-    throughputTable(rs);
+    auto rs = runTable("cold ring: region non-resident at t=0", o,
+                       {"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
+                       o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
     // own start (generator, veth, AF_XDP) shows in static-pinned's, which
     // never faults: compare t90 with that, in the same run.
@@ -201,7 +214,6 @@ Json cold(const Options& o)
     for (auto& r : rs) {
         Json jr = r.toJson();
         const int t90 = timeToFraction(r.bins, r.steadyPps / 1000, 0.9);
-        Json ft = engineLatency(r.details, "fault_total");
         const auto firstBin = std::find_if(r.bins.begin(), r.bins.end(), [](uint32_t b) { return b > 0; });
         const int first = firstBin == r.bins.end() ? -1 : int(firstBin - r.bins.begin());
         jr["timeTo90PctMs"] = t90;
@@ -209,9 +221,8 @@ Json cold(const Options& o)
         runs.push_back(jr);
         printf("%-15s %9d %10d %10llu %9llu %9llu %7.1fus %7.1fus %9.1fus\n", r.kind.c_str(), first, t90,
                (unsigned long long)r.lost(), (unsigned long long)detail(r.details, "packet_faults"),
-               (unsigned long long)detail(r.details, "prefetched"),
-               ft.is_null() ? 0.0 : ft.value("p50_ns", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99_ns", 0.0) / 1e3,
-               ft.is_null() ? 0.0 : ft.value("p999_ns", 0.0) / 1e3);
+               (unsigned long long)detail(r.details, "prefetched"), stageUs(r.details, "fault_total", "p50_ns"),
+               stageUs(r.details, "fault_total", "p99_ns"), stageUs(r.details, "fault_total", "p999_ns"));
         writeBins(o, "cold_" + r.kind + ".dat", r);
         writeCdf(o, "cdf_cold_" + r.kind + ".dat", r);
     }
@@ -227,15 +238,10 @@ Json cold(const Options& o)
 // 3. Working set larger than the budget: eviction keeps running.
 Json pressure(const Options& o)
 {
-    header("memory pressure: working set 4x the resident budget");
-    Env env({});
-    auto t = trafficFor(env, o, o.coldRate, o.payload);
-    auto rx = rxFor(env, o, o.payload);
-    rx.budget = o.region / 4;
-    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "static-pinned"}, spec, t,
-                     rx, o);
-    throughputTable(rs);
+    const uint64_t budget = o.region / 4;
+    auto rs = runTable("memory pressure: working set 4x the resident budget", o,
+                       {"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "static-pinned"},
+                       o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
            "pinnedMiB");
@@ -252,7 +258,7 @@ Json pressure(const Options& o)
                mib(r.residentBytes), mib(r.pinnedBytes));
         writeBins(o, "pressure_" + r.kind + ".dat", r);
     }
-    Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(rx.budget)},
+    Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(budget)},
            {"offeredPps", o.coldRate}, {"runs", runs}};
     pagesVsPinned(rs, j);
     sidecarVsNpf(rs, j);
@@ -262,17 +268,15 @@ Json pressure(const Options& o)
 // 4. Every packet faults: one datagram per page, budget far below the region.
 Json faultpath(const Options& o)
 {
-    header("fault path alone: every datagram lands on a non-resident page");
-    Env env({});
-    auto t = trafficFor(env, o, 0, o.payload);
-    auto rx = rxFor(env, o, o.payload);
-    rx.regionSize = std::max<uint64_t>(o.region * 4, 256ull << 20);
-    rx.stride = 4096;
-    rx.bufLen = 4096;
-    rx.budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
-    RunSpec spec{.sender = o.sender, .seconds = o.seconds};
-    auto rs = runAll({"npf-noprefetch", "npf", "npf-2m", "npf-sidecar", "static-pinned"}, spec, t, rx, o);
-    throughputTable(rs);
+    const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
+    const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
+    auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
+                       {"npf-noprefetch", "npf", "npf-2m", "npf-sidecar", "static-pinned"}, 0, [&](RxConfig& rx) {
+                           rx.regionSize = region;
+                           rx.stride = 4096;
+                           rx.bufLen = 4096;
+                           rx.budget = budget;
+                       });
     Json runs = Json::array();
     printf("%-15s %14s %14s %12s %12s %10s\n", "contender", "pkt faults/s", "+prefetch/s", "flt p50", "flt p99",
            "pager cpu");
@@ -280,15 +284,13 @@ Json faultpath(const Options& o)
         Json jr = r.toJson();
         const double pf = double(detail(r.details, "packet_faults")) / r.seconds;
         const double pre = double(detail(r.details, "prefetched")) / r.seconds;
-        Json ft = engineLatency(r.details, "fault_total");
         jr["packetFaultsPerSecond"] = pf;
         jr["pagesInstalledPerSecond"] = pf + pre;
         runs.push_back(jr);
         printf("%-15s %14.0f %14.0f %10.1fus %10.1fus %10s\n", r.kind.c_str(), pf, pf + pre,
-               ft.is_null() ? 0.0 : ft.value("p50_ns", 0.0) / 1e3, ft.is_null() ? 0.0 : ft.value("p99_ns", 0.0) / 1e3,
-               "1 core");
+               stageUs(r.details, "fault_total", "p50_ns"), stageUs(r.details, "fault_total", "p99_ns"), "1 core");
     }
-    Json j{{"payload", o.payload}, {"regionMiB", mib(rx.regionSize)}, {"budgetMiB", mib(rx.budget)}, {"runs", runs}};
+    Json j{{"payload", o.payload}, {"regionMiB", mib(region)}, {"budgetMiB", mib(budget)}, {"runs", runs}};
     pagesVsPinned(rs, j);
     sidecarVsNpf(rs, j);
     return j;
@@ -333,10 +335,9 @@ Json stages(const Options& o)
         Json jc{{"case", c.name}, {"payload", c.payload}, {"run", r.toJson()}};
         printf("%-42s", c.name);
         for (auto* s : stageNames) {
-            Json l = engineLatency(r.details, s);
             char buf[64];
-            snprintf(buf, sizeof buf, "%.1f/%.1f/%.1f", l.is_null() ? 0.0 : l.value("p50_ns", 0.0) / 1e3,
-                     l.is_null() ? 0.0 : l.value("p99_ns", 0.0) / 1e3, l.is_null() ? 0.0 : l.value("p999_ns", 0.0) / 1e3);
+            snprintf(buf, sizeof buf, "%.1f/%.1f/%.1f", stageUs(r.details, s, "p50_ns"), stageUs(r.details, s, "p99_ns"),
+                     stageUs(r.details, s, "p999_ns"));
             printf(" %21s", buf);
         }
         printf("   (n=%llu faults, app latency p50 %.1f us)\n", (unsigned long long)detail(r.details, "packet_faults"),
@@ -448,14 +449,12 @@ Json csum(const Options& o)
         }
         printf("%-15s %5s %8.3fM %8.3fM %8.3fM %6llu %9llu %8.0f %7.1fus\n", r.kind.c_str(), r.udpCsum ? "on" : "off",
                r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.bad,
-               (unsigned long long)csumErrors(r), r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0,
-               r.latency.quantile(0.5) / 1e3);
+               (unsigned long long)csumErrors(r), cpuNsPerPacket(r), r.latency.quantile(0.5) / 1e3);
     }
     printf("medians over %d round(s); on/off = median of the ratios of adjacent runs\n", rounds);
     printf("%-15s %10s %10s %8s %12s %12s %8s\n", "contender", "off Mpps", "on Mpps", "on/off", "off cpu ns/p",
            "on cpu ns/p", "on/off");
     Json summary = Json::array();
-    auto nsPerPkt = [](const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; };
     for (auto& k : kinds) {
         const auto &a = off[k], &b = on[k];
         if (a.empty() || b.empty())
@@ -464,12 +463,12 @@ Json csum(const Options& o)
         for (size_t i = 0; i < std::min(a.size(), b.size()); i++) {
             ppsOff.push_back(a[i].pps);
             ppsOn.push_back(b[i].pps);
-            nsOff.push_back(nsPerPkt(a[i]));
-            nsOn.push_back(nsPerPkt(b[i]));
+            nsOff.push_back(cpuNsPerPacket(a[i]));
+            nsOn.push_back(cpuNsPerPacket(b[i]));
             if (a[i].pps > 0)
                 ppsRatio.push_back(b[i].pps / a[i].pps);
-            if (nsPerPkt(a[i]) > 0)
-                nsRatio.push_back(nsPerPkt(b[i]) / nsPerPkt(a[i]));
+            if (cpuNsPerPacket(a[i]) > 0)
+                nsRatio.push_back(cpuNsPerPacket(b[i]) / cpuNsPerPacket(a[i]));
         }
         printf("%-15s %10.3f %10.3f %7.2fx %12.0f %12.0f %7.2fx\n", k.c_str(), median(ppsOff) / 1e6,
                median(ppsOn) / 1e6, median(ppsRatio), median(nsOff), median(nsOn), median(nsRatio));

@@ -427,27 +427,20 @@ const char* pageName(size_t page) { return page == k2M ? "2 MiB" : "4 KiB"; }
 
 int main(int argc, char** argv)
 {
-    int trials = 5, cpu = -1;
+    int trials = 5;
     size_t mib = 64;
-    std::string jsonFile;
+    npf::bench::CommonOptions common;
     CLI::App app{"npf-uffd-bench: the kernel primitives of the fault path (UFFDIO_COPY, ZEROPAGE, CONTINUE, "
                  "fallocate, memcpy), 4 KiB and 2 MiB pages"};
     app.add_option("--trials", trials, "alternating trials per case; the table shows medians")
         ->check(CLI::Range(1, 100));
     app.add_option("--mib", mib, "region MiB per trial (4 KiB cases: MiB * 256 pages; 2 MiB cases: MiB / 2)")
         ->check(CLI::Range(4, 4096));
-    app.add_option("--cpu", cpu, "pin the benchmark to this CPU (default: not pinned)");
-    app.add_option("--json", jsonFile, "also write the JSON line to this file");
+    npf::bench::addCommonOptions(app, common);
     CLI11_PARSE(app, argc, argv);
 
     try {
-        if (cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (::sched_setaffinity(0, sizeof set, &set) != 0)
-                throwErrno("pin to CPU " + std::to_string(cpu));
-        }
+        npf::bench::pinBenchmark(common);
         std::string why;
         if (!npf::userfaultfdAvailable(&why))
             throwErrno(EPERM, why);
@@ -539,7 +532,7 @@ int main(int argc, char** argv)
         ::uname(&u);
         std::printf("npf-uffd-bench: %s, kernel %s, CPU %s, %d trials, %zu MiB per trial (%zu 4 KiB / %zu 2 MiB "
                     "pages), shmem THP %s\n",
-                    npf::bench::cpuModel().c_str(), u.release, cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", trials, mib,
+                    npf::bench::cpuModel().c_str(), u.release, common.cpuName().c_str(), trials, mib,
                     b.pages4k, b.pages2m, shmemThp.c_str());
         std::printf("%-17s %-5s %4s  %-30s %11s %9s %17s %9s %11s %7s\n", "case", "page", "/call", "step", "pages/s",
                     "ns/page", "ns/page range", "MB/s", "4K-equiv/s", "on-cpu");
@@ -609,7 +602,7 @@ int main(int argc, char** argv)
         const Json out{{"bench", "uffd"},
                        {"cpuModel", npf::bench::cpuModel()},
                        {"kernel", u.release},
-                       {"cpu", cpu},
+                       {"cpu", common.cpu},
                        {"trials", trials},
                        {"mib", mib},
                        {"uffdFeatures", feat},
@@ -618,7 +611,7 @@ int main(int argc, char** argv)
                        {"limits", limits},
                        {"rows", rows},
                        {"skipped", skipped}};
-        npf::bench::emitJson(out, jsonFile);
+        npf::bench::emitJson(out, common.jsonFile);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "npf-uffd-bench: %s\n", e.what());
         return 1;

@@ -22,10 +22,16 @@
 // verdict and every block's counters are checked against the expected
 // outcome: a configuration that measured another path fails the run.
 //
+// --baseline OBJ also runs the npf_xdp of an object file (another build's
+// build/bpf/npf_xdp.bpf.o, same ABI) on the same maps, as configurations of
+// its own in the same rounds, and prints each steered path's cost over the
+// baseline's: a change to the program is compared side by side, in one run.
+//
 // The ABI 2 comparison in docs/BENCHMARKS.md was made with this file as of
 // commit c7d489d, which also built against ABI 2 (the flat maps).
 //
-// Usage: npf-xdp-bench [--calls N] [--repeat N] [--rounds N] [--flows LIST] [--cpu N] [--json FILE]
+// Usage: npf-xdp-bench [--calls N] [--repeat N] [--rounds N] [--flows LIST] [--baseline OBJ] [--cpu N]
+//                      [--json FILE]
 // Prints a table, then one JSON line. Root (BPF, AF_XDP, netns).
 #include <arpa/inet.h>
 #include <linux/bpf.h>
@@ -235,6 +241,35 @@ struct XskPair {
     npf::xsk::XskSocket primary, backup;
 };
 
+struct BpfObjectClose {
+    void operator()(bpf_object* o) const noexcept { bpf_object__close(o); }
+};
+using BpfObject = std::unique_ptr<bpf_object, BpfObjectClose>;
+
+// The npf_xdp of the object file at `path`, loaded with every map of its own
+// replaced by `skel`'s map of that name: it runs on the same flows, rings and
+// sockets, and counts into the same npf_stats.
+BpfObject loadBaseline(const std::string& path, npf::ctl::Skeleton& skel)
+{
+    BpfObject obj(bpf_object__open_file(path.c_str(), nullptr));
+    if (!obj)
+        throwErrno("open BPF object " + path);
+    bpf_map* m = nullptr;
+    bpf_object__for_each_map(m, obj.get())
+    {
+        if (bpf_map__is_internal(m))
+            continue;
+        const bpf_map* mine = bpf_object__find_map_by_name(skel->obj, bpf_map__name(m));
+        if (!mine)
+            throwErrno(EINVAL, path + ": map " + bpf_map__name(m) + " is not one of npf_xdp's");
+        checkNeg(bpf_map__reuse_fd(m, bpf_map__fd(mine)), path + ": share map " + bpf_map__name(m));
+    }
+    checkNeg(bpf_object__load(obj.get()), "load " + path + " (-v: the verifier's log)");
+    if (!bpf_object__find_program_by_name(obj.get(), "npf_xdp"))
+        throwErrno(EINVAL, path + " has no program npf_xdp");
+    return obj;
+}
+
 XdpStats readStats(int fd)
 {
     const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
@@ -282,24 +317,13 @@ int expectedStat(Path p)
     return -1;
 }
 
-const char* verdictName(int v)
-{
-    switch (v) {
-    case XDP_ABORTED: return "ABORTED";
-    case XDP_DROP: return "DROP";
-    case XDP_PASS: return "PASS";
-    case XDP_TX: return "TX";
-    case XDP_REDIRECT: return "REDIRECT";
-    }
-    return "?";
-}
-
 struct Config {
     uint32_t flows; // 0 for bare and redirect
     Path path;
     std::vector<double> kernelNs, wallNs; // per call: ns per run
     std::set<int> verdicts;
     XdpStats moved{};
+    bool baseline = false; // the --baseline object's npf_xdp
 
     std::string name() const
     {
@@ -307,7 +331,7 @@ struct Config {
             return "bare XDP_PASS";
         if (path == Path::Redirect)
             return "bare redirect";
-        return std::to_string(flows) + " flows, " + pathName(path);
+        return (baseline ? "baseline " : "") + std::to_string(flows) + " flows, " + pathName(path);
     }
 };
 
@@ -320,9 +344,28 @@ double quantile(std::vector<double> v, double q)
     return lo + 1 < v.size() ? v[lo] * (1 - frac) + v[lo + 1] * frac : v[lo];
 }
 
+using Groups = std::vector<std::vector<Config>>;
+
+// A config's cost over its --baseline twin's: the ratio of the medians, and
+// the median of the per-call ratios (call i of each ran in the same round,
+// one right after the other). {0, 0} without a twin.
+std::pair<double, double> overBaseline(const Groups& groups, const Config& c)
+{
+    for (const auto& group : groups)
+        for (const Config& b : group)
+            if (b.baseline && !c.baseline && b.flows == c.flows && b.path == c.path && !b.kernelNs.empty() &&
+                b.kernelNs.size() == c.kernelNs.size()) {
+                std::vector<double> perCall;
+                for (size_t i = 0; i < c.kernelNs.size(); i++)
+                    perCall.push_back(c.kernelNs[i] / b.kernelNs[i]);
+                return {quantile(c.kernelNs, 0.5) / quantile(b.kernelNs, 0.5), quantile(perCall, 0.5)};
+            }
+    return {0, 0};
+}
+
 class Bench {
 public:
-    Bench(uint32_t repeat, uint32_t payload)
+    Bench(uint32_t repeat, uint32_t payload, const std::string& baseline)
         : veth_(npf::topology::VethOptions{.queues = 1}),
           inRx_(veth_.rxNs()),
           skel_(npf::ctl::Skeleton::open(FlowState::loadConfig())),
@@ -337,6 +380,10 @@ public:
         xsks_ = std::make_unique<XskPair>(veth_.rxIf(), bpf_map__fd(skel_->maps.npf_xsks));
         redirect_ = loadBareRedirect(bpf_map__fd(skel_->maps.npf_xsks), NPF_XSK_PRIMARY(0));
         redirectAnchor_ = std::make_unique<XdpAttachment>(anchor2_.a(), redirect_.get(), "npfb_redirect");
+        if (!baseline.empty()) {
+            baseline_ = loadBaseline(baseline, skel_);
+            baselineAnchor_ = std::make_unique<XdpAttachment>(anchor2_.b(), baselineProg(), "baseline npf_xdp");
+        }
         ifindex_ = if_nametoindex(veth_.rxIf().c_str());
         if (!ifindex_)
             throwErrno("find interface " + veth_.rxIf());
@@ -368,6 +415,7 @@ public:
             state_->setAllResident(c.path == Path::Primary);
         const int prog = c.path == Path::Bare       ? bare_.get()
                          : c.path == Path::Redirect ? redirect_.get()
+                         : c.baseline               ? baselineProg()
                                                     : bpf_program__fd(skel_->progs.npf_xdp);
         const int statsFd = bpf_map__fd(skel_->maps.npf_stats);
         const XdpStats before = readStats(statsFd);
@@ -397,6 +445,8 @@ public:
     uint32_t frameBytes() const { return uint32_t(frame(kNoFlowPort).size()); }
 
 private:
+    int baselineProg() const { return bpf_program__fd(bpf_object__find_program_by_name(baseline_.get(), "npf_xdp")); }
+
     npf_flow_key flowKey(uint16_t port) const
     {
         npf_flow_key k{};
@@ -425,10 +475,11 @@ private:
     npf::topology::NetnsGuard inRx_; // test runs look ingress_ifindex up in this namespace
     AnchorVeth anchor_;
     npf::ctl::Skeleton skel_;
+    BpfObject baseline_; // --baseline, on skel_'s maps
     std::unique_ptr<FlowState> state_;
     Fd bare_, redirect_;
-    AnchorVeth anchor2_; // the bare redirect's
-    std::unique_ptr<XdpAttachment> npfAnchor_, bareAnchor_, redirectAnchor_;
+    AnchorVeth anchor2_; // the bare redirect's, and the baseline's
+    std::unique_ptr<XdpAttachment> npfAnchor_, bareAnchor_, redirectAnchor_, baselineAnchor_;
     std::unique_ptr<XskPair> xsks_;
     uint32_t ifindex_ = 0;
     uint32_t repeat_, payload_;
@@ -440,9 +491,9 @@ private:
 int main(int argc, char** argv)
 {
     uint32_t calls = 50, repeat = 4000, rounds = 5, payload = 64;
-    int cpu = -1;
     std::vector<uint32_t> flowCounts{1, 32, 1024};
-    std::string jsonFile;
+    std::string baseline;
+    npf::bench::CommonOptions common;
     CLI::App app{"npf-xdp-bench: npf_xdp's cost per packet (bpf_prog_test_run_opts), by flow count and path"};
     app.add_option("--calls", calls, "timed calls per configuration (each of --repeat runs)")->check(CLI::Range(1, 100000));
     app.add_option("--repeat", repeat, "runs per call (the post ring holds " + std::to_string(NPF_POST_RING_SIZE) + ")")
@@ -452,20 +503,17 @@ int main(int argc, char** argv)
         ->delimiter(',')
         ->check(CLI::Range(1, 1 << 20));
     app.add_option("--payload", payload, "UDP payload bytes")->check(CLI::Range(24, 1400));
-    app.add_option("--cpu", cpu, "pin the benchmark to this CPU (default: not pinned)");
-    app.add_option("--json", jsonFile, "also write the JSON line to this file");
+    app.add_option("--baseline", baseline,
+                   "also run the npf_xdp of this object (another build's bpf/npf_xdp.bpf.o) on the same maps, "
+                   "interleaved, and print the cost over it")
+        ->check(CLI::ExistingFile);
+    npf::bench::addCommonOptions(app, common);
     CLI11_PARSE(app, argc, argv);
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     try {
-        if (cpu >= 0) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (::sched_setaffinity(0, sizeof set, &set) != 0)
-                throwErrno("pin to CPU " + std::to_string(cpu));
-        }
+        npf::bench::pinBenchmark(common);
         std::vector<uint32_t> used, skipped;
         for (uint32_t f : flowCounts)
             (f <= NPF_MAX_FLOWS ? used : skipped).push_back(f);
@@ -475,13 +523,17 @@ int main(int argc, char** argv)
             throwErrno(EINVAL, "no flow count within NPF_MAX_FLOWS (" + std::to_string(NPF_MAX_FLOWS) + ")");
 
         const uint64_t t0 = monotonicNs();
-        Bench b(repeat, payload);
+        Bench b(repeat, payload, baseline);
         // Groups of configurations that share npf_flows' content: bare, then one per flow count.
-        std::vector<std::vector<Config>> groups;
-        groups.push_back({Config{0, Path::Bare, {}, {}, {}, {}}, Config{0, Path::Redirect, {}, {}, {}, {}}});
-        for (uint32_t f : used)
-            groups.push_back({Config{f, Path::Primary, {}, {}, {}, {}}, Config{f, Path::Backup, {}, {}, {}, {}},
-                              Config{f, Path::NoFlow, {}, {}, {}, {}}});
+        Groups groups;
+        groups.push_back({Config{.flows = 0, .path = Path::Bare}, Config{.flows = 0, .path = Path::Redirect}});
+        for (uint32_t f : used) {
+            auto& group = groups.emplace_back();
+            for (bool base : {false, true})
+                for (Path p : {Path::Primary, Path::Backup, Path::NoFlow})
+                    if (!base || !baseline.empty())
+                        group.push_back(Config{.flows = f, .path = p, .baseline = base});
+        }
         b.setFlows(used.back()); // every ring made before timing starts
         const double setupSec = double(monotonicNs() - t0) / 1e9;
 
@@ -503,19 +555,19 @@ int main(int argc, char** argv)
         std::printf("npf-xdp-bench: ABI %d (NPF_MAX_FLOWS %d), %s, kernel %s, CPU %s, %u calls x %u runs in %u rounds, "
                     "UDP/IPv4 %u-byte payload (%u-byte frame), region 64 MiB, setup %.1f s\n",
                     NPF_ABI_VERSION, NPF_MAX_FLOWS, npf::bench::cpuModel().c_str(), u.release,
-                    cpu >= 0 ? std::to_string(cpu).c_str() : "not pinned", calls, repeat, rounds, payload,
+                    common.cpuName().c_str(), calls, repeat, rounds, payload,
                     b.frameBytes(), setupSec);
         for (uint32_t f : skipped)
             std::printf("%u flows: skipped (NPF_MAX_FLOWS is %d)\n", f, NPF_MAX_FLOWS);
-        std::printf("%-22s %9s %7s %7s %11s  %-9s %s\n", "configuration", "ns/pkt", "p10", "p90", "wall ns/pkt",
-                    "verdict", "outcome");
+        std::printf("%-28s %9s %7s %7s %11s  %-9s %-14s %s\n", "configuration", "ns/pkt", "p10", "p90",
+                    "wall ns/pkt", "verdict", "outcome", baseline.empty() ? "" : "/baseline (per call)");
         Json rows = Json::array();
         std::string wrong;
         for (const auto& group : groups)
             for (const Config& c : group) {
                 std::string verdicts, outcome;
                 for (int v : c.verdicts)
-                    verdicts += (verdicts.empty() ? "" : ",") + std::string(verdictName(v));
+                    verdicts += (verdicts.empty() ? "" : ",") + std::string(npf::ctl::xdpVerdictName(v));
                 const uint64_t packets = uint64_t(c.kernelNs.size()) * repeat;
                 for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
                     if (k != NPF_STAT_RX_TOTAL && c.moved[k])
@@ -531,8 +583,10 @@ int main(int argc, char** argv)
                     outcome = "-";
                 const double med = quantile(c.kernelNs, 0.5), p10 = quantile(c.kernelNs, 0.1),
                              p90 = quantile(c.kernelNs, 0.9), wall = quantile(c.wallNs, 0.5);
-                std::printf("%-22s %9.1f %7.1f %7.1f %11.1f  %-9s %s\n", c.name().c_str(), med, p10, p90, wall,
+                const auto [vsBase, vsBasePerCall] = overBaseline(groups, c);
+                std::printf("%-28s %9.1f %7.1f %7.1f %11.1f  %-9s %-14s", c.name().c_str(), med, p10, p90, wall,
                             verdicts.c_str(), outcome.c_str());
+                std::printf(vsBase > 0 ? " %.3f (%.3f)\n" : "\n", vsBase, vsBasePerCall);
                 rows.push_back({{"config", c.name()},
                                 {"flows", c.flows},
                                 {"path", pathName(c.path)},
@@ -543,6 +597,9 @@ int main(int argc, char** argv)
                                 {"verdict", verdicts},
                                 {"outcome", outcome},
                                 {"ok", ok},
+                                {"baseline", c.baseline},
+                                {"overBaseline", vsBase > 0 ? Json(vsBase) : Json()},
+                                {"overBaselinePerCall", vsBase > 0 ? Json(vsBasePerCall) : Json()},
                                 {"ns", c.kernelNs}});
             }
         const Json out{{"bench", "xdp"},
@@ -550,15 +607,16 @@ int main(int argc, char** argv)
                        {"maxFlows", NPF_MAX_FLOWS},
                        {"cpuModel", npf::bench::cpuModel()},
                        {"kernel", u.release},
-                       {"cpu", cpu},
+                       {"cpu", common.cpu},
                        {"calls", calls},
                        {"repeat", repeat},
                        {"rounds", rounds},
                        {"payload", payload},
+                       {"baselineObject", baseline},
                        {"frameBytes", b.frameBytes()},
                        {"skippedFlows", skipped},
                        {"rows", rows}};
-        npf::bench::emitJson(out, jsonFile);
+        npf::bench::emitJson(out, common.jsonFile);
         if (!wrong.empty())
             throw std::runtime_error("measured another path than intended:" + wrong);
     } catch (const std::exception& e) {

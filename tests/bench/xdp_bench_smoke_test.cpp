@@ -1,7 +1,8 @@
 // Runs `npf-xdp-bench` for real with a tiny count (1 and 32 flows, 2 calls of
-// 100 runs) and checks that it exits 0, that its JSON has every configuration
-// with a positive time and the expected verdict and outcome counter, and that
-// it left no network namespace behind.
+// 100 runs, this build's npf_xdp object as --baseline) and checks that it
+// exits 0, that its JSON has every configuration with a positive time and the
+// expected verdict and outcome counter, the steered ones a ratio over their
+// baseline twin, and that it left no network namespace behind.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,8 +23,8 @@ TEST(XdpBenchSmoke, TinyRunWritesJson)
         GTEST_SKIP() << "npf-xdp-bench needs root (BPF, AF_XDP, network namespaces)";
     const std::string base = "/tmp/npf-xdp-bench-smoke-" + std::to_string(getpid());
     const std::string nsBefore = npf::test::shOut("ip netns list");
-    const std::string cmd = std::string(NPF_XDP_BENCH_BIN) + " --flows 1,32 --calls 2 --repeat 100 --rounds 1 --json " +
-                            base + ".json > " + base + ".log 2>&1";
+    const std::string cmd = std::string(NPF_XDP_BENCH_BIN) + " --flows 1,32 --calls 2 --repeat 100 --rounds 1 --baseline " +
+                            NPF_XDP_OBJ + " --json " + base + ".json > " + base + ".log 2>&1";
     const int rc = std::system(cmd.c_str());
     std::ifstream log(base + ".log");
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
@@ -42,6 +43,9 @@ TEST(XdpBenchSmoke, TinyRunWritesJson)
         {"32 flows, primary", {"REDIRECT", "redir_primary"}},
         {"32 flows, backup", {"REDIRECT", "redir_backup"}},
         {"32 flows, no flow", {"PASS", "pass_no_flow"}},
+        {"baseline 1 flows, primary", {"REDIRECT", "redir_primary"}},
+        {"baseline 32 flows, backup", {"REDIRECT", "redir_backup"}},
+        {"baseline 32 flows, no flow", {"PASS", "pass_no_flow"}},
     };
     std::map<std::string, nlohmann::json> rows;
     for (const auto& r : j["rows"])
@@ -54,6 +58,9 @@ TEST(XdpBenchSmoke, TinyRunWritesJson)
         EXPECT_EQ(r["verdict"], vo.first) << r.dump();
         EXPECT_EQ(r["outcome"], vo.second) << r.dump();
         EXPECT_EQ(r["ok"], true) << r.dump();
+        if (name.find("flows") != std::string::npos && name.rfind("baseline", 0) != 0) {
+            EXPECT_GT(r["overBaseline"].get<double>(), 0.0) << r.dump();
+        }
     }
     std::filesystem::remove(base + ".json");
     std::filesystem::remove(base + ".log");

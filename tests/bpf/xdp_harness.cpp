@@ -26,17 +26,7 @@ int outcomeVerdict(uint32_t stat)
     return XDP_PASS; // PASS_* and REDIR_FAIL (fails open)
 }
 
-const char* verdictName(int verdict)
-{
-    switch (verdict) {
-    case XDP_ABORTED: return "ABORTED";
-    case XDP_DROP: return "DROP";
-    case XDP_PASS: return "PASS";
-    case XDP_TX: return "TX";
-    case XDP_REDIRECT: return "REDIRECT";
-    }
-    return "?";
-}
+const char* verdictName(int verdict) { return ctl::xdpVerdictName(verdict); }
 
 npf_flow_key flowKeyAny(uint16_t port)
 {

@@ -1,5 +1,7 @@
 #include "ctl/stats.h"
 
+#include <linux/bpf.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -20,6 +22,18 @@ XdpStats readXdpStats(const Dataplane& dp)
             out[i] += v;
     }
     return out;
+}
+
+const char* xdpVerdictName(int verdict)
+{
+    switch (verdict) {
+    case XDP_ABORTED: return "ABORTED";
+    case XDP_DROP: return "DROP";
+    case XDP_PASS: return "PASS";
+    case XDP_TX: return "TX";
+    case XDP_REDIRECT: return "REDIRECT";
+    }
+    return "?";
 }
 
 Counters xdpCounters(const XdpStats& s)

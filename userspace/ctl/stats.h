@@ -24,6 +24,9 @@ inline constexpr const char* kStatHelp[] = {NPF_STATS(NPF_STAT_HELP)};
 #undef NPF_STAT_HELP
 static_assert(std::size(kStatNames) == NPF_STAT_MAX && std::size(kStatHelp) == NPF_STAT_MAX);
 
+// "PASS" for XDP_PASS, ... (an XDP program's verdict), "?" for another value.
+const char* xdpVerdictName(int verdict);
+
 using XdpStats = std::array<uint64_t, NPF_STAT_MAX>;
 
 // npf_stats summed over all possible CPUs.
