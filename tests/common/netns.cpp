@@ -5,7 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
+#include <utility>
 
 #include "npf/abi.h"
 
@@ -31,6 +33,21 @@ std::string pinDirOf(const Netns& ns, const std::string& ifname)
 std::string runDirOf(const Netns& ns, const std::string& ifname)
 {
     return "/run/npf/" + netnsKey(ns) + "/" + ifname;
+}
+
+NpfVeth::NpfVeth(VethOptions opt, std::string npfctl) : veth_(opt), npfctl_(std::move(npfctl))
+{
+    for (auto [ns, ifname] : {std::pair{&veth_.rxNs(), veth_.rxIf()}, std::pair{&veth_.txNs(), veth_.txIf()}})
+        ipv6Off_ = sh(ns->exec() + "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
+                                   "net.ipv6.conf." + ifname + ".disable_ipv6=1") == 0 && ipv6Off_;
+}
+
+NpfVeth::~NpfVeth()
+{
+    sh(veth_.rxNs().exec() + npfctl_ + " detach --force " + rxIf() + " >/dev/null 2>&1");
+    std::error_code ec;
+    std::filesystem::remove_all(pinDir(), ec);
+    std::filesystem::remove_all(runDir(), ec);
 }
 
 } // namespace npf::test

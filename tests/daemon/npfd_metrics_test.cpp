@@ -215,14 +215,32 @@ uint16_t freePort(Rig& rig)
     return port;
 }
 
-class NpfdMetrics : public EngineE2E {};
+class NpfdMetrics : public EngineE2E {
+protected:
+    // npfd serving a fresh rig's interface, its exporter on a free port of
+    // the rx namespace.
+    struct Exporter {
+        Exporter() : mport(freePort(rig)), npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)}) {}
+        Rig rig;
+        TempDir dir;
+        const uint16_t mport;
+        Npfd npfd;
+    };
+    // Made on the first call (after SetUp checked for root), kept until the test ends.
+    Exporter& exporter()
+    {
+        if (!exporter_)
+            exporter_ = std::make_unique<Exporter>();
+        return *exporter_;
+    }
+
+private:
+    std::unique_ptr<Exporter> exporter_;
+};
 
 TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
 {
-    Rig rig;
-    TempDir dir;
-    const uint16_t mport = freePort(rig);
-    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
+    auto& [rig, dir, mport, npfd] = exporter();
     const std::string iface = "{iface=\"" + rig.rxIf() + "\"}";
     auto series = [&](const std::string& name) { return name + iface; };
     auto quantile = [&](const std::string& name, const char* q) {
@@ -284,10 +302,8 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         for (uint32_t i = 0; i < kN; i++)
             ASSERT_TRUE(f.post(i * 4096, 2048));
         f.flush();
-        Sender tx(rig.veth(), {.sender = 3, .count = kN, .dstPort = port, .size = [](uint32_t) { return 900u; }});
-        tx.start();
-        tx.join();
-        ASSERT_EQ(tx.error(), "");
+        ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 3, .count = kN, .dstPort = port,
+                                             .size = [](uint32_t) { return 900u; }}), "");
         npf_completion c[kN];
         ASSERT_EQ(awaitCompletions(f, c), kN) << npfd.log();
         // While it is connected: its flow's series, by status.
@@ -382,10 +398,7 @@ size_t npfFamilies(const Scrape& s)
 // trickles (a deadline for the whole request, not per read).
 TEST_F(NpfdMetrics, SlowConnectionsDoNotStarveAScrape)
 {
-    Rig rig;
-    TempDir dir;
-    const uint16_t mport = freePort(rig);
-    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
+    auto& [rig, dir, mport, npfd] = exporter();
     ASSERT_NE(httpGet(rig, mport), "") << npfd.log();
 
     // Each connects without waiting for npfd to accept it (an exporter that
@@ -502,10 +515,7 @@ TEST_F(NpfdMetrics, SlowConnectionsDoNotStarveAScrape)
 // 0); headers too large, another path, another method get their status.
 TEST_F(NpfdMetrics, BadRequestsGetAnErrorAndSilentConnectionsAreClosed)
 {
-    Rig rig;
-    TempDir dir;
-    const uint16_t mport = freePort(rig);
-    Npfd npfd(rig, dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)});
+    auto& [rig, dir, mport, npfd] = exporter();
     ASSERT_NE(httpGet(rig, mport), "") << npfd.log();
 
     {

@@ -151,9 +151,7 @@ TEST_F(NpfdE2E, SigtermDetachesOnlyWhatNpfdAttached)
         EXPECT_FALSE(attached()) << "npfd left the program it attached";
         EXPECT_NE(cli.failure(), "");
     }
-    int rc = -1;
-    rig.npfctl("attach " + rig.rxIf(), &rc);
-    ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(rig.npfctlOk("attach " + rig.rxIf()));
     {
         Npfd npfd(rig, dir);
         Client cli({.socket = npfd.socket(), .regionSize = 1 << 20});
@@ -212,10 +210,8 @@ void expectServes(Rig& rig, const Npfd& npfd, uint16_t port)
     for (uint32_t i = 0; i < 8; i++)
         ASSERT_TRUE(f.post(i * 2048, 2048));
     f.flush();
-    Sender tx(rig.veth(), {.sender = 9, .count = 8, .dstPort = port, .size = [](uint32_t) { return 700u; }});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 9, .count = 8, .dstPort = port, .size = [](uint32_t) { return 700u; }}),
+              "");
     npf_completion c[8];
     const size_t got = awaitCompletions(f, c);
     ASSERT_EQ(got, 8u) << npfd.log();
@@ -376,10 +372,8 @@ TEST_F(NpfdE2E, PostedBuffersOfAClientAreNotEvicted)
     EXPECT_GT(cli.populate(8 << 20, 8 << 20), 0u); // 8 MiB through a 1 MiB budget
     const EngineStats s = cli.stats();
     EXPECT_GT(s.evicted, 0u);
-    Sender tx(rig.veth(), {.sender = 5, .count = kN, .dstPort = port, .size = [](uint32_t) { return 1200u; }});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 5, .count = kN, .dstPort = port,
+                                         .size = [](uint32_t) { return 1200u; }}), "");
     std::vector<npf_completion> c(kN);
     ASSERT_EQ(awaitCompletions(f, c), kN);
     size_t faulted = 0;
@@ -411,11 +405,9 @@ TEST_F(NpfdE2E, SixtyFourClientsEachReceiveTheirOwn)
         flows.back()->flush();
     }
     for (uint32_t i = 0; i < kClients; i++) {
-        Sender tx(rig.veth(), {.sender = i + 1, .count = kN, .dstPort = static_cast<uint16_t>(kFirstPort + 100 + i),
-                               .size = [](uint32_t k) { return 300u + k; }});
-        tx.start();
-        tx.join();
-        ASSERT_EQ(tx.error(), "");
+        ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = i + 1, .count = kN,
+                                             .dstPort = static_cast<uint16_t>(kFirstPort + 100 + i),
+                                             .size = [](uint32_t k) { return 300u + k; }}), "");
     }
     for (uint32_t i = 0; i < kClients; i++) {
         SCOPED_TRACE("client " + std::to_string(i));
@@ -504,10 +496,7 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
         ASSERT_TRUE(f.post(i * 4096, 2048));
     f.flush();
     auto receive = [&](Flow& flow, uint32_t sender) {
-        Sender tx(rig.veth(), {.sender = sender, .count = kN, .dstPort = port, .size = size});
-        tx.start();
-        tx.join();
-        ASSERT_EQ(tx.error(), "");
+        ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = sender, .count = kN, .dstPort = port, .size = size}), "");
         std::vector<npf_completion> c(kN);
         ASSERT_EQ(awaitCompletions(flow, c), kN);
         for (size_t i = 0; i < kN; i++)
@@ -539,11 +528,7 @@ TEST_F(NpfdE2E, NpfdDeathIsAClearErrorAndARestartedNpfdServesAgain)
     }
     // Traffic fails open: no socket serves the port any more.
     const uint64_t passed0 = rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) + rig.xdpStat(NPF_STAT_PASS_NO_FLOW);
-    {
-        Sender tx(rig.veth(), {.sender = 2, .count = 10, .dstPort = port, .size = size});
-        tx.start();
-        tx.join();
-    }
+    sendDatagrams(rig.veth(), {.sender = 2, .count = 10, .dstPort = port, .size = size});
     EXPECT_TRUE(test::waitUntil([&] {
         return rig.xdpStat(NPF_STAT_PASS_NO_SOCKET) + rig.xdpStat(NPF_STAT_PASS_NO_FLOW) >= passed0 + 10;
     }));
@@ -586,10 +571,8 @@ TEST_F(NpfdE2E, HugePageClientReceivesAndSurvivesNpfd)
     for (uint32_t i = 0; i < kN; i++)
         ASSERT_TRUE(f.post(i * kStride, 2048));
     f.flush();
-    Sender tx(rig.veth(), {.sender = 1, .count = kN, .dstPort = port, .size = [](uint32_t) { return 900u; }});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 1, .count = kN, .dstPort = port,
+                                         .size = [](uint32_t) { return 900u; }}), "");
     std::vector<npf_completion> c(kN);
     ASSERT_EQ(awaitCompletions(f, c), kN) << npfd.log();
     for (size_t i = 0; i < kN; i++)
@@ -674,10 +657,8 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     std::atomic_ref<__u64>(ring.cursor()->prod).store(kN, std::memory_order_release);
 
     const uint64_t bad0 = rig.xdpStat(NPF_STAT_DROP_BAD_DESC);
-    Sender tx(rig.veth(), {.sender = 4, .count = kN, .dstPort = forgerPort, .size = [](uint32_t) { return 1000u; }});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 4, .count = kN, .dstPort = forgerPort,
+                                         .size = [](uint32_t) { return 1000u; }}), "");
     EXPECT_TRUE(test::waitUntil([&] { return rig.xdpStat(NPF_STAT_DROP_BAD_DESC) >= bad0 + kN; }))
         << "drop_bad_desc " << rig.xdpStat(NPF_STAT_DROP_BAD_DESC) - bad0;
     for (uint64_t off = 0; off < (64u << 20); off += 4096)

@@ -36,28 +36,26 @@ std::string describe(const Counters& c)
     return s.empty() ? "(all zero)" : s;
 }
 
-Rig::Rig(test::VethOptions opt) : veth_(opt)
+// What a test (or a killed npf-recv) left is removed by NpfVeth.
+Rig::Rig(test::VethOptions opt) : NpfVeth(opt, NPFCTL_PATH)
 {
     // IPv6 would add ND/MLD packets of the kernel's own to the counters.
-    for (auto [ns, ifname] : {std::pair{&veth_.rxNs(), veth_.rxIf()}, std::pair{&veth_.txNs(), veth_.txIf()}})
-        if (test::sh(ns->exec() + "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
-                                  "net.ipv6.conf." + ifname + ".disable_ipv6=1") != 0)
-            throw std::runtime_error("disabling IPv6 on " + ifname + " failed");
-}
-
-Rig::~Rig()
-{
-    // Whatever a test (or a killed npf-recv) left: program and pins; the
-    // namespaces take the veths with them.
-    test::sh(veth_.rxNs().exec() + NPFCTL_PATH + " detach --force " + rxIf() + " >/dev/null 2>&1");
-    std::error_code ec;
-    std::filesystem::remove_all(test::pinDirOf(veth_.rxNs(), rxIf()), ec);
-    std::filesystem::remove_all(test::runDirOf(veth_.rxNs(), rxIf()), ec);
+    if (!ipv6Off())
+        throw std::runtime_error("disabling IPv6 on " + rxIf() + " and its peer failed");
 }
 
 std::string Rig::npfctl(const std::string& args, int* status)
 {
     return test::shOut(veth_.rxNs().exec() + NPFCTL_PATH + " " + args + " 2>/dev/null", status);
+}
+
+::testing::AssertionResult Rig::npfctlOk(const std::string& args)
+{
+    int status = -1;
+    const std::string out = npfctl(args, &status);
+    if (status == 0)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "npfctl " << args << " exited " << status << ": " << out;
 }
 
 namespace {
@@ -79,7 +77,7 @@ Counters group(const std::string& out, const char* name)
 Counters Rig::xdp() { return group(npfctl("stats " + rxIf() + " --json"), "xdp"); }
 uint64_t Rig::xdpStat(uint32_t stat)
 {
-    const std::string path = test::pinDirOf(veth_.rxNs(), rxIf()) + "/npf_stats";
+    const std::string path = pinDir() + "/npf_stats";
     const int fd = bpf_obj_get(path.c_str());
     if (fd < 0)
         return 0;
@@ -156,6 +154,14 @@ std::vector<uint8_t> payloadFor(uint32_t id, uint32_t size)
     for (uint32_t i = 0; i < size; i++)
         p[i] = payloadByte(id, size, i);
     return p;
+}
+
+std::string sendDatagrams(test::VethPair& veth, SendPlan plan)
+{
+    Sender tx(veth, std::move(plan));
+    tx.start();
+    tx.join();
+    return tx.error();
 }
 
 Sender::Sender(test::VethPair& veth, SendPlan plan) : veth_(veth), plan_(plan)

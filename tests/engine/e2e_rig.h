@@ -26,17 +26,9 @@ using test::delta;
 
 std::string describe(const Counters& c); // non-zero entries, "a=1 b=2"
 
-class Rig {
+class Rig : public test::NpfVeth {
 public:
     explicit Rig(test::VethOptions opt = {});
-    ~Rig();
-    Rig(const Rig&) = delete;
-    Rig& operator=(const Rig&) = delete;
-
-    test::VethPair& veth() { return veth_; }
-    const std::string& rxIf() const { return veth_.rxIf(); }
-    const std::string& rxAddr() const { return veth_.rxAddr(); }
-    const std::string& txAddr() const { return veth_.txAddr(); }
 
     // `npfctl stats IF --json`: counters.xdp (empty if npf is not attached).
     Counters xdp();
@@ -52,9 +44,8 @@ public:
     // `npfctl status IF --json`, first object as text ("" if it failed).
     std::string statusJson();
     std::string npfctl(const std::string& args, int* status = nullptr);
-
-private:
-    test::VethPair veth_;
+    // npfctl(args) exited 0 (else the failure shows what it printed).
+    ::testing::AssertionResult npfctlOk(const std::string& args);
 };
 
 // Byte i of datagram `id` of `size` bytes: a 6-byte header {id u32 LE,
@@ -117,6 +108,10 @@ private:
     double seconds_ = 0;
     std::string error_;
 };
+
+// Sends `plan` from the tx namespace and returns once the last datagram is
+// out: the sender's error, "" if none.
+std::string sendDatagrams(test::VethPair& veth, SendPlan plan);
 
 // A child process in a namespace (nsenter execs, so the pid is the program's).
 class Child {

@@ -111,8 +111,11 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
     Checker chk(*eng, flow, {.stride = 2048, .depth = 512}, sizeOf);
     chk.postInitial();
     std::vector<BadCase> cases = badCases(rig);
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
+    uint64_t steered = 0;
+    for (const BadCase& c : cases)
+        steered += std::string(c.counter) == "redir";
+    Stream tx(rig, chk, {.count = kGood, .dstPort = kPort, .size = goodSize, .window = chk.window(),
+                         .done = [&chk, steered] { return chk.doneCount() > steered ? chk.doneCount() - steered : 0; }});
     {
         test::NetnsGuard in(rig.veth().txNs());
         int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -137,15 +140,7 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
         }
         close(fd);
     }
-    uint64_t steered = 0;
-    for (const BadCase& c : cases)
-        steered += std::string(c.counter) == "redir";
-    Sender tx(rig.veth(), {.count = kGood, .dstPort = kPort, .size = goodSize, .window = chk.window(),
-                           .done = [&chk, steered] { return chk.doneCount() > steered ? chk.doneCount() - steered : 0; }});
-    tx.start();
-    chk.pumpUntil(steered + kGood);
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(tx.run(steered + kGood), "");
     const CheckTotals& t = chk.totals();
     EngineStats s = eng->stats();
     EXPECT_EQ(t.failures, 0u) << t.firstFailures;
@@ -154,7 +149,7 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
     EXPECT_EQ(s.csumErrors, 1u);
     EXPECT_EQ(t.verified, steered - 1 + kGood);
     EXPECT_EQ(s.badMeta, 0u);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, cases.size() + tx.sent(), t, s));
+    EXPECT_TRUE(tx.accounted(s, cases.size()));
     for (uint32_t k = 0; k < kGood; k++)
         EXPECT_EQ(chk.ids().count(senderId(0, k)), 1u) << "good datagram " << k;
 }

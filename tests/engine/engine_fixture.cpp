@@ -66,6 +66,52 @@ EngineInNs::~EngineInNs()
     return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult cleanInOrder(const Checker& chk)
+{
+    const CheckTotals& t = chk.totals();
+    if (t.failures)
+        return ::testing::AssertionFailure() << t.failures << " completions failed their check:\n" << t.firstFailures;
+    if (t.lost)
+        return ::testing::AssertionFailure() << t.lost << " completions LOST";
+    return chk.inSendOrder();
+}
+
+namespace {
+
+SendPlan underFlowControl(SendPlan plan, const Checker& chk)
+{
+    if (plan.window == 0) {
+        plan.window = chk.window();
+        plan.done = chk.done();
+    }
+    return plan;
+}
+
+} // namespace
+
+Stream::Stream(Rig& rig, Checker& chk, SendPlan plan)
+    : rig_(rig),
+      chk_(chk),
+      count_(plan.count),
+      xdp0_(rig.xdp()),
+      veth0_(rig.vethDrops()),
+      tx_(rig.veth(), underFlowControl(plan, chk))
+{
+}
+
+std::string Stream::run(uint64_t until, size_t lag)
+{
+    tx_.start();
+    chk_.pumpUntil(until ? until : count_, lag);
+    tx_.join();
+    return tx_.error();
+}
+
+::testing::AssertionResult Stream::accounted(const EngineStats& s, uint64_t alsoSent)
+{
+    return e2e::accounted(rig_, xdp0_, veth0_, alsoSent + tx_.sent(), chk_.totals(), s);
+}
+
 Baseline baseline(Rig& rig, Engine& eng) { return {eng.xdpCounters(), rig.vethDrops(), eng.stats().kernelRxDropped}; }
 
 std::function<bool()> allAccounted(Rig& rig, Engine& eng, const Checker& chk, Baseline b,

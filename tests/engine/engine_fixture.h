@@ -48,6 +48,33 @@ private:
 ::testing::AssertionResult accounted(Rig& rig, const Counters& xdpBefore, uint64_t vethDropsBefore, uint64_t sent,
                                      const CheckTotals& t, const EngineStats& s);
 
+// What a flow-controlled run into one flow must show: no check failed,
+// nothing LOST, every sender's datagrams completed in send order.
+::testing::AssertionResult cleanInOrder(const Checker& chk);
+
+// One stream of datagrams from the peer into `chk`'s flow, under chk's flow
+// control (unless the plan sets SendPlan::window): the XDP and veth counters
+// from before it, for accounted().
+class Stream {
+public:
+    Stream(Rig& rig, Checker& chk, SendPlan plan);
+    // Sends and pumps until `until` completions (0: the plan's count; lag as
+    // Checker::pumpUntil); the sender's error, "" if none.
+    std::string run(uint64_t until = 0, size_t lag = 0);
+    const Sender& sender() const { return tx_; }
+    const Counters& xdpBefore() const { return xdp0_; }
+    // accounted() for what this stream sent, plus `alsoSent` datagrams sent otherwise.
+    ::testing::AssertionResult accounted(const EngineStats& s, uint64_t alsoSent = 0);
+
+private:
+    Rig& rig_;
+    Checker& chk_;
+    const uint64_t count_;
+    const Counters xdp0_;
+    const uint64_t veth0_;
+    Sender tx_;
+};
+
 // Where the counters stood before a test sent: to tell when what it sent is
 // accounted for.
 struct Baseline {

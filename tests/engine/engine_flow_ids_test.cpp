@@ -138,16 +138,15 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
     Flow& ours = eng->openFlow(7301);
     Checker chk(*eng, ours, {.stride = 2048, .depth = 512}, fixedSize);
     chk.postInitial();
+    ASSERT_TRUE(rig.npfctlOk("flow del " + rig.rxIf() + " 7301"));
     int rc = -1;
-    rig.npfctl("flow del " + rig.rxIf() + " 7301", &rc);
-    ASSERT_EQ(rc, 0);
     std::string out = rig.npfctl("flow add " + rig.rxIf() + " 7302", &rc);
     ASSERT_EQ(rc, 0) << out;
     ASSERT_EQ(flowIds(rig)[7302], ours.id()) << "the test needs the freed id reused";
     for (uint32_t i = 0; i < 2 * Flow::kPostBurst; i++)
         ASSERT_TRUE(ours.post(eng->regionSize() - (i + 1) * 2048, 2048));
     ours.flush();
-    const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
+    const std::string pins = rig.pinDir();
     Fd rings(bpf_obj_get((pins + "/npf_rings").c_str()));
     ctl::ResidentMap bitmap = ctl::ResidentMap::create(eng->regionSize() / NPF_PAGE_SIZE);
     Fd regions(bpf_obj_get((pins + "/npf_regions_" + std::to_string(bitmap.sizeClass())).c_str()));
@@ -161,10 +160,7 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
 
     constexpr uint32_t kCount = 200;
     auto send = [&](uint32_t sender) {
-        Sender tx(rig.veth(), {.sender = sender, .count = kCount, .dstPort = 7302, .size = fixedSize});
-        tx.start();
-        tx.join();
-        return tx.error();
+        return sendDatagrams(rig.veth(), {.sender = sender, .count = kCount, .dstPort = 7302, .size = fixedSize});
     };
     Counters xdp0 = rig.xdp();
     uint64_t veth0 = rig.vethDrops();
@@ -230,16 +226,10 @@ TEST_F(EngineE2E, FlowWithIdAboveSixtyFourReceives)
     const uint32_t count = 2000;
     Checker chk(*eng, *last, {.stride = 2048, .depth = 512}, fixedSize);
     chk.postInitial();
-    Sender tx(rig.veth(), {.count = count, .dstPort = last->port(), .size = fixedSize, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count);
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
-    const CheckTotals& t = chk.totals();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.ok, count);
-    EXPECT_TRUE(chk.inSendOrder());
+    Stream tx(rig, chk, {.count = count, .dstPort = last->port(), .size = fixedSize});
+    ASSERT_EQ(tx.run(), "");
+    EXPECT_TRUE(cleanInOrder(chk));
+    EXPECT_EQ(chk.totals().ok, count);
 }
 
 } // namespace

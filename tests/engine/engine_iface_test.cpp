@@ -36,8 +36,8 @@ TEST_F(EngineE2E, NpfRecvStopsWhenItsInterfaceIsDeletedAndRemovesItsPins)
 {
     Rig rig;
     TempDir dir;
-    const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
-    const std::string run = test::runDirOf(rig.veth().rxNs(), rig.rxIf());
+    const std::string pins = rig.pinDir();
+    const std::string run = rig.runDir();
     auto [st, err] = recvThenDeleteLink(rig, dir.path);
     EXPECT_EQ(st, 4) << err; // npfctl's "no such interface"
     EXPECT_NE(err.find("is gone"), std::string::npos) << err;
@@ -49,14 +49,13 @@ TEST_F(EngineE2E, PinsOfADeletedInterfaceAreShownAndRemovedByDetachForce)
 {
     Rig rig;
     TempDir dir;
-    int rc = -1;
-    rig.npfctl("attach " + rig.rxIf(), &rc);
-    ASSERT_EQ(rc, 0);
-    const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
+    ASSERT_TRUE(rig.npfctlOk("attach " + rig.rxIf()));
+    const std::string pins = rig.pinDir();
     auto [st, err] = recvThenDeleteLink(rig, dir.path);
     EXPECT_EQ(st, 4) << err;
     EXPECT_TRUE(fs::exists(pins)) << "npfctl attached npf: its pins are the operator's to remove";
 
+    int rc = -1;
     const std::string all = rig.npfctl("status --json", &rc);
     EXPECT_EQ(rc, 0) << all;
     bool listed = false;
@@ -72,8 +71,7 @@ TEST_F(EngineE2E, PinsOfADeletedInterfaceAreShownAndRemovedByDetachForce)
 
     rig.npfctl("detach " + rig.rxIf(), &rc);
     EXPECT_EQ(rc, 4) << "without --force, a missing interface is an error";
-    rig.npfctl("detach --force " + rig.rxIf(), &rc);
-    EXPECT_EQ(rc, 0);
+    EXPECT_TRUE(rig.npfctlOk("detach --force " + rig.rxIf()));
     EXPECT_FALSE(fs::exists(pins));
 }
 

@@ -22,11 +22,9 @@ TEST_F(EngineE2E, DetachesOnlyWhatItAttached)
         EXPECT_TRUE(attached(rig));
     }
     EXPECT_FALSE(attached(rig)) << "the engine attached npf_xdp, so it must detach it: " << rig.statusJson();
-    EXPECT_FALSE(std::filesystem::exists(test::pinDirOf(rig.veth().rxNs(), rig.rxIf())));
+    EXPECT_FALSE(std::filesystem::exists(rig.pinDir()));
 
-    int rc = -1;
-    rig.npfctl("attach " + rig.rxIf(), &rc);
-    ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(rig.npfctlOk("attach " + rig.rxIf()));
     {
         EngineInNs eng(rig, {.regionSize = 16ull << 20});
         EXPECT_FALSE(eng->attachedByUs());
@@ -66,7 +64,7 @@ TEST_F(EngineE2E, FailedStartDetachesWhatItAttached)
         EXPECT_NE(std::string(e.what()).find("queues"), std::string::npos) << e.what();
     }
     EXPECT_FALSE(attached(rig)) << "a failed start left npf_xdp attached: " << rig.statusJson();
-    EXPECT_FALSE(std::filesystem::exists(test::pinDirOf(rig.veth().rxNs(), rig.rxIf())));
+    EXPECT_FALSE(std::filesystem::exists(rig.pinDir()));
 }
 
 uint32_t size200(uint32_t) { return 200; }
@@ -78,10 +76,8 @@ TEST_F(EngineE2E, EngineStartingUnderTrafficDropsNothing)
 {
     Rig rig;
     int rc = -1;
-    rig.npfctl("attach " + rig.rxIf(), &rc);
-    ASSERT_EQ(rc, 0);
-    rig.npfctl("flow add " + rig.rxIf() + " 7600", &rc);
-    ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(rig.npfctlOk("attach " + rig.rxIf()));
+    ASSERT_TRUE(rig.npfctlOk("flow add " + rig.rxIf() + " 7600"));
     const Counters xdp0 = rig.xdp();
     const uint32_t count = 4000;
     // Flow control: the sender is at most a window ahead of what XDP passed

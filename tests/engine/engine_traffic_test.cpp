@@ -97,22 +97,14 @@ TEST_P(EnginePages, ColdRegionNothingLostBitExactInOrder)
                 [](uint32_t id) { return sizeVaried(id); });
     chk.postInitial();
     ASSERT_EQ(eng->stats().residentPages, 0u) << "posting must not populate";
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
-    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .size = sizeVaried, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count);
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    Stream tx(rig, chk, {.count = count, .dstPort = kPort, .size = sizeVaried});
+    ASSERT_EQ(tx.run(), "");
     const CheckTotals& t = chk.totals();
     EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_TRUE(cleanInOrder(chk));
     EXPECT_EQ(t.ok, count);
     EXPECT_EQ(t.verified, count);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_TRUE(tx.accounted(s));
     EXPECT_GT(s.faultPath, 0u) << "a cold region must use the fault path";
     EXPECT_GT(s.packetFaults, 0u);
     EXPECT_EQ(t.faultFlag, s.faultPath) << "NPF_CF_FAULT flags must match the fault-path counter";
@@ -129,7 +121,7 @@ TEST_P(EnginePages, ColdRegionNothingLostBitExactInOrder)
     const uint8_t* untouched = eng->region() + (48ull << 20);
     EXPECT_EQ(*reinterpret_cast<const volatile uint8_t*>(untouched), 0);
     EXPECT_EQ(eng->stats().cpuFaults, s.cpuFaults + 1);
-    printNumbers(huge() ? "cold 2M" : "cold", tx, s);
+    printNumbers(huge() ? "cold 2M" : "cold", tx.sender(), s);
 }
 
 // 2. Eviction churn: a thread evicts everything it may (not posted buffers)
@@ -144,8 +136,7 @@ TEST_F(EngineE2E, EvictionChurnKeepsCompletedBuffersBitExact)
     const uint32_t count = 20000;
     Checker chk(*eng, flow, {.stride = 2048, .depth = 4096}, [](uint32_t id) { return sizeVaried(id); });
     chk.postInitial();
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
+    Stream tx(rig, chk, {.count = count, .dstPort = kPort, .size = sizeVaried});
     std::atomic<bool> done{false};
     std::atomic<uint64_t> evictedByCalls{0}, calls{0};
     std::thread churn([&] {
@@ -155,28 +146,21 @@ TEST_F(EngineE2E, EvictionChurnKeepsCompletedBuffersBitExact)
             std::this_thread::sleep_for(2ms);
         }
     });
-    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .size = sizeVaried, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count, 3000);
-    tx.join();
+    const std::string sendError = tx.run(count, 3000);
     done = true;
     churn.join();
     const uint64_t restoredBefore = eng->stats().restored;
     eng->evictAll();
     chk.verifyPending(); // every one of the last 3000 was just evicted
-    ASSERT_EQ(tx.error(), "");
-    const CheckTotals& t = chk.totals();
+    ASSERT_EQ(sendError, "");
     EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
-    EXPECT_EQ(t.verified, count);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_TRUE(cleanInOrder(chk));
+    EXPECT_EQ(chk.totals().verified, count);
+    EXPECT_TRUE(tx.accounted(s));
     EXPECT_GT(evictedByCalls.load(), 0u);
     EXPECT_GT(s.restored, restoredBefore) << "reading evicted buffers must restore them from the spill";
     EXPECT_GT(s.cpuFaults, 0u);
-    printNumbers("churn", tx, s);
+    printNumbers("churn", tx.sender(), s);
     std::printf("[ numbers  ] churn: %llu evictAll calls evicted %llu pages during traffic\n",
                 (unsigned long long)calls.load(), (unsigned long long)evictedByCalls.load());
 
@@ -225,32 +209,24 @@ TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
             std::this_thread::sleep_for(1ms);
         }
     });
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
-    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .size = size1472, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count, count);
-    tx.join();
+    Stream tx(rig, chk, {.count = count, .dstPort = kPort, .size = size1472});
+    const std::string sendError = tx.run(count, count);
     const uint64_t maxDuringTraffic = maxResident.load();
     chk.verifyPending();
     done = true;
     sampler.join();
-    ASSERT_EQ(tx.error(), "");
-    const CheckTotals& t = chk.totals();
+    ASSERT_EQ(sendError, "");
     EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
-    EXPECT_EQ(t.verified, count);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_TRUE(cleanInOrder(chk));
+    EXPECT_EQ(chk.totals().verified, count);
+    EXPECT_TRUE(tx.accounted(s));
     // resident_pages counts 4 KiB pages; a batch is 64 of them, or one huge page.
     const uint64_t budgetPages = budget / 4096, batch = huge() ? 512 : 64;
     EXPECT_LE(maxResident.load(), budgetPages + batch)
         << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
     EXPECT_GT(s.evicted * (pageSize() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
     EXPECT_GT(s.restored, 0u);
-    printNumbers(huge() ? "budget 2M" : "budget", tx, s);
+    printNumbers(huge() ? "budget 2M" : "budget", tx.sender(), s);
     std::printf("[ numbers  ] budget: %llu pages budget, peak %llu during traffic, %llu with verification reads\n",
                 (unsigned long long)budgetPages, (unsigned long long)maxDuringTraffic,
                 (unsigned long long)maxResident.load());
@@ -325,9 +301,7 @@ void twoQueues(uint32_t pagers, uint64_t budget)
     ASSERT_EQ(onQueue[1]->error(), "");
     const CheckTotals& t = chk.totals();
     EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_TRUE(cleanInOrder(chk));
     EXPECT_EQ(t.verified, 2 * perSender);
     EXPECT_TRUE(accounted(rig, xdp0, veth0, onQueue[0]->sent() + onQueue[1]->sent(), t, s));
     Counters eth = delta(rig.rxEthtool(), eth0);
@@ -378,28 +352,18 @@ TEST_F(EngineE2E, PayloadSizesAndTruncation)
     Checker chk(*eng, flow, {.stride = 3001, .depth = 1024, .len = sweepLen},
                 [](uint32_t id) { return sweepSize(id); }, true);
     chk.postInitial();
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
-    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .size = sweepSize, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count);
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    Stream tx(rig, chk, {.count = count, .dstPort = kPort, .size = sweepSize});
+    ASSERT_EQ(tx.run(), "");
     const CheckTotals& t = chk.totals();
-    EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
+    EXPECT_TRUE(cleanInOrder(chk));
     EXPECT_EQ(t.verified, count);
     uint64_t wantTrunc = 0;
     for (uint32_t k = 1472; k < 2 * 1472; k++)
         wantTrunc += sweepSize(k) > sweepLen(k);
     EXPECT_EQ(t.truncated, wantTrunc);
     EXPECT_EQ(t.ok, count - wantTrunc);
-    Counters d = delta(rig.xdp(), xdp0);
-    EXPECT_EQ(d["truncated"], wantTrunc);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
+    EXPECT_EQ(delta(rig.xdp(), tx.xdpBefore())["truncated"], wantTrunc);
+    EXPECT_TRUE(tx.accounted(eng->stats()));
 }
 
 // 6. Kernel drops: a UMEM of 64 frames, and a worker that takes every page
@@ -424,10 +388,8 @@ TEST_F(EngineE2E, KernelDropsCompleteLostAndTheFlowGoesOn)
     const Baseline b0 = baseline(rig, *eng);
     const uint32_t burst = 3000, paced = 1000;
     {
-        Sender tx(rig.veth(), {.sender = 0, .count = burst, .dstPort = kPort, .rate = 0, .size = size1472});
-        tx.start();
-        tx.join();
-        ASSERT_EQ(tx.error(), "");
+        ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 0, .count = burst, .dstPort = kPort, .rate = 0, .size = size1472}),
+                  "");
     }
     // Every datagram of the burst is accounted for: each one XDP claimed has
     // completed (OK or LOST), the rest were counted before or in XDP.
@@ -503,11 +465,8 @@ TEST_F(EngineE2E, TwoFlowsOnOneQueueAreIndependent)
                 describe({{"ok", cb.totals().ok}, {"lost", cb.totals().lost}}).c_str(), describe(rig.xdp()).c_str());
     for (Checker* c : {&ca, &cb}) {
         SCOPED_TRACE(c == &ca ? "flow a" : "flow b");
-        const CheckTotals& t = c->totals();
-        EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-        EXPECT_EQ(t.ok, count);
-        EXPECT_EQ(t.lost, 0u);
-        EXPECT_TRUE(c->inSendOrder());
+        EXPECT_TRUE(cleanInOrder(*c));
+        EXPECT_EQ(c->totals().ok, count);
     }
 }
 
@@ -546,29 +505,21 @@ TEST_P(EngineJumbo, EverySizeUpTo8972BitExactInOrder)
         eng->populate(0, eng->regionSize());
     chk.postInitial();
     const EngineStats s0 = eng->stats();
-    Counters xdp0 = rig.xdp();
-    uint64_t veth0 = rig.vethDrops();
-    Sender tx(rig.veth(), {.count = count, .dstPort = kPort, .size = jumboSize, .window = chk.window(),
-                           .done = chk.done()});
-    tx.start();
-    chk.pumpUntil(count);
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    Stream tx(rig, chk, {.count = count, .dstPort = kPort, .size = jumboSize});
+    ASSERT_EQ(tx.run(), "");
     const CheckTotals& t = chk.totals();
     EngineStats s = eng->stats();
-    EXPECT_EQ(t.failures, 0u) << t.firstFailures;
-    EXPECT_EQ(t.lost, 0u);
+    EXPECT_TRUE(cleanInOrder(chk));
     EXPECT_EQ(t.badCsum, 0u);
     EXPECT_EQ(s.csumErrors, 0u);
-    EXPECT_TRUE(chk.inSendOrder());
     EXPECT_EQ(t.verified, count);
     uint64_t wantTrunc = 0;
     for (uint32_t k = 0; k < count; k++)
         wantTrunc += jumboSize(k) > jumboLen(k);
     EXPECT_EQ(t.truncated, wantTrunc);
     EXPECT_EQ(t.ok, count - wantTrunc);
-    EXPECT_TRUE(accounted(rig, xdp0, veth0, tx.sent(), t, s));
-    Counters d = delta(rig.xdp(), xdp0);
+    EXPECT_TRUE(tx.accounted(s));
+    Counters d = delta(rig.xdp(), tx.xdpBefore());
     EXPECT_EQ(d["pass_malformed"] + d["pass_too_big"] + d["pass_fragment"], 0u) << describe(d);
     EXPECT_EQ(d["truncated"], wantTrunc);
     if (jc.warm) {
@@ -584,7 +535,7 @@ TEST_P(EngineJumbo, EverySizeUpTo8972BitExactInOrder)
     }
     // UMEM sized for the MTU: 4 KiB frames, three per 9000-byte packet.
     EXPECT_EQ(s.pinnedBytes, 3ull * 2 * NPF_POST_RING_SIZE * 4096);
-    printNumbers(jc.warm ? "jumbo warm" : jc.prefetch ? "jumbo cold" : "jumbo cold, no prefetch", tx, s);
+    printNumbers(jc.warm ? "jumbo warm" : jc.prefetch ? "jumbo cold" : "jumbo cold, no prefetch", tx.sender(), s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Mtu9000, EngineJumbo,

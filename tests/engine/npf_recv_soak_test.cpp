@@ -182,7 +182,7 @@ void KillSoak::cycle(uint32_t c)
     EXPECT_EQ(steered + passed, n) << "datagrams with another outcome: " << describe(d);
     EXPECT_GE(d.at("pass_no_socket"), n - b) << "part C must reach the kernel: " << describe(d);
     EXPECT_NE(rig_->statusJson().find("\"attached\""), std::string::npos) << "XDP program must survive the kill";
-    EXPECT_TRUE(fs::exists(test::pinDirOf(rig_->veth().rxNs(), rig_->rxIf()))) << "pins must survive the kill";
+    EXPECT_TRUE(fs::exists(rig_->pinDir())) << "pins must survive the kill";
 
     // The kernel's part: a contiguous tail [first, n), byte-exact.
     std::vector<std::string> kernel;
@@ -345,7 +345,7 @@ TEST_F(KillSoak, NpfRecvKilledMidStreamAndRestarted)
         rig_ = std::make_unique<Rig>();
         dir_ = std::make_unique<TempDir>();
         kernel_ = std::make_unique<KernelSocket>(*rig_, kPort);
-        pins = test::pinDirOf(rig_->veth().rxNs(), rig_->rxIf());
+        pins = rig_->pinDir();
         netns[0] = rig_->veth().rxNs().path();
         netns[1] = rig_->veth().txNs().path();
 
@@ -385,7 +385,7 @@ TEST_F(KillSoak, NpfRecvKilledMidStreamAndRestarted)
         t_.bytesVerified += want.size();
 
         // The engines' snapshots: the killed ones left theirs, the last one's clean exit removes it.
-        const std::string run = test::runDirOf(rig_->veth().rxNs(), rig_->rxIf());
+        const std::string run = rig_->runDir();
         std::string left;
         std::error_code ec;
         for (const auto& e : fs::directory_iterator(run, ec))

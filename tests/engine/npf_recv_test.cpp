@@ -133,7 +133,7 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     KernelSocket kernel(rig, kPort);
     const std::string out1 = dir.path + "/out1", err1 = dir.path + "/err1";
     const std::string out2 = dir.path + "/out2", err2 = dir.path + "/err2";
-    const std::string pins = test::pinDirOf(rig.veth().rxNs(), rig.rxIf());
+    const std::string pins = rig.pinDir();
 
     // Stream A, killed half-way.
     auto recv1 = startRecv(rig, recvArgs(rig, out1, true), err1);
@@ -245,9 +245,7 @@ TEST_F(EngineE2E, NpfRecvKilledMidStreamFallsBackAndRestartResumes)
     std::string err2text = readFile(err2);
     std::printf("[ numbers  ] restart: %s", err2text.substr(err2text.find("npf-recv: ")).c_str());
 
-    int rc = -1;
-    rig.npfctl("detach --force " + rig.rxIf(), &rc);
-    EXPECT_EQ(rc, 0);
+    EXPECT_TRUE(rig.npfctlOk("detach --force " + rig.rxIf()));
     EXPECT_FALSE(fs::exists(pins)) << "detach --force must remove the pins";
 }
 
@@ -257,29 +255,23 @@ TEST_F(EngineE2E, NpfRecvLeavesAnOperatorsFlowInPlace)
 {
     Rig rig;
     TempDir dir;
-    int rc = -1;
-    rig.npfctl("attach " + rig.rxIf(), &rc);
-    ASSERT_EQ(rc, 0);
-    rig.npfctl("flow add " + rig.rxIf() + " " + std::to_string(kPort), &rc);
-    ASSERT_EQ(rc, 0);
+    ASSERT_TRUE(rig.npfctlOk("attach " + rig.rxIf()));
+    ASSERT_TRUE(rig.npfctlOk("flow add " + rig.rxIf() + " " + std::to_string(kPort)));
     const std::string out = dir.path + "/out", err = dir.path + "/err";
     std::vector<std::string> args = recvArgs(rig, out, false);
     args.insert(args.end(), {"-n", "100"});
     Child recv(rig.veth().rxNs().path(), args, err, true);
     ASSERT_TRUE(recv.ready());
-    Sender tx(rig.veth(), {.count = 100, .dstPort = kPort, .size = sizeVaried, .window = 128,
-                           .done = datagramsWritten(out, 0, sizeVaried)});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.count = 100, .dstPort = kPort, .size = sizeVaried, .window = 128,
+                                         .done = datagramsWritten(out, 0, sizeVaried)}), "");
     int st = -1;
     ASSERT_TRUE(recv.wait(int(test::kDeadline.count()), &st)) << readFile(err);
     EXPECT_EQ(st, 0) << readFile(err);
     EXPECT_TRUE(readFile(out) == streamBytes(0, 0, 100));
+    int rc = -1;
     const std::string flows = rig.npfctl("flow list " + rig.rxIf() + " --json", &rc);
     EXPECT_NE(flows.find("\"port\": " + std::to_string(kPort)), std::string::npos) << flows;
-    rig.npfctl("detach " + rig.rxIf(), &rc);
-    EXPECT_EQ(rc, 0);
+    EXPECT_TRUE(rig.npfctlOk("detach " + rig.rxIf()));
 }
 
 // Done means: npf-recv on a veth in a namespace, region cold, receives a
@@ -336,11 +328,8 @@ TEST_F(EngineE2E, NpfRecvSummaryAccountsForEveryDatagramWhenBuffersRunOut)
     uint64_t veth0 = rig.vethDrops();
     recv.kill(SIGSTOP);
     // A window ahead of XDP: drop_rnr is the point, an overflowing veth ring is not.
-    Sender tx(rig.veth(), {.sender = 0, .count = n, .dstPort = kPort, .size = sizeVaried, .window = 128,
-                           .done = seenByXdp(rig)});
-    tx.start();
-    tx.join();
-    ASSERT_EQ(tx.error(), "");
+    ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 0, .count = n, .dstPort = kPort, .size = sizeVaried, .window = 128,
+                                         .done = seenByXdp(rig)}), "");
     const Counters seen = xdpAfter(rig, xdp0, veth0, n);
     recv.kill(SIGCONT);
     int st = -1;
@@ -434,10 +423,7 @@ TEST_F(EngineE2E, NpfRecvNoUdpCsumAcceptsPartialChecksumsOfATrustedPeer)
             args.push_back("--no-udp-csum");
         Child recv(rig.veth().rxNs().path(), args, err, true);
         ASSERT_TRUE(recv.ready());
-        Sender tx(rig.veth(), {.sender = 0, .count = n, .dstPort = kPort, .size = sizeVaried});
-        tx.start();
-        tx.join();
-        ASSERT_EQ(tx.error(), "");
+        ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 0, .count = n, .dstPort = kPort, .size = sizeVaried}), "");
         if (!verify) {
             EXPECT_TRUE(test::waitUntil([&] { return !recv.running() || fs::file_size(out) >= want.size(); }))
                 << readFile(err);

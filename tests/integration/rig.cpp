@@ -1,6 +1,5 @@
 #include "rig.h"
 
-#include <filesystem>
 #include <stdexcept>
 
 #include "npf/abi.h"
@@ -34,30 +33,7 @@ void checkShellSafe(const std::string& payload)
 
 } // namespace
 
-Rig::Rig(test::VethOptions opt) : veth_(opt)
-{
-    // IPv6 would add ND/MLD packets of the kernel's own to the counters.
-    bool ok = true;
-    for (auto [ns, ifname] : {std::pair{&veth_.rxNs(), veth_.rxIf()}, std::pair{&veth_.txNs(), veth_.txIf()}})
-        ok = run(ns->exec() + "sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 "
-                              "net.ipv6.conf." + ifname + ".disable_ipv6=1").status == 0 && ok;
-    ipv6Off_ = ok;
-}
-
-Rig::~Rig()
-{
-    // Whatever the test left: npf's program and pins. The namespaces (and so
-    // the veths and any other XDP program) go with veth_.
-    try {
-        npfctl("detach --force " + rxIf());
-    } catch (const std::exception&) {
-        // fork failed; the pins are removed below all the same
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(pinDir(), ec);
-}
-
-std::string Rig::pinDir() const { return test::pinDirOf(veth_.rxNs(), rxIf()); }
+Rig::Rig(test::VethOptions opt) : NpfVeth(opt, NPFCTL_PATH) {}
 
 RunResult Rig::npfctl(const std::string& args, bool inRx)
 {

@@ -23,19 +23,13 @@ using test::delta;
 // npfctl exit codes (docs/cli.md).
 enum Exit { kOk = 0, kRuntime = 1, kUsage = 2, kPermission = 3, kNoIface = 4, kConflict = 5 };
 
-class Rig {
+// NpfVeth removes what npf left (program, pins) even when the test failed half-way.
+class Rig : public test::NpfVeth {
 public:
     explicit Rig(test::VethOptions opt = {});
-    ~Rig();
-    Rig(const Rig&) = delete;
-    Rig& operator=(const Rig&) = delete;
 
-    test::VethPair& veth() { return veth_; }
-    const std::string& rxIf() const { return veth_.rxIf(); }
-    const std::string& rxAddr() const { return veth_.rxAddr(); }
-    std::string pinDir() const;
     // IPv6 could be disabled on both ends: counter deltas are exact.
-    bool exactCounts() const { return ipv6Off_; }
+    bool exactCounts() const { return ipv6Off(); }
 
     RunResult npfctl(const std::string& args, bool inRx = true);
     RunResult inRx(const std::string& cmd) { return run(veth_.rxNs().exec() + cmd); }
@@ -51,10 +45,6 @@ public:
     // payload: [A-Za-z0-9._-] only (it goes through the shell).
     void socatSend(const std::string& payload, uint16_t port);
     void ncSend(const std::string& payload, uint16_t port);
-
-private:
-    test::VethPair veth_;
-    bool ipv6Off_ = false;
 };
 
 

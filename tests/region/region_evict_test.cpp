@@ -114,9 +114,7 @@ TEST(RegionEvict, ReleasedPageWrittenOnTheFastPathIsSaved)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    RegionConfig c = smallConfig();
-    c.epochs = &epochs;
-    Region r(c);
+    Region r(withEpochs(epochs));
     auto old = fillPages(r, 0, 2, 11);
     ASSERT_EQ(r.release(0, 2 * kPg), 2);
     auto fresh = randomBytes(1472, 12);
@@ -390,9 +388,7 @@ TEST(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    RegionConfig c = smallConfig();
-    c.epochs = &epochs;
-    Region r(c);
+    Region r(withEpochs(epochs));
     fillPages(r, 0, 4, 9);
     std::promise<void> entered, release;
     auto released = release.get_future().share();

@@ -121,4 +121,12 @@ inline RegionConfig smallConfig(uint64_t size = 64ull << 20)
     return c;
 }
 
+// smallConfig() whose fast-path writers enter `epochs` (RegionConfig::epochs).
+inline RegionConfig withEpochs(EpochDomain& epochs)
+{
+    RegionConfig c = smallConfig();
+    c.epochs = &epochs;
+    return c;
+}
+
 } // namespace npf::test
