@@ -6,6 +6,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "npf/abi.h"
+#include "lib/npf_xsks.h"
 
 /* UDP destination (port, optional address) -> flow (id, gen, region size).
  * Not preallocated: a replaced value is freed after an RCU grace period, so
@@ -60,14 +61,6 @@ NPF_REGIONS_MAP(1) npf_regions_1 SEC(".maps");
 NPF_REGIONS_MAP(2) npf_regions_2 SEC(".maps");
 NPF_REGIONS_MAP(3) npf_regions_3 SEC(".maps");
 NPF_REGIONS_MAP(4) npf_regions_4 SEC(".maps");
-
-/* AF_XDP sockets: slot NPF_XSK_PRIMARY(q) and NPF_XSK_BACKUP(q) per RX queue q. */
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, NPF_MAX_QUEUES * 2);
-	__type(key, __u32);
-	__type(value, __u32);
-} npf_xsks SEC(".maps");
 
 /* Outcome counters (enum npf_stat), per CPU. */
 struct {

@@ -5,16 +5,7 @@
  * XDP program can; npfctl runs this once with BPF_PROG_TEST_RUN after
  * pointing npf_xsks at the pinned map (bpf_map__reuse_fd). Never attached.
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
-#include "npf/abi.h"
-
-struct {
-	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, NPF_MAX_QUEUES * 2);
-	__type(key, __u32);
-	__type(value, __u32);
-} npf_xsks SEC(".maps");
+#include "lib/npf_xsks.h"
 
 /* Slots probed: max_entries of the reused map. */
 const volatile __u32 npf_probe_slots = NPF_MAX_QUEUES * 2;

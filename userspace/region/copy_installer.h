@@ -10,16 +10,9 @@
 
 #include "region/batch_timing.h"
 #include "region/install_batch.h"
+#include "region/region_fwd.h"
 
 namespace npf {
-
-class MmapArea;
-class PageIo;
-class PageState;
-class PatchPlan;
-class SpillFile;
-class Userfaultfd;
-struct RegionCounters;
 
 class CopyInstaller {
 public:

@@ -121,6 +121,20 @@ std::string fdLink(int fd)
     return std::string(target, static_cast<size_t>(n));
 }
 
+// One message of one buffer, with room for kMaxFds descriptors of control data.
+struct MessageHeader {
+    explicit MessageHeader(iovec* iov)
+    {
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 1;
+    }
+    msghdr msg{};
+    union {
+        cmsghdr align;
+        char buf[CMSG_SPACE(kMaxFds * sizeof(int))];
+    } control{};
+};
+
 } // namespace
 
 Listener::Listener(Fd fd, std::string path) noexcept : fd_(std::move(fd)), path_(std::move(path))
@@ -255,13 +269,9 @@ IoStatus sendMessage(int fd, std::string_view bytes, std::span<const int> fds)
                                            std::to_string(kMaxFds));
 
     iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    union {
-        cmsghdr align;
-        char buf[CMSG_SPACE(kMaxFds * sizeof(int))];
-    } control{};
+    MessageHeader h(&iov);
+    msghdr& msg = h.msg;
+    auto& control = h.control;
     if (!fds.empty()) {
         msg.msg_control = control.buf;
         msg.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
@@ -295,13 +305,9 @@ RecvResult recvMessage(int fd)
     std::string& bytes = r.message.bytes;
     bytes.resize(kMaxMessage);
     iovec iov{bytes.data(), bytes.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    union {
-        cmsghdr align;
-        char buf[CMSG_SPACE(kMaxFds * sizeof(int))];
-    } control{};
+    MessageHeader h(&iov);
+    msghdr& msg = h.msg;
+    auto& control = h.control;
     msg.msg_control = control.buf;
     msg.msg_controllen = sizeof(control.buf);
 

@@ -187,6 +187,19 @@ private:
     uint32_t forEachPacket(const RxRing& rx, uint32_t first, uint32_t n, uint32_t max, bool* skipping,
                            RingCounters& cnt, uint64_t* frames, uint32_t* nf, Each&& each) const noexcept;
     void recycle(const uint64_t* frames, uint32_t n) noexcept;
+    // The end of a poll that used `used` descriptors of rx (0: nothing
+    // happened): gives them back to the kernel, recycles frames[0 .. n) and
+    // counts `ok` packets of `bytes` payload bytes in cnt.
+    void finishPoll(RxRing& rx, uint32_t used, const uint64_t* frames, uint32_t n, RingCounters& cnt, uint64_t ok,
+                    uint64_t bytes) noexcept
+    {
+        if (!used)
+            return;
+        rx.release(used);
+        recycle(frames, n);
+        bump(cnt.packets, ok);
+        bump(cnt.bytes, bytes);
+    }
 
     QueueConfig cfg_;
     const FlowSet& flows_;
@@ -350,12 +363,7 @@ uint32_t QueueSockets::pollPrimary(uint32_t max, Sink&& sink) noexcept
         if (ok)
             sink(std::span<const RxPacket>(pkts, ok));
     }
-    if (used) {
-        rx.release(used);
-        recycle(frames, nf);
-        bump(primaryCnt_.packets, ok);
-        bump(primaryCnt_.bytes, bytes);
-    }
+    finishPoll(rx, used, frames, nf, primaryCnt_, ok, bytes);
     return used;
 }
 
@@ -385,14 +393,9 @@ uint32_t QueueSockets::peekBackup(uint32_t max, Sink&& sink) noexcept
                 nbad += got;
             }
         });
-    if (used) {
-        // The descriptors are copied out; the frames themselves stay ours
-        // until released, so the RX slots can go back to the kernel now.
-        rx.release(used);
-        recycle(bad, nbad);
-        bump(backupCnt_.packets, ok);
-        bump(backupCnt_.bytes, bytes);
-    }
+    // The descriptors are copied out; the frames themselves stay ours until
+    // released, so the RX slots can go back to the kernel now.
+    finishPoll(rx, used, bad, nbad, backupCnt_, ok, bytes);
     return used;
 }
 

@@ -35,17 +35,32 @@ inline void storeRelease(uint32_t* p, uint32_t v) noexcept
 {
     std::atomic_ref<uint32_t>(*p).store(v, std::memory_order_release);
 }
+
+// What either end of a ring keeps: its pointers and cached copies of both
+// shared indexes, read when the view is made.
+class RingView {
+public:
+    uint32_t size() const noexcept { return p_.size; }
+
+protected:
+    RingView() noexcept = default;
+    explicit RingView(const RingPtrs& p) noexcept
+        : p_(p), mask_(p.size - 1), cachedProd_(loadAcquire(p.producer)), cachedCons_(loadAcquire(p.consumer))
+    {
+    }
+
+    RingPtrs p_;
+    uint32_t mask_ = 0;
+    uint32_t cachedProd_ = 0;
+    uint32_t cachedCons_ = 0;
+};
 } // namespace detail
 
 // Ring userspace produces into (fill ring of u64 frame addresses).
-class ProdRing {
+class ProdRing : public detail::RingView {
 public:
     ProdRing() noexcept = default;
-    explicit ProdRing(const RingPtrs& p) noexcept
-        : p_(p), mask_(p.size - 1), cachedProd_(detail::loadAcquire(p.producer)),
-          cachedCons_(detail::loadAcquire(p.consumer))
-    {
-    }
+    explicit ProdRing(const RingPtrs& p) noexcept : RingView(p) {}
 
     // Free slots, refreshing the consumer index only if fewer than `want` are known free.
     uint32_t freeSlots(uint32_t want) noexcept
@@ -77,25 +92,14 @@ public:
     {
         return std::atomic_ref<uint32_t>(*p_.flags).load(std::memory_order_relaxed) & XDP_RING_NEED_WAKEUP;
     }
-    uint32_t size() const noexcept { return p_.size; }
-
-private:
-    RingPtrs p_;
-    uint32_t mask_ = 0;
-    uint32_t cachedProd_ = 0;
-    uint32_t cachedCons_ = 0;
 };
 
 // Ring userspace consumes from (RX ring of xdp_desc; the completion ring would be ConsRing<uint64_t>).
 template <typename Desc>
-class ConsRing {
+class ConsRing : public detail::RingView {
 public:
     ConsRing() noexcept = default;
-    explicit ConsRing(const RingPtrs& p) noexcept
-        : p_(p), mask_(p.size - 1), cachedProd_(detail::loadAcquire(p.producer)),
-          cachedCons_(detail::loadAcquire(p.consumer))
-    {
-    }
+    explicit ConsRing(const RingPtrs& p) noexcept : RingView(p) {}
 
     // Up to `max` available entries; *first gets the index of the first one.
     uint32_t peek(uint32_t max, uint32_t* first) noexcept
@@ -125,13 +129,6 @@ public:
     // producedIndex() was read is released once consumedIndex() passes it.
     uint32_t producedIndex() const noexcept { return detail::loadAcquire(p_.producer); }
     uint32_t consumedIndex() const noexcept { return detail::loadAcquire(p_.consumer); }
-    uint32_t size() const noexcept { return p_.size; }
-
-private:
-    RingPtrs p_;
-    uint32_t mask_ = 0;
-    uint32_t cachedProd_ = 0;
-    uint32_t cachedCons_ = 0;
 };
 
 using RxRing = ConsRing<xdp_desc>;

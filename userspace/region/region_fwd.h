@@ -1,0 +1,15 @@
+// Forward declarations of a region's parts, for the headers that only keep
+// references to them (the installers).
+#pragma once
+
+namespace npf {
+
+class MmapArea;
+class PageIo;
+class PageState;
+class PatchPlan;
+class SpillFile;
+class Userfaultfd;
+struct RegionCounters;
+
+} // namespace npf
