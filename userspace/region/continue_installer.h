@@ -10,6 +10,7 @@
 
 #include "region/batch_timing.h"
 #include "region/install_batch.h"
+#include "region/region_stats.h"
 
 namespace npf {
 
@@ -19,7 +20,6 @@ class PageState;
 class PatchPlan;
 class SpillFile;
 class Userfaultfd;
-struct RegionCounters;
 
 class ContinueInstaller {
 public:
