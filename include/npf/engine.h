@@ -41,7 +41,7 @@ struct EngineConfig {
     uint32_t queues = 0;                  // RX queues to serve: 0 = all the program serves
     uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of pageSize)
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
-    // The region's page size: 4096, or 2 MiB (kHugePageSize): hugetlbfs pages
+    // The region's page size: 4096, or 2 MiB (2ull << 20): hugetlbfs pages
     // from the kernel's pool (/proc/sys/vm/nr_hugepages must hold the
     // resident budget, or the whole region without one). Residency, faults,
     // eviction and prefetch then move 2 MiB at a time.
@@ -62,8 +62,8 @@ struct EngineConfig {
     // posted buffers bound the datagrams in flight, so RX rings with room for
     // NPF_POST_RING_SIZE of the interface's largest packets and twice as many
     // frames never overflow with one flow: the post ring is the flow control.
-    // 0 = sized so from the interface's MTU when the engine starts
-    // (xsk/sizing.h): MTU 1500: 2048-byte frames, 8192 (16 MiB), 4096-entry
+    // 0 = sized so from the interface's MTU when the engine starts:
+    // MTU 1500: 2048-byte frames, 8192 (16 MiB), 4096-entry
     // rings; MTU 9000: 4096-byte frames, 3 per datagram, 24576 (96 MiB),
     // 16384-entry rings. Set them lower if fewer large datagrams can be in
     // flight (fewer buffers posted): too few frames show as kernel drops.
@@ -88,7 +88,9 @@ struct EngineConfig {
     // the kernel can write it back and drop it from memory. "" = a memfd
     // (stays in RAM: eviction then bounds the region, not the process).
     std::string spillDir = "/var/tmp";
-    std::string statsPath;                // JSON snapshot for `npfctl stats`; "" = /run/npf/<ifname>/engine.json
+    // JSON snapshot for `npfctl stats`; "" = /run/npf/netns-<inode>/<ifname>/engine.json,
+    // <inode> the network namespace's (as the pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/).
+    std::string statsPath;
 };
 
 class Engine;
@@ -171,8 +173,10 @@ public:
     // summed over CPUs): interface-wide, every flow and every packet, since
     // the program was attached. Throws std::system_error if the map read fails.
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
-    // Queues served and whether they run zero-copy.
+    // RX queues served (a primary and a backup AF_XDP socket each).
     uint32_t queues() const noexcept;
+    // True if this engine attached npf_xdp (and detaches it when destroyed);
+    // false if it was attached already (`npfctl attach`) and stays.
     bool attachedByUs() const noexcept;
 
     struct Impl;
