@@ -43,7 +43,10 @@
 #define NPF_BITMAP_CLASSES 5
 #define NPF_BITMAP_CLASS_PAGES(c) (1ull << ((c) < 4 ? 14 + 4 * (c) : 28))
 
-/* ---- map names (pin names under /sys/fs/bpf/npf/<ifname>/) ---------- */
+/* ---- pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/<map name> ----------- */
+/* <inode>: the network namespace's nsfs inode, so that same-named interfaces
+ * of two namespaces each have an instance (docs/cli.md, "Pins and network
+ * namespaces"). */
 
 #define NPF_PIN_ROOT "/sys/fs/bpf/npf"
 #define NPF_PROG_NAME "npf_xdp"
@@ -249,7 +252,7 @@ struct npf_completion_ring {
 	__u64 prod;      /* written by the producer (release) */
 	__u64 pad0[7];
 	__u64 cons;      /* written by the consumer (release) */
-	__u64 waiting;   /* consumer asleep on the eventfd (see completion_ring.cpp) */
+	__u64 waiting;   /* consumer asleep on its notifier (a pipe; see completion_ring.cpp) */
 	__u64 pad1[6];
 	__u32 size;      /* entries, a power of two */
 	__u32 magic;     /* NPF_RING_MAGIC */

@@ -3,7 +3,7 @@
 // registered with its own userfaultfd, both handed to npfd -- and gets the
 // same npf::Flow as with npf::Engine; only the construction differs:
 //
-//   npf::Client cli({.regionSize = 64ull << 30, .residentBudget = 1ull << 30});
+//   npf::Client cli({.regionSize = 64ull << 20, .residentBudget = 8ull << 20});   // within npfd's rule
 //   npf::Flow& f = cli.openFlow(9000);
 //   f.post(0, 2048);                       // [offset, offset + len) of cli.region()
 //   npf_completion c[64];

@@ -1,9 +1,10 @@
 // One definition per counter: a table names each counter of a stats struct
 // once, with its unit and help line, and a static_assert ties the table to
 // the struct (like enum npf_stat and ctl::kStatNames). Everything that shows
-// counters loops over a table: the engine's JSON snapshot and `npfctl stats`
-// (ctl/engine_stats.h), npf-recv's summary, docs/cli.md "Counters" (checked
-// by tests/ctl/counters_test.cpp).
+// counters loops over a table, and so does every thread that counts (it
+// keeps one atomic per table entry and the snapshot sums them): the engine's
+// JSON snapshot, `npfctl stats`, npf-recv's summary, Prometheus, and
+// docs/cli.md "Counters" (checked by a test).
 //
 // Names map to Prometheus mechanically: npf_<name>, plus _total unless the
 // counter is a gauge. A counter in bytes ends its name in _bytes; other
@@ -17,16 +18,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "npf/engine.h"
+#include "npf/stats.h"
 
 namespace npf {
 
-// One counter of `Stats`. (V = std::atomic<uint64_t> addresses the same
-// counter in a struct of atomics with the same field names, see RegionStats.)
-template <typename Stats, typename V = uint64_t>
+// One counter of `Stats`: a uint64_t field of it.
+template <typename S>
 struct CounterDef {
+    using Stats = S;
     const char* name;         // snake_case: JSON key, `npfctl stats` row, Prometheus npf_<name>[_total]
-    V Stats::*member;
+    uint64_t Stats::*member;
     const char* unit;         // what one count is: "datagrams", "pages", "bytes", ...
     const char* help;         // one line
     bool gauge = false;       // a level now (goes down too); otherwise monotonic since start
@@ -54,7 +55,7 @@ inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
      "seqs completed TRUNCATED (datagram longer than its buffer)"},
     {"completed_lost", &EngineStats::completedLost, "completions", "seqs completed LOST"},
     {"completed_bad_csum", &EngineStats::completedBadCsum, "completions", "seqs completed BAD_CSUM"},
-    {"cpu_faults", &EngineStats::cpuFaults, "faults", "CPU page faults on the region served by the pager"},
+    {"cpu_faults", &EngineStats::cpuFaults, "faults", "CPU page faults on the regions served by the pager (an npfd client's own included)"},
     {"packet_faults", &EngineStats::packetFaults, "pages", "pages installed for datagrams (fault path)"},
     {"prefetched", &EngineStats::prefetched, "pages", "pages installed ahead of posted buffers after a fault"},
     {"evicted", &EngineStats::evicted, "pages", "pages evicted from the region"},
@@ -146,6 +147,14 @@ static_assert(sizeof(EngineStats::Latency) == kLatencyFields.size() * sizeof(uin
 static_assert(sizeof(EngineStats) == kEngineCounters.size() * sizeof(uint64_t) +
                                          kEngineLatencies.size() * sizeof(EngineStats::Latency),
               "kEngineCounters and kEngineLatencies must list every field of EngineStats");
+
+// to += from, counter by counter, for the counters of `table`.
+template <typename Table, typename Stats>
+constexpr void addCounters(const Table& table, Stats& to, const Stats& from) noexcept
+{
+    for (const auto& c : table)
+        to.*c.member += from.*c.member;
+}
 
 // The table entry of an EngineStats member (a compile error in a constant
 // expression when the member has none).

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "npf/abi.h"
+#include "npf/stats.h"
 
 namespace npf {
 
@@ -40,7 +41,7 @@ struct EngineConfig {
     uint32_t queues = 0;                  // RX queues to serve: 0 = all the program serves
     uint64_t regionSize = 1ull << 30;     // bytes of virtual receive memory (multiple of pageSize)
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
-    // The region's page size: 4096, or 2 MiB (kHugePageSize): hugetlbfs pages
+    // The region's page size: 4096, or 2 MiB (2ull << 20): hugetlbfs pages
     // from the kernel's pool (/proc/sys/vm/nr_hugepages must hold the
     // resident budget, or the whole region without one). Residency, faults,
     // eviction and prefetch then move 2 MiB at a time.
@@ -61,8 +62,8 @@ struct EngineConfig {
     // posted buffers bound the datagrams in flight, so RX rings with room for
     // NPF_POST_RING_SIZE of the interface's largest packets and twice as many
     // frames never overflow with one flow: the post ring is the flow control.
-    // 0 = sized so from the interface's MTU when the engine starts
-    // (xsk/sizing.h): MTU 1500: 2048-byte frames, 8192 (16 MiB), 4096-entry
+    // 0 = sized so from the interface's MTU when the engine starts:
+    // MTU 1500: 2048-byte frames, 8192 (16 MiB), 4096-entry
     // rings; MTU 9000: 4096-byte frames, 3 per datagram, 24576 (96 MiB),
     // 16384-entry rings. Set them lower if fewer large datagrams can be in
     // flight (fewer buffers posted): too few frames show as kernel drops.
@@ -87,26 +88,9 @@ struct EngineConfig {
     // the kernel can write it back and drop it from memory. "" = a memfd
     // (stays in RAM: eviction then bounds the region, not the process).
     std::string spillDir = "/var/tmp";
-    std::string statsPath;                // JSON snapshot for `npfctl stats`; "" = /run/npf/<ifname>/engine.json
-};
-
-// Counters of the whole engine. Names, units and help of every field are in
-// npf/counters.h (kEngineCounters, kEngineLatencies), the one place that
-// defines them: a field added here fails to compile until it is listed there.
-struct EngineStats {
-    uint64_t fastPath = 0, faultPath = 0, deferred = 0, badMeta = 0, rejected = 0, mismatch = 0;
-    uint64_t placeErrors = 0, csumErrors = 0, late = 0, faultDrops = 0, deferDrops = 0;
-    uint64_t completedOk = 0, completedTruncated = 0, completedLost = 0, completedBadCsum = 0;
-    uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
-    uint64_t residentPages = 0, pinnedBytes = 0; // gauges
-    uint64_t kernelRxDropped = 0;
-    // ns from one stage of a datagram to the next: p50/p99/p999/max.
-    struct Latency {
-        uint64_t count = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
-        bool operator==(const Latency&) const = default;
-    };
-    Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
-    bool operator==(const EngineStats&) const = default;
+    // JSON snapshot for `npfctl stats`; "" = /run/npf/netns-<inode>/<ifname>/engine.json,
+    // <inode> the network namespace's (as the pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/).
+    std::string statsPath;
 };
 
 class Engine;
@@ -189,8 +173,10 @@ public:
     // summed over CPUs): interface-wide, every flow and every packet, since
     // the program was attached. Throws std::system_error if the map read fails.
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
-    // Queues served and whether they run zero-copy.
+    // RX queues served (a primary and a backup AF_XDP socket each).
     uint32_t queues() const noexcept;
+    // True if this engine attached npf_xdp (and detaches it when destroyed);
+    // false if it was attached already (`npfctl attach`) and stays.
     bool attachedByUs() const noexcept;
 
     struct Impl;

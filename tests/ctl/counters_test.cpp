@@ -1,7 +1,7 @@
-// The counter tables of include/npf/counters.h (and region/region.h) and
-// NPF_STATS (npf/abi.h): the engine JSON written and read back from them,
-// their names, and the lists in docs/cli.md ("Counters") that must agree
-// with them.
+// The counter tables of include/npf/counters.h (and region/region_stats.h)
+// and NPF_STATS (npf/abi.h): the engine JSON written and read back from
+// them, their names, and the lists in docs/cli.md ("Counters") that must
+// agree with them.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -18,7 +18,7 @@
 #include "ctl/stats.h"
 #include "doc_section.h"
 #include "npf/counters.h"
-#include "region/region.h"
+#include "region/region_stats.h"
 
 namespace npf::ctl {
 namespace {
@@ -172,11 +172,18 @@ TEST(EngineCounters, NpfctlRowsFromSnapshot)
     if (!out)
         GTEST_SKIP() << "cannot write " << path << " (needs root)";
     const EngineStats s = distinctStats();
-    out << engineStatsJson(s, ifname, ::getpid(), 1).dump();
+    RegionStats r;
+    uint64_t v = 7000;
+    for (const auto& d : kRegionCounters)
+        r.*d.member = v++;
+    Json snapshot = engineStatsJson(s, ifname, ::getpid(), 1);
+    addRegionStats(snapshot, r);
+    out << snapshot.dump();
     out.close();
 
     Counters c = engineCounters(ifname);
-    ASSERT_EQ(c.size(), kEngineCounters.size() + kEngineLatencies.size() * kLatencyFields.size());
+    ASSERT_EQ(c.size(),
+              kEngineCounters.size() + kEngineLatencies.size() * kLatencyFields.size() + kRegionCounters.size());
     size_t i = 0;
     for (const auto& d : kEngineCounters) {
         EXPECT_EQ(c[i].group, "engine");
@@ -186,8 +193,15 @@ TEST(EngineCounters, NpfctlRowsFromSnapshot)
     }
     EXPECT_EQ(c[i].group, "latency");
     EXPECT_EQ(c[i].name, "steer_to_pickup_count");
-    EXPECT_EQ(c.back().name, "fast_total_max_ns");
-    EXPECT_EQ(c.back().value, s.fastTotal.max);
+    i += kEngineLatencies.size() * kLatencyFields.size();
+    EXPECT_EQ(c[i - 1].name, "fast_total_max_ns");
+    EXPECT_EQ(c[i - 1].value, s.fastTotal.max);
+    for (const auto& d : kRegionCounters) {
+        EXPECT_EQ(c[i].group, "region");
+        EXPECT_EQ(c[i].name, d.name);
+        EXPECT_EQ(c[i].value, r.*d.member);
+        ++i;
+    }
 
     std::ofstream(path) << engineStatsJson(s, ifname, 0x7ffffff0, 1).dump(); // no such pid
     EXPECT_TRUE(engineCounters(ifname).empty());
@@ -217,6 +231,9 @@ std::string expectedDocRows()
     for (const auto& d : kEngineCounters)
         out += std::string("| `") + d.name + "` | " + d.unit + " | " + (d.gauge ? "gauge" : "counter") + " | " +
                d.help + " |\n";
+    out += "\n| region counter | unit | help |\n|---|---|---|\n";
+    for (const auto& d : kRegionCounters)
+        out += std::string("| `") + d.name + "` | " + d.unit + " | " + d.help + " |\n";
     out += "\n| latency | help |\n|---|---|\n";
     for (const LatencyDef& d : kEngineLatencies)
         out += std::string("| `") + d.name + "` | " + d.help + " |\n";

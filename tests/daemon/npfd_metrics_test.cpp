@@ -37,6 +37,7 @@
 #include "npf/client.h"
 #include "npf/counters.h"
 #include "npfd_rig.h"
+#include "region/region_stats.h"
 #include "wait.h"
 
 namespace npf::e2e {
@@ -51,6 +52,7 @@ std::string counterName(const CounterDef<EngineStats>& c)
 {
     return std::string("npf_") + c.name + (c.gauge ? "" : "_total");
 }
+std::string regionName(const CounterDef<RegionStats>& c) { return std::string("npf_region_") + c.name + "_total"; }
 std::string xdpName(const std::string& n)
 {
     return "npf_xdp_" + n + (n.ends_with("_total") ? "" : "_total");
@@ -65,6 +67,8 @@ std::string expectedDocNames()
     auto row = [&](const std::string& name, const char* type) { out << std::left << std::setw(44) << name << type << "\n"; };
     for (const auto& c : kEngineCounters)
         row(counterName(c), c.gauge ? "gauge" : "counter");
+    for (const auto& c : kRegionCounters)
+        row(regionName(c), "counter");
     for (const char* n : ctl::kStatNames)
         row(xdpName(n), "counter");
     for (const LatencyDef& l : kEngineLatencies)
@@ -238,6 +242,19 @@ private:
     std::unique_ptr<Exporter> exporter_;
 };
 
+size_t expectedNpfFamilies()
+{
+    // The tables' families, + npf_clients and npf_flow_completed_total.
+    return kEngineCounters.size() + kRegionCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
+}
+size_t npfFamilies(const Scrape& s)
+{
+    size_t n = 0;
+    for (const auto& [name, type] : s.type)
+        n += name.rfind("npf_", 0) == 0 && s.help.count(name);
+    return n;
+}
+
 TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
 {
     auto& [rig, dir, mport, npfd] = exporter();
@@ -265,6 +282,10 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         EXPECT_NE(before.help.count(n) ? before.help.at(n).find(c.help) : std::string::npos, std::string::npos)
             << n << ": help from the table";
     }
+    for (const auto& c : kRegionCounters) {
+        expectFamily(before, regionName(c), "counter");
+        EXPECT_TRUE(before.has(series(regionName(c)))) << c.name;
+    }
     for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
         const std::string n = xdpName(ctl::kStatNames[i]);
         expectFamily(before, n, "counter");
@@ -282,11 +303,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     }
     // No npf_ family but the tables' (the exporter adds prometheus-cpp's
     // exposer_* ones about itself, as its Exposer did).
-    size_t npfFamilies = 0;
-    for (const auto& [name, type] : before.type)
-        npfFamilies += name.rfind("npf_", 0) == 0;
-    EXPECT_EQ(npfFamilies,
-              kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2); // + npf_clients, npf_flow_completed_total
+    EXPECT_EQ(npfFamilies(before), expectedNpfFamilies());
     expectFamily(before, "npf_clients", "gauge");
     expectFamily(before, "npf_flow_completed_total", "counter");
     EXPECT_EQ(before.at("npf_clients"), 0);
@@ -314,6 +331,11 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         for (const char* st : {"truncated", "lost", "bad_csum"})
             EXPECT_EQ(during.at(flow + st + "\"}"), 0) << st;
         EXPECT_EQ(during.at("npf_clients"), 1);
+        // The client reads a page it never posted: a fault on its own
+        // mapping, served through its userfaultfd, is one of the node's.
+        const uint64_t own = cli.stats().cpuFaults;
+        EXPECT_EQ(cli.region()[3 << 20], 0);
+        EXPECT_GT(cli.stats().cpuFaults, own);
     }
     // The client has gone: its completions stay in the totals.
     const std::string ok = series("npf_completed_ok_total");
@@ -340,8 +362,13 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
             EXPECT_GE(delta(counterName(c)), 0) << c.name;
         }
     }
+    for (const auto& c : kRegionCounters)
+        EXPECT_GE(delta(regionName(c)), 0) << c.name;
     for (const char* x : ctl::kStatNames)
         EXPECT_GE(delta(xdpName(x)), 0) << x;
+    // The client's own fault, with it gone: in the totals still.
+    EXPECT_GE(delta("npf_region_client_faults_total"), 1);
+    EXPECT_GE(delta("npf_cpu_faults_total"), delta("npf_region_client_faults_total"));
     EXPECT_GE(delta(latencyName(kEngineLatencies[4]) + "_count") + delta(latencyName(kEngineLatencies[5]) + "_count"),
               kN)
         << "fault_total + fast_total";
@@ -380,18 +407,6 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
 // ---- hostile peers ------------------------------------------------------------------
 
 // The families of every table and npfd's own two, each with HELP and TYPE.
-size_t expectedNpfFamilies()
-{
-    return kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
-}
-size_t npfFamilies(const Scrape& s)
-{
-    size_t n = 0;
-    for (const auto& [name, type] : s.type)
-        n += name.rfind("npf_", 0) == 0 && s.help.count(name);
-    return n;
-}
-
 // Slowloris: connections that each sent part of a request line and then one
 // byte now and then, never finishing it. A scrape among them still gets the
 // whole body, and npfd closes every one of them however steadily it

@@ -69,10 +69,10 @@ TEST(Evictor, SavesAndFencesKeptPagesDropsReleasedOnes)
     EXPECT_EQ(t.host.graces, 2) << "batches of 4: 0-3, 4-5";
     EXPECT_EQ(t.host.raised, (std::vector<FenceRun>{{0, 2}, {4, 2}})) << "released pages skip the fence";
     EXPECT_EQ(t.host.lifted, t.host.raised);
-    EXPECT_EQ(t.c.evicted.load(), 6u);
-    EXPECT_EQ(t.c.spilled.load(), 4u);
-    EXPECT_EQ(t.c.discarded.load(), 2u);
-    EXPECT_EQ(t.c.errors.load(), 0u);
+    EXPECT_EQ(t.c.get<&RegionStats::evicted>(), 6u);
+    EXPECT_EQ(t.c.get<&RegionStats::spilled>(), 4u);
+    EXPECT_EQ(t.c.get<&RegionStats::discarded>(), 2u);
+    EXPECT_EQ(t.c.get<&RegionStats::errors>(), 0u);
     EXPECT_EQ(t.state.residentPages(), 0u);
     EXPECT_FALSE(t.state.isResident(0, 1));
     EXPECT_EQ(t.memfdBytes(), 0u) << "every victim punched";
@@ -94,8 +94,8 @@ TEST(Evictor, ReleaseEndedDuringTheGracePeriodIsSaved)
     EXPECT_EQ(t.state.release(0, 2 * kPg, [](uint64_t) {}), 2);
     t.host.duringGrace = [&] { t.state.markReferenced(kPg + 100, 10); };
     EXPECT_EQ(t.evictor.evictTo(0, true), 2);
-    EXPECT_EQ(t.c.discarded.load(), 1u);
-    EXPECT_EQ(t.c.spilled.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::discarded>(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::spilled>(), 1u);
     EXPECT_TRUE(t.state.saved(1));
     EXPECT_EQ(t.host.raised, (std::vector<FenceRun>{{1, 1}}));
 }
@@ -106,9 +106,9 @@ TEST(Evictor, VictimsWhoseFenceFailsStayResident)
     EvictTarget t(4, 64);
     t.host.raiseError = -EAGAIN;
     EXPECT_EQ(t.evictor.evictTo(0, true), -EIO) << "nothing evicted";
-    EXPECT_EQ(t.c.errors.load(), 1u) << "one run";
-    EXPECT_EQ(t.c.evicted.load(), 0u);
-    EXPECT_EQ(t.c.spilled.load(), 0u) << "no save behind a fence that is not up";
+    EXPECT_EQ(t.c.get<&RegionStats::errors>(), 1u) << "one run";
+    EXPECT_EQ(t.c.get<&RegionStats::evicted>(), 0u);
+    EXPECT_EQ(t.c.get<&RegionStats::spilled>(), 0u) << "no save behind a fence that is not up";
     EXPECT_EQ(t.spillBytes(), 0u);
     EXPECT_EQ(t.state.residentPages(), 4u);
     EXPECT_TRUE(t.state.isResident(0, 4 * kPg)) << "resident bits set again";
@@ -127,7 +127,7 @@ TEST(Evictor, ProtectedPagesBlockEviction)
     EvictTarget t(3, 64);
     t.state.protect(0, 3 * kPg);
     EXPECT_EQ(t.evictor.evictTo(0, true), 0);
-    EXPECT_EQ(t.c.evictBlocked.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::evictBlocked>(), 1u);
     EXPECT_EQ(t.host.graces, 0) << "no victim, no grace period";
     t.state.unprotect(kPg, 1);
     EXPECT_EQ(t.evictor.evictTo(1, false), 1) << "down to the target";

@@ -31,17 +31,17 @@ TEST(CopyInstaller, CopiesOneRunOfConsecutivePagesPerIoctl)
     t.installer.install(t.bare({1, 2, 3, 4, 5, 6, 7, 9}), &tm);
     for (int s : t.status)
         EXPECT_EQ(s, 0);
-    EXPECT_EQ(t.c.copyCalls.load(), 3u) << "1-4, 5-7, 9";
+    EXPECT_EQ(t.c.get<&RegionStats::copyCalls>(), 3u) << "1-4, 5-7, 9";
     EXPECT_EQ(tm.copies, 3u);
     EXPECT_EQ(tm.pages, 8u);
-    EXPECT_EQ(t.c.pagesInstalled.load(), 8u);
+    EXPECT_EQ(t.c.get<&RegionStats::pagesInstalled>(), 8u);
     EXPECT_NE(tm.imageReady, 0u);
     EXPECT_NE(tm.copyDone, 0u);
     EXPECT_EQ(t.state.residentPages(), 8u);
     EXPECT_TRUE(t.state.isResident(kPg, 7 * kPg));
     EXPECT_FALSE(t.state.isResident(8 * kPg, 1));
     EXPECT_TRUE(allZero(t.at(1), 7 * kPg)) << "installed pages read zero, without a fault";
-    EXPECT_EQ(t.c.errors.load(), 0u);
+    EXPECT_EQ(t.c.get<&RegionStats::errors>(), 0u);
 }
 
 TEST(CopyInstaller, ImagesCarrySavedContentAndEveryPayload)
@@ -67,10 +67,10 @@ TEST(CopyInstaller, ImagesCarrySavedContentAndEveryPayload)
     EXPECT_EQ(std::memcmp(t.at(10), want10.data(), kPg), 0);
     EXPECT_EQ(std::memcmp(t.at(11), want11.data(), kPg), 0) << "saved content under the payloads, later wins";
     EXPECT_EQ(t.at(20)[5], p[0]);
-    EXPECT_EQ(t.c.restored.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::restored>(), 1u);
     EXPECT_FALSE(t.state.saved(11));
     EXPECT_EQ(t.spillBytes(), spilled - kPg) << "the saved copy is dropped";
-    EXPECT_EQ(t.c.copyCalls.load(), 2u) << "10-11, 20";
+    EXPECT_EQ(t.c.get<&RegionStats::copyCalls>(), 2u) << "10-11, 20";
 }
 
 // A page made present through the unregistered alias (a CPU fault the uffd
@@ -85,8 +85,8 @@ TEST(CopyInstaller, PagePresentBehindItsBackIsPatchedInPlace)
     t.plan(ps);
     t.installer.install(t.withPieces(), nullptr);
     EXPECT_EQ(t.status, (std::vector<int>{0, 0, 0}));
-    EXPECT_EQ(t.c.eexist.load(), 1u);
-    EXPECT_EQ(t.c.pagesInstalled.load(), 2u) << "EEXIST is not an install";
+    EXPECT_EQ(t.c.get<&RegionStats::eexist>(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::pagesInstalled>(), 2u) << "EEXIST is not an install";
     EXPECT_EQ(t.state.residentPages(), 3u);
     EXPECT_EQ(std::memcmp(t.at(3) + 100, p.data(), 200), 0);
     EXPECT_EQ(t.at(3)[99], 0x5a);
@@ -106,7 +106,7 @@ TEST(CopyInstaller, UnreadableSavedContentFailsItsRunOnly)
     t.spill = SpillFile::own(std::move(wronly));
     t.installer.install(t.bare({4, 5, 6}), nullptr);
     EXPECT_EQ(t.status, (std::vector<int>{-EBADF, -EBADF, 0})) << "runs 4-5 and 6";
-    EXPECT_EQ(t.c.errors.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::errors>(), 1u);
     EXPECT_FALSE(t.state.present(5));
     EXPECT_TRUE(t.state.saved(5)) << "still saved: a later install tries again";
     EXPECT_EQ(t.state.residentPages(), 1u);
@@ -128,10 +128,10 @@ TEST(ContinueInstaller, MapsZeroedHugePagesWithTheirPayloads)
     BatchTiming tm{};
     t.installer.install(t.withPieces(), &tm);
     EXPECT_EQ(t.status, (std::vector<int>{0, 0}));
-    EXPECT_EQ(t.c.copyCalls.load(), 2u) << "one UFFDIO_CONTINUE per page";
+    EXPECT_EQ(t.c.get<&RegionStats::copyCalls>(), 2u) << "one UFFDIO_CONTINUE per page";
     EXPECT_EQ(tm.copies, 2u);
     EXPECT_EQ(tm.pages, 2u);
-    EXPECT_EQ(t.c.pagesInstalled.load(), 2u);
+    EXPECT_EQ(t.c.get<&RegionStats::pagesInstalled>(), 2u);
     EXPECT_EQ(t.state.residentPages(), 2u);
     EXPECT_TRUE(t.state.isResident(0, 2 * kHugePageSize)) << "512 bits per page";
     EXPECT_FALSE(t.state.isResident(2 * kHugePageSize, 1));
@@ -150,14 +150,14 @@ TEST(ContinueInstaller, RestoresSavedContentAndDropsIt)
     t.installer.install(t.bare({1}), nullptr);
     EXPECT_EQ(t.status, (std::vector<int>{0}));
     EXPECT_EQ(std::memcmp(t.at(1), old.data(), old.size()), 0);
-    EXPECT_EQ(t.c.restored.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::restored>(), 1u);
     EXPECT_FALSE(t.state.saved(1));
     EXPECT_EQ(t.spillBytes(), 0u);
     // Mapped already: EEXIST counts, and the page stays as it is.
     t.state.markEvicted(1); // forget it, as if the install had raced
     t.installer.install(t.bare({1}), nullptr);
     EXPECT_EQ(t.status, (std::vector<int>{0}));
-    EXPECT_EQ(t.c.eexist.load(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::eexist>(), 1u);
 }
 
 TEST(Backoff, RetriesABoundedNumberOfTimes)

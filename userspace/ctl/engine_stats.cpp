@@ -53,6 +53,13 @@ Json engineStatsJson(const EngineStats& s, const std::string& ifname, pid_t pid,
     return j;
 }
 
+void addRegionStats(Json& j, const RegionStats& r)
+{
+    Json& out = j["region"] = Json::object();
+    for (const auto& d : kRegionCounters)
+        out[d.name] = r.*d.member;
+}
+
 EngineStats parseEngineStats(const Json& j)
 {
     EngineStats s;
@@ -85,6 +92,9 @@ Counters engineCounters(const std::string& ifname)
         for (const QuantileDef& f : kLatencyFields)
             if (const Json* v = unsignedAt(member(member(j, "latency"), d.name), f.name))
                 out.push_back({"latency", std::string(d.name) + "_" + f.name, v->get<uint64_t>()});
+    for (const auto& d : kRegionCounters)
+        if (const Json* v = unsignedAt(member(j, "region"), d.name))
+            out.push_back({"region", d.name, v->get<uint64_t>()});
     return out;
 }
 

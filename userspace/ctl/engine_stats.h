@@ -13,6 +13,7 @@
 #include "ctl/json.h"
 #include "ctl/stats.h"
 #include "npf/counters.h"
+#include "region/region_stats.h"
 
 namespace npf::ctl {
 
@@ -24,12 +25,17 @@ std::string engineStatsPath(const std::string& ifname);
 //  "latency": {<kEngineLatencies name>: {"count", "p50_ns", "p99_ns", "p999_ns", "max_ns"}, ...}}
 Json engineStatsJson(const EngineStats& s, const std::string& ifname, pid_t pid, uint64_t timeNs);
 
+// Adds the counters of the regions behind those stats as member "region":
+// {<kRegionCounters name>: n, ...}.
+void addRegionStats(Json& j, const RegionStats& r);
+
 // The counters and latencies of such an object; a key that is missing or
 // not an unsigned number reads as 0.
 EngineStats parseEngineStats(const Json& j);
 
-// Counters of the engine serving `ifname` as group "engine" (and its latency
-// quantiles as group "latency", e.g. fault_total_p99_ns), in table order;
+// Counters of the engine serving `ifname` as group "engine" (its latency
+// quantiles as group "latency", e.g. fault_total_p99_ns; its regions'
+// counters as group "region"), in table order;
 // keys the snapshot lacks are left out. Empty when no live engine wrote a
 // snapshot (missing file, or its pid is gone).
 Counters engineCounters(const std::string& ifname);

@@ -165,7 +165,7 @@ Snapshot Daemon::snapshot()
     std::lock_guard<std::mutex> lock(controlMu_);
     Snapshot out;
     for (const Served& s : served_)
-        out.ifaces.push_back({s.label, s.service->stats(), s.service->xdpCounters()});
+        out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
     for (const auto& [fd, session] : sessions_)
         session->flowStats(out.flows);
     out.clients = sessions_.size();

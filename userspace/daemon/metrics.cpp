@@ -43,6 +43,23 @@ prometheus::ClientMetric labelled(const std::string& iface)
     return m;
 }
 
+// A family per entry of a counter table, a series per interface.
+template <typename Table, typename Stats>
+void addFamilies(std::vector<prometheus::MetricFamily>& out, const Table& table, const char* prefix,
+                 const std::vector<IfaceStats>& ifaces, Stats IfaceStats::*stats)
+{
+    for (const CounterDef<Stats>& c : table) {
+        prometheus::MetricFamily f{prometheusName(c, prefix), std::string(c.help) + " (" + c.unit + ")",
+                                   c.gauge ? prometheus::MetricType::Gauge : prometheus::MetricType::Counter, {}};
+        for (const IfaceStats& s : ifaces) {
+            prometheus::ClientMetric m = labelled(s.iface);
+            (c.gauge ? m.gauge.value : m.counter.value) = double(s.*stats.*c.member);
+            f.metric.push_back(std::move(m));
+        }
+        out.push_back(std::move(f));
+    }
+}
+
 } // namespace
 
 // The forms MetricsServer takes (metrics_server.h), checked before npfd
@@ -62,11 +79,6 @@ void checkMetricsAddress(const std::string& a)
         throw ctl::ArgumentError("--metrics " + a + ": expected ADDR:PORT (127.0.0.1:9100, [::1]:9100) or PORT");
 }
 
-std::string prometheusName(const CounterDef<EngineStats>& c)
-{
-    return std::string("npf_") + c.name + (c.gauge ? "" : "_total");
-}
-
 std::string prometheusXdpName(const char* statName)
 {
     const std::string_view n(statName);
@@ -79,16 +91,8 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
 {
     const std::vector<IfaceStats>& snapshot = all.ifaces;
     std::vector<prometheus::MetricFamily> out;
-    for (const CounterDef<EngineStats>& c : kEngineCounters) {
-        prometheus::MetricFamily f{prometheusName(c), std::string(c.help) + " (" + c.unit + ")",
-                                   c.gauge ? prometheus::MetricType::Gauge : prometheus::MetricType::Counter, {}};
-        for (const IfaceStats& s : snapshot) {
-            prometheus::ClientMetric m = labelled(s.iface);
-            (c.gauge ? m.gauge.value : m.counter.value) = double(s.engine.*c.member);
-            f.metric.push_back(std::move(m));
-        }
-        out.push_back(std::move(f));
-    }
+    addFamilies(out, kEngineCounters, "npf_", snapshot, &IfaceStats::engine);
+    addFamilies(out, kRegionCounters, "npf_region_", snapshot, &IfaceStats::region);
     for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
         prometheus::MetricFamily f{prometheusXdpName(ctl::kStatNames[i]),
                                    std::string("XDP: ") + ctl::kStatHelp[i] + " (packets, all CPUs)",

@@ -3,7 +3,8 @@
 // one thread, deadlines and a connection cap, so no peer can starve it)
 // that builds every family from the counter tables at scrape time and
 // writes them with prometheus-cpp's TextSerializer:
-// kEngineCounters as npf_<name>[_total], ctl::kStatNames as
+// kEngineCounters as npf_<name>[_total], kRegionCounters (its clients'
+// regions) as npf_region_<name>_total, ctl::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
 // `iface`); per client, npf_clients and npf_flow_completed_total (labels
@@ -18,6 +19,7 @@
 
 #include "ctl/stats.h"
 #include "npf/counters.h"
+#include "region/region_stats.h"
 
 namespace prometheus {
 struct MetricFamily;
@@ -29,6 +31,7 @@ namespace npf::daemon {
 struct IfaceStats {
     std::string iface;
     EngineStats engine;
+    RegionStats region; // its regions', added up
     ctl::XdpStats xdp{};
 };
 
@@ -50,16 +53,22 @@ struct Snapshot {
     uint64_t clients = 0; // connected
 };
 
-// npf_<name>, plus _total unless the entry is a gauge (include/npf/counters.h).
-std::string prometheusName(const CounterDef<EngineStats>& c);
+// <prefix><name>, plus _total unless the entry is a gauge
+// (include/npf/counters.h): npf_<name> for EngineStats, npf_region_<name>
+// for RegionStats.
+template <typename S>
+std::string prometheusName(const CounterDef<S>& c, const char* prefix = "npf_")
+{
+    return std::string(prefix) + c.name + (c.gauge ? "" : "_total");
+}
 // npf_xdp_<name>_total; a name that already ends in _total keeps one
 // (rx_total -> npf_xdp_rx_total).
 std::string prometheusXdpName(const char* statName);
 // npf_latency_<name>_seconds
 std::string prometheusLatencyName(const LatencyDef& l);
 
-// The families of a snapshot, in table order: engine counters, XDP counters,
-// latency summaries; then npf_clients and npf_flow_completed_total.
+// The families of a snapshot, in table order: engine counters, region
+// counters, XDP counters, latency summaries; then npf_clients and npf_flow_completed_total.
 std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 
 // Throws ctl::ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or

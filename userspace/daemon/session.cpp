@@ -11,6 +11,7 @@
 #include "ctl/flows.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "engine/stats.h"
 #include "engine/service.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -356,21 +357,16 @@ std::string Session::stats(const sidecar::Message& m)
         q += f.served->seq.stats();
         iface = f.iface->ifname;
     }
-    Service::addCompletions(s, q);
+    addCompletions(s, q);
     // Per client, the fault path is what completed with NPF_CF_FAULT.
     s.faultPath = q.fault;
     s.fastPath = q.ok + q.truncated - std::min(q.fault, q.ok + q.truncated);
-    if (region_) {
-        const RegionStats r = region_->stats();
-        s.cpuFaults = r.cpuFaults + r.clientFaults;
-        s.packetFaults = r.packetFaults;
-        s.prefetched = r.prefetched;
-        s.evicted = r.evicted;
-        s.restored = r.restored;
-        s.residentPages = r.residentPages;
-    }
+    const RegionStats region = region_ ? region_->stats() : RegionStats{};
+    if (region_)
+        addRegionCounters(s, region, region_->pageSize());
     sidecar::StatsReply r;
-    r.stats = sidecar::Json::parse(ctl::engineStatsJson(s, iface, cred_.pid, monotonicNs()).dump());
+    r.stats = ctl::engineStatsJson(s, iface, cred_.pid, monotonicNs());
+    ctl::addRegionStats(r.stats, region);
     return r.encode(m.id);
 }
 

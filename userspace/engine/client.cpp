@@ -285,7 +285,7 @@ uint64_t Client::populate(uint64_t offset, uint64_t len)
 EngineStats Client::stats() const
 {
     auto r = impl_->call(sidecar::StatsRequest{});
-    return ctl::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
+    return ctl::parseEngineStats(r.reply.stats);
 }
 
 std::string Client::failure() const

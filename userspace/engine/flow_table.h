@@ -53,11 +53,11 @@ public:
         return id < NPF_MAX_FLOWS ? byId_[id].load(std::memory_order_acquire) : nullptr;
     }
     // The flow of a frame and its claimed seq, or nullptr (counted in c).
-    ServedFlow* claim(const npf_meta& m, uint64_t* seq, ClaimCounters& c) const noexcept
+    ServedFlow* claim(const npf_meta& m, uint64_t* seq, EngineTally& c) const noexcept
     {
         ServedFlow* f = get(m.flow);
         if (!f) {
-            c.rejected.fetch_add(1, std::memory_order_relaxed);
+            c.add<&EngineStats::rejected>();
             return nullptr;
         }
         return f->claim(m, seq, c) ? f : nullptr;

@@ -259,11 +259,11 @@ uint32_t Pager::drainBackup(xsk::QueueSockets& q) noexcept
     uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
         frames_.insert(frames_.end(), p.frames.begin(), p.frames.begin() + p.nframes);
         uint64_t seq;
-        ServedFlow* f = flows_.claim(p.meta, &seq, counters_.claims);
+        ServedFlow* f = flows_.claim(p.meta, &seq, counters_);
         if (!f)
             return;
         if (cfg_.verifyUdpChecksum && !xsk::csumHolds(p, xsk::sumPayload(p, 0, p.meta.len))) {
-            counters_.csumErrors.fetch_add(1, std::memory_order_relaxed);
+            counters_.add<&EngineStats::csumErrors>();
             f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
             return;
         }
@@ -317,7 +317,7 @@ void Pager::dropAndFetch(uint64_t) noexcept
         if (!placements_[i].flow)
             continue;
         placements_[i].flow->seq.complete(placements_[i].seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
-        counters_.faultDrops.fetch_add(1, std::memory_order_relaxed);
+        counters_.add<&EngineStats::faultDrops>();
     }
 }
 
@@ -382,12 +382,12 @@ void Pager::install(uint64_t pickupNs) noexcept
             p.flow->seq.complete(p.seq, len, p.status, NPF_CF_FAULT, now);
             if (p.tstamp) // 0: a deferred datagram XDP did not stamp
                 faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
-            counters_.faultPath.fetch_add(1, std::memory_order_relaxed);
+            counters_.add<&EngineStats::faultPath>();
         } else {
             NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", len,
                         static_cast<unsigned long long>(patches_[i].offset), strerror(-rc));
             p.flow->seq.complete(p.seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
-            counters_.placeErrors.fetch_add(1, std::memory_order_relaxed);
+            counters_.add<&EngineStats::placeErrors>();
         }
         if (!p.flow->faulted.exchange(true, std::memory_order_relaxed) && !owns(p.region))
             wakeOwner(p.region);

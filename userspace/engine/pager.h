@@ -69,11 +69,7 @@ public:
     void sync() noexcept;
 
     // Counters and histograms (any thread; relaxed).
-    struct Counters {
-        std::atomic<uint64_t> faultPath{0}, placeErrors{0}, faultDrops{0}, csumErrors{0};
-        ClaimCounters claims;
-    };
-    const Counters& counters() const noexcept { return counters_; }
+    const EngineTally& counters() const noexcept { return counters_; }
     LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal; // written by the pager only
 
 private:
@@ -111,7 +107,7 @@ private:
     const PlaceFn place_;
     Fd wakeFd_; // eventfd: any thread -> pager
     DeferredQueue deferred_;
-    Counters counters_;
+    EngineTally counters_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
     std::mutex syncMu_;

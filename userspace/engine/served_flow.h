@@ -14,19 +14,19 @@
 #include "ctl/flow_ring.h"
 #include "ctl/flows.h"
 #include "npf/abi.h"
+#include "npf/counters.h"
 #include "order/completion_ring.h"
 #include "order/post_ring.h"
 #include "order/sequencer.h"
+#include "sys/tally.h"
 
 namespace npf {
 
 class Region;
 
-// Why a claim failed; one set per claiming thread (a worker or the pager).
-struct ClaimCounters {
-    std::atomic<uint64_t> rejected{0}; // not this flow's frame, or the sequencer refused the seq
-    std::atomic<uint64_t> mismatch{0}; // meta disagrees with the posted buffer (completed LOST)
-};
+// The engine's counters as a thread counts them: each worker and pager has
+// its own, Service::stats adds them up.
+using EngineTally = Tally<kEngineCounters>;
 
 class ServedFlow {
 public:
@@ -39,7 +39,7 @@ public:
     // Claims the packet's seq and checks it against the posted buffer: true
     // and *seq, or false when the frame must be dropped (counted; a mismatch
     // completes the seq LOST so the flow never stalls on it).
-    bool claim(const npf_meta& m, uint64_t* seq, ClaimCounters& c) noexcept;
+    bool claim(const npf_meta& m, uint64_t* seq, EngineTally& c) noexcept;
     // Completes every ready seq in order into the completion ring.
     void publish(uint64_t nowNs) noexcept;
     // Wakes the application blocked in Flow::wait (the engine stopped).
@@ -93,27 +93,27 @@ inline uint16_t statusOf(const npf_meta& m) noexcept
     return (m.flags & NPF_META_F_TRUNCATED) ? NPF_CS_TRUNCATED : NPF_CS_OK;
 }
 
-inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, ClaimCounters& c) noexcept
+inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, EngineTally& c) noexcept
 {
     // A frame claimed for an earlier flow under this id: not ours to place.
     if (m.gen != static_cast<uint16_t>(gen)) {
-        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        c.add<&EngineStats::rejected>();
         return false;
     }
     // XDP bounds every descriptor by the flow's region; the region is the
     // last word (it may be another process's, npfd's clients).
     if (m.offset > regionSize || m.len > regionSize - m.offset) {
-        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        c.add<&EngineStats::rejected>();
         return false;
     }
     const Sequencer::Claim cl = seq.claim(m.seq);
     if (cl.rc) {
-        c.rejected.fetch_add(1, std::memory_order_relaxed);
+        c.add<&EngineStats::rejected>();
         return false;
     }
     const Post p = posts.slot(cl.seq);
     if (p.offset != m.offset || m.len > p.len) {
-        c.mismatch.fetch_add(1, std::memory_order_relaxed);
+        c.add<&EngineStats::mismatch>();
         seq.complete(cl.seq, 0, NPF_CS_LOST, 0);
         return false;
     }

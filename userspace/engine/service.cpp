@@ -191,6 +191,10 @@ void Service::removeRegion(Region& r) noexcept
 {
     regions_.remove(&r);
     syncPagers();
+    // Its counts stay in the totals (they are monotonic; resident pages are not among them).
+    const RegionStats s = r.stats();
+    std::lock_guard<std::mutex> lock(retiredMu_);
+    addCounters(kRegionCounters, retiredRegions_, s);
 }
 
 ServedFlow& Service::openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,

@@ -69,6 +69,8 @@ public:
 
     std::string failure() const;
     EngineStats stats() const;
+    // The counters of its regions, added up (npfd: its clients' regions).
+    RegionStats regionStats() const;
     std::string statsJson() const;
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
@@ -78,8 +80,6 @@ public:
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
     void syncPagers() noexcept;
-    // The completion counters of a set of flows, in EngineStats' terms.
-    static void addCompletions(EngineStats& s, const SequencerStats& q) noexcept;
     // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
     void wakeApplications() noexcept;
 
@@ -104,10 +104,11 @@ private:
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
     std::atomic<bool> ifaceGone_{false};           // set once, by the lead pager
     std::string statsPath_;
-    // Completions of flows closed while the service ran: the totals stay
-    // monotonic when npfd's clients come and go.
+    // Completions of flows closed and counters of regions removed while the
+    // service ran: the totals stay monotonic when npfd's clients come and go.
     mutable std::mutex retiredMu_;
     SequencerStats retired_;
+    RegionStats retiredRegions_;
 };
 
 } // namespace npf

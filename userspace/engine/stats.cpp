@@ -8,6 +8,7 @@
 #include "ctl/engine_stats.h"
 #include "ctl/stats.h"
 #include "engine/service.h"
+#include "engine/stats.h"
 #include "region/region.h"
 #include "sys/clock.h"
 #include "sys/log.h"
@@ -22,39 +23,45 @@ EngineStats::Latency latency(const LatencyHistogram& h)
 
 } // namespace
 
+void addCompletions(EngineStats& s, const SequencerStats& q) noexcept
+{
+    s.completedOk += q.ok;
+    s.completedTruncated += q.truncated;
+    s.completedLost += q.lost;
+    s.completedBadCsum += q.badCsum;
+    s.late += q.stale;
+}
+
+void addRegionCounters(EngineStats& s, const RegionStats& r, uint64_t pageSize) noexcept
+{
+    s.cpuFaults += r.cpuFaults + r.clientFaults; // its own mapping's and its client's
+    s.packetFaults += r.packetFaults;
+    s.prefetched += r.prefetched;
+    s.evicted += r.evicted;
+    s.restored += r.restored;
+    s.residentPages += r.residentPages * (pageSize / NPF_PAGE_SIZE);
+}
+
 EngineStats Service::stats() const
 {
-    auto ld = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     EngineStats s;
-    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
+    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fast;
     for (const auto& p : pagers_) {
-        const Pager::Counters& pc = p->counters();
-        s.faultPath += ld(pc.faultPath);
-        s.placeErrors += ld(pc.placeErrors);
-        s.faultDrops += ld(pc.faultDrops);
-        s.csumErrors += ld(pc.csumErrors);
-        s.rejected += ld(pc.claims.rejected);
-        s.mismatch += ld(pc.claims.mismatch);
+        p->counters().addTo(s);
         steerToPickup.merge(p->steerToPickup);
         pickupToImage.merge(p->pickupToImage);
         imageToCopy.merge(p->imageToCopy);
         faultTotal.merge(p->faultTotal);
     }
-    LatencyHistogram fast;
     for (const auto& w : workers_) {
-        const Worker::Counters& wc = w->counters();
-        s.fastPath += ld(wc.fastPath);
-        s.deferred += ld(wc.deferred);
-        s.deferDrops += ld(wc.deferDrops);
-        s.csumErrors += ld(wc.csumErrors);
-        s.rejected += ld(wc.claims.rejected);
-        s.mismatch += ld(wc.claims.mismatch);
+        w->counters().addTo(s);
         fast.merge(w->latency());
     }
     SequencerStats completions;
     {
         std::lock_guard<std::mutex> lock(retiredMu_);
         completions = retired_;
+        addRegionCounters(s, retiredRegions_, NPF_PAGE_SIZE); // resident: none
     }
     flows_->forEach([&](const ServedFlow& f) { completions += f.seq.stats(); });
     addCompletions(s, completions);
@@ -65,15 +72,7 @@ EngineStats Service::stats() const
         s.kernelRxDropped += qs.kernelPrimary.rx_dropped + qs.kernelPrimary.rx_ring_full +
                              qs.kernelBackup.rx_dropped + qs.kernelBackup.rx_ring_full;
     }
-    regions_.forEach([&](const Region& region) {
-        RegionStats r = region.stats();
-        s.cpuFaults += r.cpuFaults;
-        s.packetFaults += r.packetFaults;
-        s.prefetched += r.prefetched;
-        s.evicted += r.evicted;
-        s.restored += r.restored;
-        s.residentPages += r.residentPages * (region.pageSize() / NPF_PAGE_SIZE); // in 4 KiB pages
-    });
+    regions_.forEach([&](const Region& region) { addRegionCounters(s, region.stats(), region.pageSize()); });
     s.steerToPickup = latency(steerToPickup);
     s.pickupToImage = latency(pickupToImage);
     s.imageToCopy = latency(imageToCopy);
@@ -83,18 +82,22 @@ EngineStats Service::stats() const
     return s;
 }
 
-void Service::addCompletions(EngineStats& s, const SequencerStats& q) noexcept
+RegionStats Service::regionStats() const
 {
-    s.completedOk += q.ok;
-    s.completedTruncated += q.truncated;
-    s.completedLost += q.lost;
-    s.completedBadCsum += q.badCsum;
-    s.late += q.stale;
+    RegionStats s;
+    {
+        std::lock_guard<std::mutex> lock(retiredMu_);
+        s = retiredRegions_;
+    }
+    regions_.forEach([&](const Region& region) { addCounters(kRegionCounters, s, region.stats()); });
+    return s;
 }
 
 std::string Service::statsJson() const
 {
-    return ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs()).dump();
+    ctl::Json j = ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
+    ctl::addRegionStats(j, regionStats());
+    return j.dump();
 }
 
 void Service::writeStatsFile() noexcept

@@ -73,7 +73,7 @@ void Worker::loop() noexcept
         uint16_t status[xsk::kMaxBatch];
         bool done[xsk::kMaxBatch];
         for (size_t i = 0; i < pkts.size(); i++)
-            flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_.claims);
+            flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_);
         now = monotonicNs();
         for (size_t i = 0; i < pkts.size(); i++) {
             const npf_meta& m = pkts[i].meta;
@@ -96,14 +96,14 @@ void Worker::loop() noexcept
                 Deferred{flows[i], seqs[i], m.offset, xsk::steeredAtNs(m, now), statusOf(m), m.len, nullptr},
                 [&](uint8_t* dst) noexcept { return copy(dst, pkts[i]); });
             if (rc > 0) {
-                counters_.deferred.fetch_add(1, std::memory_order_relaxed);
+                counters_.add<&EngineStats::deferred>();
                 deferredAny = true;
                 continue;
             }
             // Refused by the copy: a wrong checksum. Full: counted, LOST.
             status[i] = rc == 0 ? NPF_CS_BAD_CSUM : NPF_CS_LOST;
             if (rc < 0) {
-                counters_.deferDrops.fetch_add(1, std::memory_order_relaxed);
+                counters_.add<&EngineStats::deferDrops>();
                 NPF_WARN_RL("npf worker %u: the pager's deferred queue is full: datagram completed LOST",
                             queue_.queue());
             }
@@ -115,7 +115,7 @@ void Worker::loop() noexcept
             const npf_meta& m = pkts[i].meta;
             if (status[i] == NPF_CS_BAD_CSUM || status[i] == NPF_CS_LOST) {
                 if (status[i] == NPF_CS_BAD_CSUM)
-                    counters_.csumErrors.fetch_add(1, std::memory_order_relaxed);
+                    counters_.add<&EngineStats::csumErrors>();
                 flows[i]->seq.complete(seqs[i], 0, status[i], 0, now);
                 continue;
             }
@@ -139,7 +139,7 @@ void Worker::loop() noexcept
         reader.enter();
         const uint32_t n = queue_.pollPrimary(xsk::kMaxBatch, sink);
         if (placed)
-            counters_.fastPath.fetch_add(placed, std::memory_order_relaxed);
+            counters_.add<&EngineStats::fastPath>(placed);
         if (deferredAny)
             pager_.wake();
         if (nTouched) {

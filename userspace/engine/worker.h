@@ -30,14 +30,7 @@ public:
     void stop() noexcept;
 
     // Any thread; relaxed.
-    struct Counters {
-        std::atomic<uint64_t> fastPath{0};   // placed
-        std::atomic<uint64_t> deferred{0};   // handed to the pager (page evicted meanwhile)
-        std::atomic<uint64_t> deferDrops{0}; // the pager's deferred queue was full (completed LOST)
-        std::atomic<uint64_t> csumErrors{0};
-        ClaimCounters claims;
-    };
-    const Counters& counters() const noexcept { return counters_; }
+    const EngineTally& counters() const noexcept { return counters_; }
     const LatencyHistogram& latency() const noexcept { return fastTotal_; }
 
 private:
@@ -53,7 +46,7 @@ private:
     FlowTable& flows_;
     Pager& pager_;
     const int cpu_;
-    Counters counters_;
+    EngineTally counters_;
     LatencyHistogram fastTotal_; // steered by XDP -> completed, ns
     std::atomic<bool> stop_{false};
     std::thread thread_;

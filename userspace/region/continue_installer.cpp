@@ -35,7 +35,7 @@ void ContinueInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
             t->copyDone = monotonicNs();
         b.status[k] = rc;
         if (rc) {
-            bump(c_.errors);
+            c_.add<&RegionStats::errors>();
             NPF_WARN_RL("region %s: installing 2 MiB page %llu: %s: %s", name_.c_str(),
                         static_cast<unsigned long long>(page), what, std::strerror(-rc));
             // A page not installed leaves nothing in the page cache: the next
@@ -44,12 +44,12 @@ void ContinueInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
             continue;
         }
         state_.markInstalled(page);
-        bump(c_.pagesInstalled);
+        c_.add<&RegionStats::pagesInstalled>();
         if (t)
             ++t->pages;
         if (saved) {
             state_.clearSaved(page);
-            bump(c_.restored);
+            c_.add<&RegionStats::restored>();
             spill_.drop(io_.bytes(page), io_.bytes(1));
         }
     }
@@ -80,11 +80,11 @@ int ContinueInstaller::map(uint64_t page, BatchTiming* t) noexcept
     do
         c = uffd_.continueRange(io_.addr(page), io_.bytes(1), nullptr);
     while (c == -EAGAIN && backoff.again());
-    bump(c_.copyCalls);
+    c_.add<&RegionStats::copyCalls>();
     if (t)
         ++t->copies;
     if (c == -EEXIST)
-        bump(c_.eexist); // mapped already: what the page cache holds is what we wrote
+        c_.add<&RegionStats::eexist>(); // mapped already: what the page cache holds is what we wrote
     return c >= 0 || c == -EEXIST ? 0 : static_cast<int>(c);
 }
 

@@ -11,6 +11,7 @@
 #include "region/batch_timing.h"
 #include "region/install_batch.h"
 #include "region/region_fwd.h"
+#include "region/region_stats.h"
 
 namespace npf {
 

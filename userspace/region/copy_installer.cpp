@@ -23,7 +23,7 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
             ++j;
         const InstallBatch run = b.sub(i, j - i);
         if (int err = buildImages(run)) {
-            bump(c_.errors);
+            c_.add<&RegionStats::errors>();
             NPF_WARN_RL("region %s: reading saved pages from the spill file: %s", name_.c_str(), std::strerror(-err));
             for (size_t k = 0; k < run.size(); ++k)
                 run.status[k] = err;
@@ -70,7 +70,7 @@ void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
     while (done < len) {
         int64_t copied = 0;
         long rc = uffd_.copy(dst + done, stg + done, len - done, &copied);
-        bump(c_.copyCalls);
+        c_.add<&RegionStats::copyCalls>();
         if (t)
             ++t->copies;
         const uint64_t whole = static_cast<uint64_t>(copied) & ~(io_.bytes(1) - 1);
@@ -79,7 +79,7 @@ void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
             state_.markInstalled(run.pages[k]);
             run.status[k] = 0;
         }
-        bump(c_.pagesInstalled, whole >> shift);
+        c_.add<&RegionStats::pagesInstalled>(whole >> shift);
         if (t)
             t->pages += static_cast<uint32_t>(whole >> shift);
         done += whole;
@@ -93,7 +93,7 @@ void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
         }
         if (rc == -EAGAIN && backoff.again())
             continue;
-        bump(c_.errors);
+        c_.add<&RegionStats::errors>();
         NPF_WARN_RL("region %s: UFFDIO_COPY of %llu pages at page %llu: %s", name_.c_str(),
                     static_cast<unsigned long long>((len - done) >> shift),
                     static_cast<unsigned long long>(run.pages[k]), std::strerror(static_cast<int>(-rc)));
@@ -107,7 +107,7 @@ void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
 int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
 {
     const uint64_t page = run.pages[k];
-    bump(c_.eexist);
+    c_.add<&RegionStats::eexist>();
     int rc = io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
     state_.markInstalled(page);
     uffd_.wake(io_.addr(page), io_.bytes(1));
@@ -127,7 +127,7 @@ void CopyInstaller::dropRestored(const InstallBatch& run) noexcept
             state_.clearSaved(run.pages[m]);
             ++m;
         }
-        bump(c_.restored, m - k);
+        c_.add<&RegionStats::restored>(m - k);
         spill_.drop(io_.bytes(run.pages[k]), io_.bytes(m - k));
         k = m;
     }

@@ -58,7 +58,7 @@ int Evictor::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
 {
     n_ = state_.takeVictims({victims_.data(), std::min<size_t>(want, victims_.size())}, ignoreReferenced);
     if (!n_) {
-        bump(c_.evictBlocked);
+        c_.add<&RegionStats::evictBlocked>();
         return 0;
     }
     std::sort(victims_.begin(), victims_.begin() + static_cast<ptrdiff_t>(n_));
@@ -76,7 +76,7 @@ int Evictor::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     const int evicted = account();
     liftFence();
     keepFailed();
-    bump(c_.evicted, static_cast<uint64_t>(evicted));
+    c_.add<&RegionStats::evicted>(static_cast<uint64_t>(evicted));
     if (failedAny_ && !evicted)
         return -EIO;
     return evicted;
@@ -84,7 +84,7 @@ int Evictor::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
 
 void Evictor::fail(size_t k, size_t n, int err, const char* what) noexcept
 {
-    bump(c_.errors);
+    c_.add<&RegionStats::errors>();
     failedAny_ = true;
     std::memset(failed_.data() + k, 1, n);
     NPF_WARN_RL("region %s: evict %zu pages at page %llu: %s: %s", name_.c_str(), n,
@@ -125,7 +125,7 @@ void Evictor::save() noexcept
         }
         for (size_t q = k; q < k + n; ++q)
             state_.setSaved(victims_[q]);
-        bump(c_.spilled, n);
+        c_.add<&RegionStats::spilled>(n);
     });
 }
 
@@ -144,7 +144,7 @@ int Evictor::account() noexcept
         if (failed_[k])
             continue;
         if (!save_[k])
-            bump(c_.discarded);
+            c_.add<&RegionStats::discarded>();
         state_.markEvicted(victims_[k]);
         ++evicted;
     }

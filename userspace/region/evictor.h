@@ -19,12 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "region/region_stats.h"
+
 namespace npf {
 
 class PageIo;
 class PageState;
 class SpillFile;
-struct RegionCounters;
 
 class Evictor {
 public:

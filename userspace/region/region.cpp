@@ -198,7 +198,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
             state_.unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
         if (state_.present(page)) {
             if (int prc = io_.patch(plan_, page, b, e)) {
-                bump(c_->errors);
+                c_->add<&RegionStats::errors>();
                 NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
                             static_cast<unsigned long long>(page), std::strerror(-prc));
                 for (size_t k = b; k < e; ++k)
@@ -206,7 +206,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
                 continue;
             }
             state_.setReferenced(page);
-            bump(c_->patchesToResident, e - b);
+            c_->add<&RegionStats::patchesToResident>(e - b);
             continue;
         }
         bool ok = pushBack(scratchPages_, page);
@@ -228,7 +228,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         installPages({{scratchPages_.data(), n}, scratchBegin_.data(), scratchEnd_.data(), scratchStatus_.data()}, t);
         for (size_t k = 0; k < n; ++k) {
             if (scratchStatus_[k] == 0) {
-                bump(c_->packetFaults);
+                c_->add<&RegionStats::packetFaults>();
                 continue;
             }
             for (size_t q = scratchBegin_[k]; q < scratchEnd_[k]; ++q)
@@ -242,9 +242,9 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
             ++done;
             bytes += patches[i].len;
         }
-    bump(c_->packetBatches);
-    bump(c_->patches, static_cast<uint64_t>(done));
-    bump(c_->patchBytes, bytes);
+    c_->add<&RegionStats::packetBatches>();
+    c_->add<&RegionStats::patches>(static_cast<uint64_t>(done));
+    c_->add<&RegionStats::patchBytes>(bytes);
     if (t)
         t->end = monotonicNs();
     autoEvictLocked();
@@ -285,14 +285,14 @@ bool Region::refill(uint64_t page) noexcept
     uint8_t* zero = staging_.as<uint8_t>();
     std::memset(zero, 0, bytes(1));
     long rc = uffd_.copy(pageAddr(page), zero, bytes(1), nullptr);
-    bump(c_->copyCalls);
+    c_->add<&RegionStats::copyCalls>();
     if (rc >= 0) {
-        bump(c_->vanished);
-        bump(c_->pagesInstalled);
+        c_->add<&RegionStats::vanished>();
+        c_->add<&RegionStats::pagesInstalled>();
         return true;
     }
     if (rc != -EEXIST) {
-        bump(c_->errors);
+        c_->add<&RegionStats::errors>();
         NPF_WARN_RL("region %s: UFFDIO_COPY refilling page %llu: %s", cfg_.name.c_str(),
                     static_cast<unsigned long long>(page), std::strerror(static_cast<int>(-rc)));
     }
@@ -306,7 +306,7 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
     for (int round = 0; round < 16; ++round) {
         int n = uffd_.readEvents(msgs_.data(), static_cast<int>(msgs_.size()));
         if (n < 0) {
-            bump(c_->errors);
+            c_->add<&RegionStats::errors>();
             return served ? served : n;
         }
         if (n == 0)
@@ -321,7 +321,7 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
                 continue;
             uint64_t page = (a - lo) >> pageShift_;
             ++served;
-            bump(c_->cpuFaults);
+            c_->add<&RegionStats::cpuFaults>();
             // WP: left over from an eviction whose fence is lifted; the
             // waiter only needs to retry. Present: see refill().
             bool wpFault = msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP;
@@ -329,7 +329,7 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
                 // 2 MiB pages: in the page cache, not mapped here. Present:
                 // map it. Not: left by an install that failed; start afresh.
                 if (state_.present(page)) {
-                    bump(c_->cpuFaultWakes);
+                    c_->add<&RegionStats::cpuFaultWakes>();
                     (void)uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
                     uffd_.wake(pageAddr(page), bytes(1));
                     continue;
@@ -338,12 +338,12 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             } else if (wpFault || state_.present(page)) {
                 if (!wpFault && refill(page))
                     continue; // UFFDIO_COPY woke the waiter
-                bump(c_->cpuFaultWakes);
+                c_->add<&RegionStats::cpuFaultWakes>();
                 uffd_.wake(pageAddr(page), bytes(1));
                 continue;
             }
             if (!pushBack(scratchPages_, page)) {
-                bump(c_->errors);
+                c_->add<&RegionStats::errors>();
                 uffd_.wake(pageAddr(page), bytes(1)); // faults again later
             }
         }
@@ -423,7 +423,7 @@ int Region::prefetchLocked(uint64_t first, uint64_t last) noexcept
             installed += s == 0;
         autoEvictLocked();
     }
-    bump(c_->prefetched, static_cast<uint64_t>(installed));
+    c_->add<&RegionStats::prefetched>(static_cast<uint64_t>(installed));
     return installed;
 }
 
@@ -437,12 +437,8 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
 
 RegionStats Region::stats() const noexcept
 {
-    static constexpr auto atomics = regionCounters<RegionCounters, std::atomic<uint64_t>>();
-    static_assert(sizeof(RegionCounters) == atomics.size() * sizeof(std::atomic<uint64_t>),
-                  "RegionCounters: one atomic per kRegionCounters entry");
     RegionStats s;
-    for (size_t i = 0; i < kRegionCounters.size(); ++i)
-        s.*kRegionCounters[i].member = (c_.get()->*atomics[i].member).load(std::memory_order_relaxed);
+    c_->addTo(s);
     s.residentPages = residentPages();
     return s;
 }

@@ -35,7 +35,6 @@
 #include <vector>
 
 #include "npf/abi.h"
-#include "npf/counters.h"
 #include "region/batch_timing.h"
 #include "region/continue_installer.h"
 #include "region/copy_installer.h"
@@ -44,6 +43,7 @@
 #include "region/page_io.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
+#include "region/region_stats.h"
 #include "region/spill.h"
 #include "region/uffd.h"
 #include "sys/clock.h"
@@ -52,8 +52,6 @@
 #include "sys/ticket_lock.h"
 
 namespace npf {
-
-struct RegionCounters;
 
 // Page sizes a region can have: 4 KiB (shmem memfd) and 2 MiB (hugetlbfs
 // memfd, MFD_HUGETLB | MFD_HUGE_2MB: pages come from the kernel's huge page
@@ -100,57 +98,6 @@ struct ClientMemory {
     // region offsets): what npfd evicted survives npfd. Empty: npfd's own.
     Fd spill;
 };
-
-// Counters of a Region: the monotonic ones (kRegionCounters says what each
-// counts) and residentPages, pages present now.
-struct RegionStats {
-    uint64_t packetBatches = 0, patches = 0, patchBytes = 0, patchesToResident = 0;
-    uint64_t packetFaults = 0, cpuFaults = 0, cpuFaultWakes = 0, pagesInstalled = 0;
-    uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
-    uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
-    uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
-    uint64_t residentPages = 0;
-};
-
-// RegionStats's monotonic counters, for any struct C with the same field
-// names: RegionStats (V = uint64_t) and the region's own atomics
-// (RegionCounters, V = std::atomic<uint64_t>), which stats() copies by
-// looping over both.
-template <typename C, typename V = uint64_t>
-constexpr std::array<CounterDef<C, V>, 22> regionCounters()
-{
-    return {{
-        {"packet_batches", &C::packetBatches, "calls", "applyPatches calls"},
-        {"patches", &C::patches, "patches", "patches applied"},
-        {"patch_bytes", &C::patchBytes, "bytes", "bytes written by patches"},
-        {"patches_to_resident", &C::patchesToResident, "patches", "patch pieces copied into pages already present"},
-        {"packet_faults", &C::packetFaults, "pages", "pages installed for packet patches"},
-        {"cpu_faults", &C::cpuFaults, "faults", "CPU fault events served"},
-        {"cpu_fault_wakes", &C::cpuFaultWakes, "faults", "CPU faults served by a wake (page already present, EEXIST)"},
-        {"pages_installed", &C::pagesInstalled, "pages", "pages installed by UFFDIO_COPY, all causes"},
-        {"copy_calls", &C::copyCalls, "calls", "UFFDIO_COPY ioctls"},
-        {"eexist", &C::eexist, "pages", "pages UFFDIO_COPY found present"},
-        {"prefetched", &C::prefetched, "pages", "pages installed by prefetch"},
-        {"evicted", &C::evicted, "pages", "pages punched out"},
-        {"spilled", &C::spilled, "pages", "pages saved to the spill file"},
-        {"discarded", &C::discarded, "pages", "released pages evicted without saving"},
-        {"restored", &C::restored, "pages", "pages installed from saved content"},
-        {"evict_blocked", &C::evictBlocked, "evictions", "evictions that found no victim (all protected)"},
-        {"grace_waits", &C::graceWaits, "waits", "grace periods eviction had to wait for"},
-        {"errors", &C::errors, "errors", "failed ioctls and spill I/O"},
-        {"vanished", &C::vanished, "pages", "resident pages found punched by another process, installed again zeroed"},
-        {"client_faults", &C::clientFaults, "faults", "fault events from the client's userfaultfd served"},
-        {"client_ignored", &C::clientIgnored, "events",
-         "client userfaultfd events ignored: address outside its region, or not a page fault"},
-        {"client_gone", &C::clientGone, "clients", "client whose userfaultfd failed (it exited): no longer served"},
-    }};
-}
-
-inline constexpr auto kRegionCounters = regionCounters<RegionStats>();
-static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
-              "kRegionCounters: names snake_case and unique, each member once");
-static_assert(sizeof(RegionStats) == (kRegionCounters.size() + 1) * sizeof(uint64_t),
-              "kRegionCounters must list every field of RegionStats but residentPages");
 
 class Region : private Evictor::Host {
 public:

@@ -107,7 +107,7 @@ void Region::clientFailed(int err, const char* what) noexcept
 {
     if (clientGone_.exchange(true, std::memory_order_acq_rel))
         return;
-    bump(c_->clientGone);
+    c_->add<&RegionStats::clientGone>();
     NPF_INFO("region %s: %s through the client's userfaultfd: %s; the client is gone, its faults are no longer "
              "served",
              cfg_.name.c_str(), what, std::strerror(-err));
@@ -167,19 +167,19 @@ int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
                 // installed into our fd table by the read: close it.
                 if (msg.event == UFFD_EVENT_FORK)
                     ::close(static_cast<int>(msg.arg.fork.ufd));
-                bump(c_->clientIgnored);
+                c_->add<&RegionStats::clientIgnored>();
                 continue;
             }
             uint64_t a = msg.arg.pagefault.address;
             if (a < clientBase_ || a - clientBase_ >= size_) {
-                bump(c_->clientIgnored);
+                c_->add<&RegionStats::clientIgnored>();
                 NPF_WARN_RL("region %s: client fault at 0x%llx outside its region: ignored", cfg_.name.c_str(),
                             static_cast<unsigned long long>(a));
                 continue;
             }
             uint64_t page = (a - clientBase_) >> pageShift_;
             ++served;
-            bump(c_->clientFaults);
+            c_->add<&RegionStats::clientFaults>();
             // WP: left over from an eviction whose fence is lifted (the lift
             // woke it already). Present: installed since the client faulted
             // (our install wakes only our own waiters), or punched by it.
@@ -191,7 +191,7 @@ int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
                 continue;
             }
             if (!pushBack(scratchPages_, page)) {
-                bump(c_->errors);
+                c_->add<&RegionStats::errors>();
                 wakeClient(page, 1); // faults again later
             }
         }

@@ -41,7 +41,7 @@ void Region::waitGrace() noexcept
     uint64_t e = cfg_.epochs->advance();
     if (cfg_.epochs->passed(e))
         return;
-    bump(c_->graceWaits);
+    c_->add<&RegionStats::graceWaits>();
     uint64_t start = monotonicNs();
     uint64_t warnNs = static_cast<uint64_t>(std::chrono::nanoseconds(cfg_.graceWarn).count());
     bool warned = false;

@@ -1,5 +1,5 @@
 // Forward declarations of a region's parts, for the headers that only keep
-// references to them (the installers).
+// references to them (the installers; RegionCounters is an alias: region_stats.h).
 #pragma once
 
 namespace npf {
@@ -10,6 +10,5 @@ class PageState;
 class PatchPlan;
 class SpillFile;
 class Userfaultfd;
-struct RegionCounters;
 
 } // namespace npf

@@ -1,0 +1,3 @@
+// docs_examples is built, never run: linking it proves the documentation's
+// examples (doc_examples.cpp, generated) name only what npf::npf exports.
+int main() { return 0; }

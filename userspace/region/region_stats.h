@@ -1,0 +1,58 @@
+// A region's counters: RegionStats (what Region::stats() returns), the
+// table that names, describes and exports each (npf_region_<name>_total in
+// Prometheus, group "region" of `npfctl stats`), and the Tally the region's
+// parts count into.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "npf/counters.h"
+#include "sys/tally.h"
+
+namespace npf {
+
+// The monotonic counters (kRegionCounters says what each counts) and
+// residentPages, pages of the region's page size present now.
+struct RegionStats {
+    uint64_t packetBatches = 0, patches = 0, patchBytes = 0, patchesToResident = 0;
+    uint64_t packetFaults = 0, cpuFaults = 0, cpuFaultWakes = 0, pagesInstalled = 0;
+    uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
+    uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
+    uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
+    uint64_t residentPages = 0;
+};
+
+inline constexpr std::array<CounterDef<RegionStats>, 22> kRegionCounters = {{
+    {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
+    {"patches", &RegionStats::patches, "patches", "patches applied"},
+    {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
+    {"patches_to_resident", &RegionStats::patchesToResident, "patches", "patch pieces copied into pages already present"},
+    {"packet_faults", &RegionStats::packetFaults, "pages", "pages installed for packet patches"},
+    {"cpu_faults", &RegionStats::cpuFaults, "faults", "CPU fault events served"},
+    {"cpu_fault_wakes", &RegionStats::cpuFaultWakes, "faults", "CPU faults served by a wake (page already present, EEXIST)"},
+    {"pages_installed", &RegionStats::pagesInstalled, "pages", "pages installed by UFFDIO_COPY, all causes"},
+    {"copy_calls", &RegionStats::copyCalls, "calls", "UFFDIO_COPY ioctls"},
+    {"eexist", &RegionStats::eexist, "pages", "pages UFFDIO_COPY found present"},
+    {"prefetched", &RegionStats::prefetched, "pages", "pages installed by prefetch"},
+    {"evicted", &RegionStats::evicted, "pages", "pages punched out"},
+    {"spilled", &RegionStats::spilled, "pages", "pages saved to the spill file"},
+    {"discarded", &RegionStats::discarded, "pages", "released pages evicted without saving"},
+    {"restored", &RegionStats::restored, "pages", "pages installed from saved content"},
+    {"evict_blocked", &RegionStats::evictBlocked, "evictions", "evictions that found no victim (all protected)"},
+    {"grace_waits", &RegionStats::graceWaits, "waits", "grace periods eviction had to wait for"},
+    {"errors", &RegionStats::errors, "errors", "failed ioctls and spill I/O"},
+    {"vanished", &RegionStats::vanished, "pages", "resident pages found punched by another process, installed again zeroed"},
+    {"client_faults", &RegionStats::clientFaults, "faults", "fault events from the client's userfaultfd served"},
+    {"client_ignored", &RegionStats::clientIgnored, "events",
+     "client userfaultfd events ignored: address outside its region, or not a page fault"},
+    {"client_gone", &RegionStats::clientGone, "clients", "client whose userfaultfd failed (it exited): no longer served"},
+}};
+static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
+              "kRegionCounters: names snake_case and unique, each member once");
+static_assert(sizeof(RegionStats) == (kRegionCounters.size() + 1) * sizeof(uint64_t),
+              "kRegionCounters must list every field of RegionStats but residentPages");
+
+using RegionCounters = Tally<kRegionCounters>;
+
+} // namespace npf
