@@ -363,6 +363,53 @@ std::pair<double, double> overBaseline(const Groups& groups, const Config& c)
     return {0, 0};
 }
 
+// Prints a row per configuration and returns them as JSON; *wrong gets the
+// configurations whose verdicts or counters were not the path's.
+Json report(const Groups& groups, uint32_t repeat, std::string* wrong)
+{
+    Json rows = Json::array();
+    for (const auto& group : groups)
+        for (const Config& c : group) {
+            std::string verdicts, outcome;
+            for (int v : c.verdicts)
+                verdicts += (verdicts.empty() ? "" : ",") + std::string(npf::ctl::xdpVerdictName(v));
+            const uint64_t packets = uint64_t(c.kernelNs.size()) * repeat;
+            for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
+                if (k != NPF_STAT_RX_TOTAL && c.moved[k])
+                    outcome += (outcome.empty() ? "" : ",") + std::string(npf::ctl::kStatNames[k]);
+            const int want = expectedStat(c.path);
+            const bool ok = c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
+                            (want < 0 ? outcome.empty()
+                                      : c.moved[uint32_t(want)] == packets && c.moved[NPF_STAT_RX_TOTAL] == packets &&
+                                            outcome == npf::ctl::kStatNames[want]);
+            if (!ok)
+                *wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ");";
+            if (outcome.empty())
+                outcome = "-";
+            const double med = quantile(c.kernelNs, 0.5), p10 = quantile(c.kernelNs, 0.1),
+                         p90 = quantile(c.kernelNs, 0.9), wall = quantile(c.wallNs, 0.5);
+            const auto [vsBase, vsBasePerCall] = overBaseline(groups, c);
+            std::printf("%-28s %9.1f %7.1f %7.1f %11.1f  %-9s %-14s", c.name().c_str(), med, p10, p90, wall,
+                        verdicts.c_str(), outcome.c_str());
+            std::printf(vsBase > 0 ? " %.3f (%.3f)\n" : "\n", vsBase, vsBasePerCall);
+            rows.push_back({{"config", c.name()},
+                            {"flows", c.flows},
+                            {"path", pathName(c.path)},
+                            {"nsMedian", med},
+                            {"nsP10", p10},
+                            {"nsP90", p90},
+                            {"wallNsMedian", wall},
+                            {"verdict", verdicts},
+                            {"outcome", outcome},
+                            {"ok", ok},
+                            {"baseline", c.baseline},
+                            {"overBaseline", vsBase > 0 ? Json(vsBase) : Json()},
+                            {"overBaselinePerCall", vsBase > 0 ? Json(vsBasePerCall) : Json()},
+                            {"ns", c.kernelNs}});
+        }
+    return rows;
+}
+
 class Bench {
 public:
     Bench(uint32_t repeat, uint32_t payload, const std::string& baseline)
@@ -561,47 +608,8 @@ int main(int argc, char** argv)
             std::printf("%u flows: skipped (NPF_MAX_FLOWS is %d)\n", f, NPF_MAX_FLOWS);
         std::printf("%-28s %9s %7s %7s %11s  %-9s %-14s %s\n", "configuration", "ns/pkt", "p10", "p90",
                     "wall ns/pkt", "verdict", "outcome", baseline.empty() ? "" : "/baseline (per call)");
-        Json rows = Json::array();
         std::string wrong;
-        for (const auto& group : groups)
-            for (const Config& c : group) {
-                std::string verdicts, outcome;
-                for (int v : c.verdicts)
-                    verdicts += (verdicts.empty() ? "" : ",") + std::string(npf::ctl::xdpVerdictName(v));
-                const uint64_t packets = uint64_t(c.kernelNs.size()) * repeat;
-                for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
-                    if (k != NPF_STAT_RX_TOTAL && c.moved[k])
-                        outcome += (outcome.empty() ? "" : ",") + std::string(npf::ctl::kStatNames[k]);
-                const int want = expectedStat(c.path);
-                const bool ok = c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
-                                (want < 0 ? outcome.empty()
-                                          : c.moved[uint32_t(want)] == packets && c.moved[NPF_STAT_RX_TOTAL] == packets &&
-                                                outcome == npf::ctl::kStatNames[want]);
-                if (!ok)
-                    wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ");";
-                if (outcome.empty())
-                    outcome = "-";
-                const double med = quantile(c.kernelNs, 0.5), p10 = quantile(c.kernelNs, 0.1),
-                             p90 = quantile(c.kernelNs, 0.9), wall = quantile(c.wallNs, 0.5);
-                const auto [vsBase, vsBasePerCall] = overBaseline(groups, c);
-                std::printf("%-28s %9.1f %7.1f %7.1f %11.1f  %-9s %-14s", c.name().c_str(), med, p10, p90, wall,
-                            verdicts.c_str(), outcome.c_str());
-                std::printf(vsBase > 0 ? " %.3f (%.3f)\n" : "\n", vsBase, vsBasePerCall);
-                rows.push_back({{"config", c.name()},
-                                {"flows", c.flows},
-                                {"path", pathName(c.path)},
-                                {"nsMedian", med},
-                                {"nsP10", p10},
-                                {"nsP90", p90},
-                                {"wallNsMedian", wall},
-                                {"verdict", verdicts},
-                                {"outcome", outcome},
-                                {"ok", ok},
-                                {"baseline", c.baseline},
-                                {"overBaseline", vsBase > 0 ? Json(vsBase) : Json()},
-                                {"overBaselinePerCall", vsBase > 0 ? Json(vsBasePerCall) : Json()},
-                                {"ns", c.kernelNs}});
-            }
+        const Json rows = report(groups, repeat, &wrong);
         const Json out{{"bench", "xdp"},
                        {"abi", NPF_ABI_VERSION},
                        {"maxFlows", NPF_MAX_FLOWS},
