@@ -107,7 +107,7 @@ void Service::setUp()
         queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_->set(), dp_->xsks()));
     }
     statsPath_ = cfg_.statsPath.empty() ? ctl::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
-    Pager::Hooks hooks;
+    PagerHooks hooks;
     hooks.tick = [this] { writeStatsFile(); };
     hooks.gone = [this] {
         ifaceGone_.store(true, std::memory_order_release);
@@ -115,10 +115,11 @@ void Service::setUp()
             w->requestStop();
     };
     const uint32_t np = cfg_.pagerThreads;
+    wakers_ = std::make_unique<PagerWakers>(np);
+    pagerCtx_ = std::make_unique<PagerContext>(
+        PagerContext{cfg_, regions_, *flows_, queues_, *wakers_, sizes.frameSize * sizes.framesPerPacket, std::move(hooks)});
     for (uint32_t k = 0; k < np; k++)
-        pagers_.push_back(std::make_unique<Pager>(cfg_, PagerShard{k, np, nq}, pagers_, regions_, *flows_, queues_,
-                                                  sizes.frameSize * sizes.framesPerPacket,
-                                                  k == 0 ? std::move(hooks) : Pager::Hooks{}));
+        pagers_.push_back(std::make_unique<Pager>(*pagerCtx_, PagerShard{k, np, nq}));
     if (np > 1)
         NPF_INFO("%s: %u pagers (queue q's backup ring: pager q %% %u; regions round robin after the queues)",
                  cfg_.ifname.c_str(), np, np);

@@ -100,6 +100,8 @@ private:
     RegionSet regions_;
     std::unique_ptr<FlowTable> flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;
+    std::unique_ptr<PagerWakers> wakers_;
+    std::unique_ptr<PagerContext> pagerCtx_;
     std::vector<std::unique_ptr<Pager>> pagers_;   // [0] is the lead
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
     std::atomic<bool> ifaceGone_{false};           // set once, by the lead pager

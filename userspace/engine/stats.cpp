@@ -48,10 +48,11 @@ EngineStats Service::stats() const
     LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fast;
     for (const auto& p : pagers_) {
         p->counters().addTo(s);
-        steerToPickup.merge(p->steerToPickup);
-        pickupToImage.merge(p->pickupToImage);
-        imageToCopy.merge(p->imageToCopy);
-        faultTotal.merge(p->faultTotal);
+        const FaultPath::Latencies& l = p->latencies();
+        steerToPickup.merge(l.steerToPickup);
+        pickupToImage.merge(l.pickupToImage);
+        imageToCopy.merge(l.imageToCopy);
+        faultTotal.merge(l.faultTotal);
     }
     for (const auto& w : workers_) {
         w->counters().addTo(s);
