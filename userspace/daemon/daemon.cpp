@@ -91,12 +91,12 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         // sockets) and keeps it for its teardown.
         NetnsScope in(spec->netns);
         const uint64_t netns = sidecar::currentNetns();
-        for (const Served& same : served_)
+        for (const Iface& same : ifaces_)
             if (same.netns == netns && same.ifname == spec->ifname)
                 throw ctl::ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
-        served_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
+        ifaces_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
-    for (Served& s : served_)
+    for (Iface& s : ifaces_)
         s.service->start();
     listener_ = sidecar::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
@@ -120,65 +120,55 @@ Daemon::~Daemon()
     // Every client's flows withdrawn and removed (its traffic fails open to
     // the kernel), its region released; then the services stop.
     sessions_.clear();
-    served_.clear();
+    ifaces_.clear();
 }
 
-Served* Daemon::served(const std::string& ifname, uint64_t netns) noexcept
+Iface* Daemon::iface(const std::string& ifname, uint64_t netns) noexcept
 {
     for (uint64_t ns : {netns, ownNetns_})
-        for (Served& s : served_)
+        for (Iface& s : ifaces_)
             if (s.netns == ns && s.ifname == ifname)
                 return &s;
     return nullptr;
+}
+
+Iface& Daemon::faultServer(uint64_t netns) noexcept
+{
+    for (uint64_t ns : {netns, ownNetns_})
+        for (Iface& s : ifaces_)
+            if (s.netns == ns)
+                return s;
+    return ifaces_.front();
 }
 
 std::vector<std::string> Daemon::ifacesIn(uint64_t netns) const
 {
     std::vector<std::string> out;
     for (uint64_t ns : {netns, ownNetns_})
-        for (const Served& s : served_)
+        for (const Iface& s : ifaces_)
             if (s.netns == ns && std::find(out.begin(), out.end(), s.ifname) == out.end())
                 out.push_back(s.ifname);
     return out;
 }
 
-std::string Daemon::describeServed() const
+std::string Daemon::describeIfaces() const
 {
     std::string out;
-    for (const Served& s : served_)
+    for (const Iface& s : ifaces_)
         out += (out.empty() ? "" : ", ") + s.label;
     return out;
-}
-
-bool Daemon::claimFlow(const std::string& key, const Session* s) { return owners_.emplace(key, s).second; }
-
-void Daemon::releaseFlow(const std::string& key) noexcept { owners_.erase(key); }
-
-const Session* Daemon::flowOwner(const std::string& key) const
-{
-    auto it = owners_.find(key);
-    return it == owners_.end() ? nullptr : it->second;
 }
 
 Snapshot Daemon::snapshot()
 {
     std::lock_guard<std::mutex> lock(controlMu_);
     Snapshot out;
-    for (const Served& s : served_)
+    for (const Iface& s : ifaces_)
         out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
     for (const auto& [fd, session] : sessions_)
         session->flowStats(out.flows);
     out.clients = sessions_.size();
     return out;
-}
-
-const Session* Daemon::portOwner(const std::string& iface, uint16_t port, const Session* except) const
-{
-    const std::string prefix = iface + "|", suffix = "|" + std::to_string(port);
-    for (const auto& [key, owner] : owners_)
-        if (owner != except && key.starts_with(prefix) && key.ends_with(suffix))
-            return owner;
-    return nullptr;
 }
 
 void Daemon::stop() noexcept
@@ -204,7 +194,7 @@ void Daemon::run()
             if (fd == listener_.fd())
                 accept();
             else
-                serve(fd);
+                handleRequests(fd);
         }
         timeoutMs = closeSilent(500);
         if (acceptPausedUntilNs_) {
@@ -214,7 +204,7 @@ void Daemon::run()
             else
                 timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
         }
-        for (Served& s : served_)
+        for (Iface& s : ifaces_)
             if (std::string why = s.service->failure(); !why.empty()) {
                 NPF_ERR("npfd: %s: stopping", why.c_str());
                 return;
@@ -274,7 +264,7 @@ void Daemon::accept()
     }
 }
 
-void Daemon::serve(int fd) noexcept
+void Daemon::handleRequests(int fd) noexcept
 {
     auto it = sessions_.find(fd);
     if (it == sessions_.end())
@@ -328,7 +318,7 @@ int Daemon::closeSilent(int cap) noexcept
                 next = std::min(next, s->helloDeadline());
         }
     for (int fd : late) {
-        serve(fd); // a hello that waits to be read (this round had more events than it took) counts
+        handleRequests(fd); // a hello that waits to be read (this round had more events than it took) counts
         auto it = sessions_.find(fd);
         if (it == sessions_.end() || it->second->helloDone())
             continue;

@@ -167,7 +167,7 @@ struct MetricsExporter::State {
         }
         return prometheus::TextSerializer().Serialize(families);
     }
-    void served(size_t bytes, std::chrono::nanoseconds took)
+    void replied(size_t bytes, std::chrono::nanoseconds took)
     {
         transferred.Increment(double(bytes));
         scrapes.Increment();
@@ -202,7 +202,7 @@ MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
     try {
         server_ = std::make_unique<MetricsServer>(
             address, [st] { return st->render(); },
-            [st](size_t bytes, std::chrono::nanoseconds took) { st->served(bytes, took); });
+            [st](size_t bytes, std::chrono::nanoseconds took) { st->replied(bytes, took); });
     } catch (const std::invalid_argument& e) {
         throw ctl::ArgumentError("--" + std::string(e.what()));
     } catch (const std::system_error& e) {

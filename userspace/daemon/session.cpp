@@ -22,11 +22,6 @@ namespace {
 using sidecar::ErrorCode;
 using sidecar::ProtocolError;
 
-std::string flowKey(const std::string& iface, const ctl::FlowSpec& spec)
-{
-    return iface + "|" + ctl::addrString(spec) + "|" + std::to_string(spec.port);
-}
-
 } // namespace
 
 Peer Peer::of(int fd)
@@ -57,7 +52,7 @@ Session::~Session()
         close(f);
     flows_.clear();
     if (region_) {
-        d_.home().removeRegion(*region_);
+        faultServer_->service->removeRegion(*region_);
         region_.reset();
     }
 }
@@ -162,16 +157,16 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         (fds.size() == 3 && !sidecar::isMemfd(fds[2].get())))
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd", 0, m.id);
-    if (rq.pageSize != NPF_PAGE_SIZE && rq.pageSize != kHugePageSize)
-        throw ProtocolError(ErrorCode::BadMessage,
-                            "page_size " + std::to_string(rq.pageSize) +
-                                ": npfd serves 4096-byte pages (shmem memfd) and 2097152-byte pages (hugetlbfs memfd)",
-                            EINVAL, m.id);
-    if (rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
-        throw ProtocolError(ErrorCode::TooLarge,
-                            "region of " + std::to_string(rq.size) + " bytes: npfd serves regions of up to " +
-                                std::to_string(uint64_t{NPF_MAX_REGION_PAGES} * NPF_PAGE_SIZE),
-                            0, m.id);
+    RegionGeometry geo;
+    std::string bad;
+    switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
+    case RegionGeometry::Error::None:
+        break;
+    case RegionGeometry::Error::TooLarge:
+        throw ProtocolError(ErrorCode::TooLarge, "region " + bad, 0, m.id);
+    default:
+        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL, m.id);
+    }
     // The rule's totals first: the bitmap and the page state below cost
     // npfd memory in proportion to the size.
     if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
@@ -181,7 +176,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         bool keep = false;
         ~GiveBack() { if (!keep) l.giveRegion(); }
     } giveBack{lease_};
-    ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
+    ctl::ResidentMap bitmap = ctl::ResidentMap::create(geo.bitmapPages());
     RegionConfig rc;
     rc.size = rq.size;
     rc.pageSize = rq.pageSize;
@@ -203,10 +198,12 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     giveBack.keep = true;
     bitmap_.emplace(std::move(bitmap));
     region_ = std::move(region);
-    d_.home().addRegion(*region_);
-    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages", describe().c_str(),
-             static_cast<unsigned long long>(rq.size >> 20), static_cast<unsigned long long>(rq.budget >> 20),
-             rq.pageSize == kHugePageSize ? "2 MiB" : "4 KiB");
+    faultServer_ = &d_.faultServer(netns_);
+    faultServer_->service->addRegion(*region_);
+    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages, faults served by %s's pagers",
+             describe().c_str(), static_cast<unsigned long long>(rq.size >> 20),
+             static_cast<unsigned long long>(rq.budget >> 20), geo.huge() ? "2 MiB" : "4 KiB",
+             faultServer_->label.c_str());
     return sidecar::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
 }
 
@@ -225,11 +222,11 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
                                 0, m.id);
         ifname = here.front();
     }
-    Served* itf = d_.served(ifname, netns_);
+    Iface* itf = d_.iface(ifname, netns_);
     if (!itf)
         throw ProtocolError(ErrorCode::NotAllowed,
                             "npfd serves no " + ifname + " in this client's network namespace (it serves " +
-                                d_.describeServed() + ")",
+                                d_.describeIfaces() + ")",
                             ENODEV, m.id);
     Service* svc = itf->service.get();
     const std::string& iface = itf->label;
@@ -242,46 +239,53 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed, ctl::toString(spec) + " is not allowed for this client", EACCES,
                             m.id);
-    const std::string key = flowKey(iface, spec);
-    const Session* owner = d_.flowOwner(key);
-    if (!owner)
-        owner = d_.portOwner(iface, spec.port, this);
-    if (owner)
+    if (const Session* owner = d_.flowClaims().claim(*itf, spec, this))
         throw ProtocolError(ErrorCode::Busy,
                             ctl::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : owner->describe()),
                             0, m.id);
+    struct Undo { // unless the flow is opened
+        Session& s;
+        Iface& itf;
+        const ctl::FlowSpec& spec;
+        bool leased = false, keep = false;
+        ~Undo()
+        {
+            if (keep)
+                return;
+            s.d_.flowClaims().release(itf, spec);
+            if (leased)
+                s.lease_.giveFlow();
+        }
+    } undo{*this, *itf, spec};
     if (std::string why; !lease_.takeFlow(&why))
         throw ProtocolError(ErrorCode::NoSpace, why, 0, m.id);
-    ServedFlow* served = nullptr;
+    undo.leased = true;
+    ServedFlow* flow = nullptr;
     try {
         // A ring map nobody else has mapped, whatever was there before.
-        served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
+        flow = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
     } catch (const ctl::StateError& e) {
-        lease_.giveFlow();
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
                             e.code().value(), m.id);
-    } catch (...) {
-        lease_.giveFlow();
-        throw;
     }
-    d_.claimFlow(key, this);
-    flows_.push_back({itf, served, key});
-    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, ctl::toString(spec).c_str(), iface.c_str());
+    flows_.push_back({itf, flow, spec});
+    undo.keep = true;
+    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), flow->id, ctl::toString(spec).c_str(), iface.c_str());
     sidecar::OpenFlowReply r;
-    r.flow = served->id;
-    r.gen = served->gen;
+    r.flow = flow->id;
+    r.gen = flow->gen;
     r.port = spec.port;
-    r.completionEntries = served->ring.size();
-    outFds = {served->ringMap.fd(), served->ring.memfd(), served->ring.notifyFd()};
+    r.completionEntries = flow->ring.size();
+    outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
     return r.encode(m.id);
 }
 
 void Session::close(OpenFlow& f) noexcept
 {
-    const uint32_t id = f.served->id;
-    f.iface->service->closeFlow(*f.served);
-    d_.releaseFlow(f.key);
+    const uint32_t id = f.flow->id;
+    f.iface->service->closeFlow(*f.flow);
+    d_.flowClaims().release(*f.iface, f.spec);
     lease_.giveFlow();
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
@@ -290,7 +294,7 @@ std::string Session::closeFlow(const sidecar::Message& m)
 {
     sidecar::CloseFlowRequest rq = sidecar::CloseFlowRequest::decode(m);
     for (auto it = flows_.begin(); it != flows_.end(); ++it)
-        if (it->served->id == rq.flow) {
+        if (it->flow->id == rq.flow) {
             close(*it);
             flows_.erase(it);
             return sidecar::OkReply{}.encode(m.id);
@@ -337,8 +341,8 @@ std::string Session::pages(const sidecar::Message& m, bool release)
 void Session::flowStats(std::vector<FlowStats>& out) const
 {
     for (const OpenFlow& f : flows_) {
-        const SequencerStats q = f.served->seq.stats();
-        out.push_back({f.iface->label, f.served->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
+        const SequencerStats q = f.flow->seq.stats();
+        out.push_back({f.iface->label, f.flow->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
                        cred_.uid, q.ok, q.truncated, q.lost, q.badCsum});
     }
 }
@@ -354,7 +358,7 @@ std::string Session::stats(const sidecar::Message& m)
     std::string iface = here.empty() ? "" : here.front();
     SequencerStats q;
     for (const OpenFlow& f : flows_) {
-        q += f.served->seq.stats();
+        q += f.flow->seq.stats();
         iface = f.iface->ifname;
     }
     addCompletions(s, q);

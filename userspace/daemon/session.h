@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ctl/flow_ring.h"
+#include "ctl/flows.h"
 #include "daemon/quota.h"
 #include "region/region.h"
 #include "sidecar/config.h"
@@ -25,7 +26,7 @@ class ServedFlow;
 namespace daemon {
 
 class Daemon;
-struct Served;
+struct Iface;
 struct FlowStats;
 
 // Who is at the other end of a connection, read when npfd accepts it.
@@ -60,9 +61,9 @@ public:
 
 private:
     struct OpenFlow {
-        Served* iface;
-        ServedFlow* served;
-        std::string key; // ownership key in the daemon
+        Iface* iface;
+        ServedFlow* flow;
+        ctl::FlowSpec spec; // as claimed in the daemon's FlowClaims
     };
 
     std::string reply(const sidecar::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
@@ -87,6 +88,7 @@ private:
     bool helloDone_ = false;
     std::optional<ctl::ResidentMap> bitmap_;
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
+    Iface* faultServer_ = nullptr;  // whose pagers serve region_'s faults
     std::vector<OpenFlow> flows_;
 };
 

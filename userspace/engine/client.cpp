@@ -19,6 +19,7 @@
 #include "ctl/flow_ring.h"
 #include "engine/flow_impl.h"
 #include "order/completion_ring.h"
+#include "region/geometry.h"
 #include "sidecar/channel.h"
 #include "sys/error.h"
 #include "sys/fd.h"
@@ -27,7 +28,6 @@
 namespace npf {
 namespace {
 
-constexpr uint64_t kHuge = 2ull << 20;
 constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), missing from Debian 12's glibc
 
 // A userfaultfd this (unprivileged) process may have: user-mode faults only
@@ -190,12 +190,12 @@ Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
 {
     Impl& c = *impl_;
     c.cfg = cfg;
-    const bool huge = cfg.pageSize == kHuge;
-    if (cfg.pageSize != NPF_PAGE_SIZE && !huge)
-        throwErrno(EINVAL, "npf client: page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
-    if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
-        throwErrno(EINVAL, "npf client: region size " + std::to_string(cfg.regionSize) +
-                               " is not a positive multiple of the page size " + std::to_string(cfg.pageSize));
+    RegionGeometry geo;
+    std::string why;
+    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &geo,
+                              &why) != RegionGeometry::Error::None)
+        throwErrno(EINVAL, "npf client: region " + why);
+    const bool huge = geo.huge();
     c.memfd.reset(::memfd_create("npf-client-region",
                                  MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2M : 0)));
     if (!c.memfd)

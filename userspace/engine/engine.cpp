@@ -27,27 +27,25 @@
 namespace npf {
 namespace {
 
-void checkRegion(const EngineConfig& cfg)
+RegionGeometry checkRegion(const EngineConfig& cfg)
 {
-    auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
-    if (cfg.pageSize != NPF_PAGE_SIZE && cfg.pageSize != kHugePageSize)
-        bad("page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
-    if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
-        bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of the page size (" +
-            std::to_string(cfg.pageSize) + ")");
-    if (cfg.regionSize / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
-        bad("region size " + std::to_string(cfg.regionSize) + " exceeds the 1 TiB limit");
+    RegionGeometry g;
+    std::string why;
+    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &g,
+                              &why) != RegionGeometry::Error::None)
+        throw ctl::ArgumentError("engine on " + cfg.ifname + ": region " + why);
+    return g;
 }
 
 } // namespace
 
 Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
-    checkRegion(cfg);
+    const RegionGeometry geo = checkRegion(cfg);
     if (cfg.ifname.empty())
         throw ctl::ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
-    bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
+    bitmap.emplace(ctl::ResidentMap::create(geo.bitmapPages()));
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
@@ -115,19 +113,23 @@ EngineStats Engine::stats() const { return impl_->service->stats(); }
 std::string Engine::statsJson() const { return impl_->service->statsJson(); }
 std::array<uint64_t, NPF_STAT_MAX> Engine::xdpCounters() const { return impl_->service->xdpCounters(); }
 
+// A region call's result: pages, or an exception naming what failed.
+static uint64_t pagesOr(int rc, const char* what, uint64_t offset, uint64_t len)
+{
+    if (rc < 0)
+        throwErrno(-rc, std::string(what) + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                            ") of the region");
+    return static_cast<uint64_t>(rc);
+}
+
 void Engine::release(uint64_t offset, uint64_t len)
 {
-    int rc = impl_->region->release(offset, len);
-    if (rc < 0)
-        throwErrno(-rc, "release [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
+    (void)pagesOr(impl_->region->release(offset, len), "release", offset, len);
 }
 
 uint64_t Engine::populate(uint64_t offset, uint64_t len)
 {
-    int rc = impl_->region->prefetch(offset, len);
-    if (rc < 0)
-        throwErrno(-rc, "populate [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
-    return static_cast<uint64_t>(rc);
+    return pagesOr(impl_->region->prefetch(offset, len), "populate", offset, len);
 }
 
 uint64_t Engine::evictAll()

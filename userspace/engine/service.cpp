@@ -227,11 +227,6 @@ void Service::closeFlow(ServedFlow& f) noexcept
     });
 }
 
-void Service::wakeApplications() noexcept
-{
-    flows_->forEach([](ServedFlow& f) { f.wakeApplication(); });
-}
-
 std::string Service::failure() const
 {
     if (ifaceGone_.load(std::memory_order_acquire))

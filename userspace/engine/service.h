@@ -57,9 +57,6 @@ public:
     void removeRegion(Region& r) noexcept;
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
-    // The pagers serve the faults of the regions added to this service; they
-    // install payloads into any flow's region.
-    RegionSet& regions() noexcept { return regions_; }
 
     ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
                          bool fresh = false);
@@ -75,13 +72,9 @@ public:
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
     bool attachedByUs() const noexcept { return attachedByUs_; }
-    const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
-    const EngineConfig& config() const noexcept { return cfg_; }
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
     void syncPagers() noexcept;
-    // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
-    void wakeApplications() noexcept;
 
 private:
     void setUp();
