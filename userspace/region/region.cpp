@@ -71,9 +71,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &clie
 Region::Region(const RegionConfig& cfg, ClientMemory* client)
     : cfg_(cfg), geo_(checkedGeometry(cfg_)),
       c_(std::make_unique<RegionCounters>()),
-      copy_(uffd_, io_, state_, spill_, plan_, staging_, geo_.batchPages, *c_, cfg_.name),
-      continue_(uffd_, io_, alias_, state_, spill_, plan_, *c_, cfg_.name),
-      evictor_(state_, io_, spill_, *c_, *this, geo_.batchPages, cfg_.name)
+      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, geo_.batchPages),
+      continue_(parts_, alias_), evictor_(parts_, *this, geo_.batchPages)
 {
     const std::string& who = cfg_.name;
     const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;

@@ -238,6 +238,7 @@ private:
 
     // Built in the initializer list with references to the parts above,
     // which the constructor's body fills in.
+    const RegionParts parts_;
     CopyInstaller copy_;
     ContinueInstaller continue_;
     Evictor evictor_;
