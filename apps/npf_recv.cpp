@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "ctl/engine_stats.h"
-#include "ctl/errors.h"
 #include "ctl/exit_codes.h"
 #include "ctl/flows.h"
 #include "ctl/iface.h"
@@ -28,6 +27,7 @@
 #include "npf/client.h"
 #include "npf/engine.h"
 #include "npf/log.h"
+#include "sys/error.h"
 
 namespace {
 
@@ -84,7 +84,7 @@ struct Sizes {
 // Throws ArgumentError naming the option.
 Sizes parseSizes(const Options& o)
 {
-    using npf::ctl::ArgumentError;
+    using npf::ArgumentError;
     using npf::ctl::parseSize;
     constexpr uint64_t kMaxRegion = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
     Sizes s;
@@ -110,8 +110,8 @@ void checkAddr(const Options& o)
 {
     try {
         npf::ctl::parseFlowSpec(std::to_string(o.port), o.addr);
-    } catch (const npf::ctl::ArgumentError& e) {
-        throw npf::ctl::ArgumentError(std::string("--addr: ") + e.what());
+    } catch (const npf::ArgumentError& e) {
+        throw npf::ArgumentError(std::string("--addr: ") + e.what());
     }
 }
 
@@ -387,7 +387,7 @@ int run(const Options& o)
     checkAddr(o);
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
-        throw npf::ctl::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+        throw npf::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
                                     : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (out.fd < 0)

@@ -7,12 +7,12 @@
 #include <set>
 #include <stdexcept>
 
-#include "ctl/errors.h"
 #include "ctl/exit_codes.h"
 #include "ctl/flows.h"
 #include "ctl/iface.h"
 #include "ctl/mode.h"
 #include "ctl/stats.h"
+#include "sys/error.h"
 
 namespace npf::ctl {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ctl/errors.h"
 #include "ctl/sizes.h"
+#include "sys/error.h"
 
 namespace npf::ctl {
 namespace {

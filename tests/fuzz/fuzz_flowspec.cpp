@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "ctl/errors.h"
 #include "ctl/flows.h"
 #include "fuzz_check.h"
+#include "sys/error.h"
 
 namespace {
 
@@ -41,14 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const bool portOk = referencePort(port, &wantPort);
     try {
         NPF_FUZZ_CHECK(npf::ctl::parsePort(port) == wantPort && portOk, "parsePort accepted a bad port");
-    } catch (const npf::ctl::ArgumentError&) {
+    } catch (const npf::ArgumentError&) {
         NPF_FUZZ_CHECK(!portOk, "parsePort refused port %u", wantPort);
     }
 
     npf::ctl::FlowSpec f;
     try {
         f = npf::ctl::parseFlowSpec(port, addr);
-    } catch (const npf::ctl::ArgumentError&) {
+    } catch (const npf::ArgumentError&) {
         return 0;
     }
     NPF_FUZZ_CHECK(portOk && f.port == wantPort, "flow spec with port %u from a bad port", f.port);

@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "ctl/errors.h"
 #include "ctl/sizes.h"
 #include "fuzz_check.h"
+#include "sys/error.h"
 
 namespace {
 
@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     uint64_t bytes = 0;
     try {
         bytes = npf::ctl::parseSize("--size", text);
-    } catch (const npf::ctl::ArgumentError& e) {
+    } catch (const npf::ArgumentError& e) {
         // The message quotes the text, then says why. what() is a C string, so
         // a NUL in the text ends it there: then only "refused" can be checked.
         const std::string msg = e.what(), quoted = "--size: '" + text + "'";

@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "ctl/dataplane.h"
-#include "ctl/errors.h"
 #include "ctl/iface.h"
 #include "ctl/lib_log.h"
 #include "ctl/pins.h"

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "ctl/bpf_info.h"
-#include "ctl/errors.h"
 #include "ctl/iface.h"
 #include "ctl/pins.h"
 #include "ctl/privileges.h"

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "ctl/errors.h"
+#include "sys/error.h"
 
 namespace npf::ctl {
 

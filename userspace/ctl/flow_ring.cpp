@@ -8,7 +8,6 @@
 
 #include "ctl/bpf_info.h"
 #include "ctl/dataplane.h"
-#include "ctl/errors.h"
 #include "sys/error.h"
 
 namespace npf::ctl {

@@ -13,7 +13,6 @@
 #include <cstring>
 
 #include "ctl/dataplane.h"
-#include "ctl/errors.h"
 #include "ctl/pins.h"
 #include "sys/error.h"
 

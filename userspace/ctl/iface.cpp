@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 
-#include "ctl/errors.h"
 #include "ctl/netlink.h"
 #include "sys/error.h"
 #include "sys/fd.h"

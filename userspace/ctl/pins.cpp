@@ -13,7 +13,6 @@
 #include <memory>
 #include <system_error>
 
-#include "ctl/errors.h"
 #include "npf/abi.h"
 #include "sys/error.h"
 #include "sys/log.h"

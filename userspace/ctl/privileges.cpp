@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ctl/errors.h"
+#include "sys/error.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39

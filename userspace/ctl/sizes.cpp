@@ -3,7 +3,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "ctl/errors.h"
+#include "sys/error.h"
 
 namespace npf::ctl {
 namespace {

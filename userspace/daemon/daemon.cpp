@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "daemon/metrics.h"
-#include "ctl/errors.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/clock.h"
@@ -83,7 +82,7 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         std::string why;
         const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
         if (!spec)
-            throw ctl::ArgumentError("npfd: interface " + why);
+            throw ArgumentError("npfd: interface " + why);
         EngineConfig c = opt_.engine;
         c.ifname = spec->ifname;
         c.spillDir = opt_.config.spillDir;
@@ -93,7 +92,7 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         const uint64_t netns = sidecar::currentNetns();
         for (const Served& same : served_)
             if (same.netns == netns && same.ifname == spec->ifname)
-                throw ctl::ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
+                throw ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
         served_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
     for (Served& s : served_)

@@ -62,7 +62,7 @@ std::string prometheusLatencyName(const LatencyDef& l);
 // latency summaries; then npf_clients and npf_flow_completed_total.
 std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 
-// Throws ctl::ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
+// Throws ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
 // "PORT" (what MetricsExporter takes).
 void checkMetricsAddress(const std::string& address);
 
@@ -74,7 +74,7 @@ public:
     using Source = std::function<Snapshot()>;
 
     // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
-    // IPv4 address); throws ctl::ArgumentError for a malformed address and
+    // IPv4 address); throws ArgumentError for a malformed address and
     // a std::system_error naming it when it cannot listen there.
     MetricsExporter(const std::string& address, Source snapshot);
     ~MetricsExporter(); // stops serving: no scrape runs after it returns

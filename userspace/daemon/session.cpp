@@ -7,12 +7,12 @@
 #include <cstring>
 
 #include "ctl/engine_stats.h"
-#include "ctl/errors.h"
 #include "ctl/flows.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "engine/service.h"
 #include "sys/clock.h"
+#include "sys/error.h"
 #include "sys/log.h"
 
 namespace npf::daemon {
@@ -256,7 +256,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     try {
         // A ring map nobody else has mapped, whatever was there before.
         served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
-    } catch (const ctl::StateError& e) {
+    } catch (const StateError& e) {
         lease_.giveFlow();
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
                             e.code().value(), m.id);

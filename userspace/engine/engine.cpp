@@ -7,7 +7,6 @@
 
 #include "ctl/attach.h"
 #include "ctl/engine_stats.h"
-#include "ctl/errors.h"
 #include "ctl/pins.h"
 #include "ctl/xsk_slots.h"
 #include "engine/engine_impl.h"
@@ -18,7 +17,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/errors.h"
 #include "engine/engine_impl.h"
 #include "engine/flow_impl.h"
 #include "sys/error.h"
@@ -29,7 +27,7 @@ namespace {
 
 void checkRegion(const EngineConfig& cfg)
 {
-    auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
+    auto bad = [&](const std::string& what) { throw ArgumentError("engine on " + cfg.ifname + ": " + what); };
     if (cfg.pageSize != NPF_PAGE_SIZE && cfg.pageSize != kHugePageSize)
         bad("page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
     if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
@@ -45,7 +43,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
     checkRegion(cfg);
     if (cfg.ifname.empty())
-        throw ctl::ArgumentError("engine: no interface given");
+        throw ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
     bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
     RegionConfig rc;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ctl/errors.h"
 #include "region/region.h"
+#include "sys/error.h"
 #include "sys/log.h"
 
 namespace npf {
@@ -22,7 +22,7 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& o : open_)
         if (o->spec == spec)
-            throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
+            throw StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
     ctl::EngineFlow opened = ctl::openEngineFlow(dp_, spec, binding, fresh);
     const ctl::FlowEntry entry = opened.entry;
     const ctl::FlowOrigin origin = opened.origin;

@@ -38,7 +38,7 @@ public:
     // new entry and ring map even if one exists (npfd: a ring no other process
     // has mapped). Its posts are withdrawn: the sequencer and the
     // application's producer both start at the ring's cons. Throws
-    // ctl::StateError(EEXIST) if this table has it open.
+    // StateError(EEXIST) if this table has it open.
     ServedFlow& open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh = false);
     // Closes one flow while the engine runs: withdraws its posts, removes (or
     // unbinds) its entry, unpublishes it, runs `barrier` (after which no

@@ -9,7 +9,6 @@
 
 #include "ctl/attach.h"
 #include "ctl/engine_stats.h"
-#include "ctl/errors.h"
 #include "ctl/iface.h"
 #include "ctl/pins.h"
 #include "ctl/stats.h"
@@ -28,7 +27,7 @@ ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     ctl::ensureBpffs();
     try {
         return ctl::Dataplane::open(cfg.ifname);
-    } catch (const ctl::StateError& e) {
+    } catch (const StateError& e) {
         if (e.code().value() != ENOENT)
             throw;
     }
@@ -51,15 +50,15 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
     : cfg_(c), ownEpochs_(epochs ? nullptr : std::make_unique<EpochDomain>()), epochs_(epochs ? *epochs : *ownEpochs_)
 {
     if (cfg_.ifname.empty())
-        throw ctl::ArgumentError("engine: no interface given");
+        throw ArgumentError("engine: no interface given");
     if (cfg_.completionRingSize < NPF_POST_RING_SIZE || (cfg_.completionRingSize & (cfg_.completionRingSize - 1)))
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": completion ring size must be a power of two >= " +
-                                 std::to_string(NPF_POST_RING_SIZE));
+        throw ArgumentError("engine on " + cfg_.ifname + ": completion ring size must be a power of two >= " +
+                            std::to_string(NPF_POST_RING_SIZE));
     if (cfg_.reorderTimeout.count() <= 0)
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
+        throw ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
     if (cfg_.pagerThreads < 1 || cfg_.pagerThreads > kMaxPagers)
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": pager threads must be 1.." +
-                                 std::to_string(kMaxPagers) + ", not " + std::to_string(cfg_.pagerThreads));
+        throw ArgumentError("engine on " + cfg_.ifname + ": pager threads must be 1.." +
+                            std::to_string(kMaxPagers) + ", not " + std::to_string(cfg_.pagerThreads));
     netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!netns_)
         throwErrno("open /proc/thread-self/ns/net");
@@ -80,15 +79,15 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
 void Service::setUp()
 {
     if (!ctl::xskSlots(*dp_).empty())
-        throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
-                                         " (npfctl status " + cfg_.ifname + ")");
+        throw StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
+                                    " (npfctl status " + cfg_.ifname + ")");
     flows_ = std::make_unique<FlowTable>(*dp_, cfg_);
     flows_->withdrawStale();
 
     uint32_t nq = cfg_.queues ? cfg_.queues : dp_->queues();
     if (nq > dp_->queues())
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
-                                 " queues requested, the program serves " + std::to_string(dp_->queues()));
+        throw ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
+                            " queues requested, the program serves " + std::to_string(dp_->queues()));
     const uint32_t mtu = ctl::linkMtu(cfg_.ifname); // in this (the service's) network namespace
     const xsk::QueueSizes sizes =
         xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);

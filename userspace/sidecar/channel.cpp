@@ -4,7 +4,6 @@
 
 #include <cerrno>
 
-#include "ctl/errors.h"
 #include "sys/error.h"
 
 namespace npf::sidecar {
@@ -30,8 +29,8 @@ bool waitFor(int fd, short events, Clock::time_point deadline)
 
 [[noreturn]] void closed(std::string_view type)
 {
-    throw ctl::Error(ECONNRESET, "npfd closed the connection (request '" + std::string(type) +
-                                     "'): the daemon is gone; its flows and region went with it");
+    throw Error(ECONNRESET, "npfd closed the connection (request '" + std::string(type) +
+                                "'): the daemon is gone; its flows and region went with it");
 }
 
 } // namespace
@@ -84,8 +83,8 @@ void Channel::sendOnly(std::string_view type, const std::string& bytes)
         if (s == IoStatus::Eof)
             refusedOrClosed(type);
         if (!waitFor(fd_.get(), POLLOUT, deadline))
-            throw ctl::Error(ETIMEDOUT, "npfd did not take '" + std::string(type) + "' within " +
-                                            std::to_string(kDefaultTimeout.count()) + " ms");
+            throw Error(ETIMEDOUT, "npfd did not take '" + std::string(type) + "' within " +
+                                       std::to_string(kDefaultTimeout.count()) + " ms");
     }
 }
 
@@ -129,8 +128,8 @@ Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::
 {
     const Clock::time_point deadline = Clock::now() + timeout;
     auto timedOut = [&] {
-        throw ctl::Error(ETIMEDOUT, "npfd did not reply to '" + std::string(type) + "' within " +
-                                        std::to_string(timeout.count()) + " ms");
+        throw Error(ETIMEDOUT, "npfd did not reply to '" + std::string(type) + "' within " +
+                                   std::to_string(timeout.count()) + " ms");
     };
 
     for (;;) {

@@ -12,7 +12,6 @@
 #include <limits>
 #include <set>
 
-#include "ctl/errors.h"
 #include "npf/abi.h"
 #include "sidecar/protocol.h" // Json, describeValue, isInterfaceName, kMaxIfaces
 #include "sys/error.h"
@@ -31,7 +30,7 @@ public:
 
     [[noreturn]] void fail(const std::string& path, const std::string& problem) const
     {
-        throw ctl::ArgumentError(origin_ + ": " + (path.empty() ? "" : path + ": ") + problem);
+        throw ArgumentError(origin_ + ": " + (path.empty() ? "" : path + ": ") + problem);
     }
 
     uint64_t number(const std::string& path, const Json& v, uint64_t min, uint64_t max) const
@@ -414,7 +413,7 @@ DaemonConfig loadConfig(const std::string& path)
             break;
         text.append(buf, static_cast<size_t>(n));
         if (text.size() > (1u << 20))
-            throw ctl::ArgumentError(path + ": larger than 1 MiB: not an npfd config");
+            throw ArgumentError(path + ": larger than 1 MiB: not an npfd config");
     }
     return parseConfig(text, path);
 }

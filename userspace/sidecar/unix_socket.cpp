@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <vector>
 
-#include "ctl/errors.h"
 #include "sys/error.h"
 
 namespace npf::sidecar {
@@ -30,8 +29,8 @@ sockaddr_un unixAddress(const std::string& path)
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     if (path.empty() || path.size() >= sizeof(a.sun_path))
-        throw ctl::Error(ENAMETOOLONG, "socket path '" + path + "': must be 1.." +
-                                           std::to_string(sizeof(a.sun_path) - 1) + " bytes long");
+        throw Error(ENAMETOOLONG, "socket path '" + path + "': must be 1.." +
+                                      std::to_string(sizeof(a.sun_path) - 1) + " bytes long");
     std::memcpy(a.sun_path, path.data(), path.size());
     return a;
 }
@@ -62,7 +61,7 @@ void makeParents(const std::filesystem::path& dir)
     struct stat st;
     if (::stat(dir.c_str(), &st) == 0) {
         if (!S_ISDIR(st.st_mode))
-            throw ctl::Error(ENOTDIR, "socket directory " + dir.string() + " exists and is not a directory");
+            throw Error(ENOTDIR, "socket directory " + dir.string() + " exists and is not a directory");
         return;
     }
     if (errno != ENOENT)
@@ -86,7 +85,7 @@ gid_t lookupGroup(const std::string& group, const std::string& path)
     if (err != 0)
         throwErrno(err, "look up group '" + group + "' for " + path);
     if (!found)
-        throw ctl::Error(ENOENT, "socket group '" + group + "' for " + path + ": no such group");
+        throw Error(ENOENT, "socket group '" + group + "' for " + path + ": no such group");
     return gr.gr_gid;
 }
 
@@ -100,11 +99,11 @@ void clearStale(const std::string& path)
         throwErrno("stat " + path);
     }
     if (!S_ISSOCK(st.st_mode))
-        throw ctl::Error(EEXIST, path + " exists and is not a socket: remove it or choose another socket path");
+        throw Error(EEXIST, path + " exists and is not a socket: remove it or choose another socket path");
     int rc = tryConnect(path, true, nullptr);
     if (rc == 0 || rc == -EAGAIN || rc == -EPROTOTYPE)
-        throw ctl::Error(EADDRINUSE, "another process (npfd?) is listening on " + path +
-                                         ": stop it first, or choose another socket path");
+        throw Error(EADDRINUSE, "another process (npfd?) is listening on " + path +
+                                    ": stop it first, or choose another socket path");
     if (rc != -ECONNREFUSED && rc != -ENOENT)
         throwErrno(-rc, "probe existing socket " + path);
     if (::unlink(path.c_str()) < 0 && errno != ENOENT)
@@ -188,7 +187,7 @@ Listener listenSocket(const std::string& path, mode_t mode, const std::string& g
         throwErrno("socket(AF_UNIX, SOCK_SEQPACKET) for " + path);
     if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof(a)) < 0) {
         if (errno == EADDRINUSE)
-            throw ctl::Error(EADDRINUSE, "bind " + path + ": another process took the path meanwhile");
+            throw Error(EADDRINUSE, "bind " + path + ": another process took the path meanwhile");
         throwErrno("bind " + path);
     }
     // From here on the path is ours: a Listener removes it if anything fails.
@@ -213,13 +212,13 @@ Fd connectSocket(const std::string& path)
     case 0:
         return s;
     case ENOENT:
-        throw ctl::Error(ENOENT, "npfd is not running? no socket at " + path);
+        throw Error(ENOENT, "npfd is not running? no socket at " + path);
     case ECONNREFUSED:
-        throw ctl::Error(ECONNREFUSED, "npfd is not running? " + path + " refuses connections (a stale socket)");
+        throw Error(ECONNREFUSED, "npfd is not running? " + path + " refuses connections (a stale socket)");
     case EACCES:
     case EPERM:
-        throw ctl::Error(-rc, "no permission to connect to " + path +
-                                  ": be a member of the socket's group (ls -l " + path + ")");
+        throw Error(-rc, "no permission to connect to " + path +
+                             ": be a member of the socket's group (ls -l " + path + ")");
     default:
         throwErrno(-rc, "connect to npfd at " + path);
     }
@@ -244,15 +243,15 @@ void setNonBlocking(int fd, bool on)
 IoStatus sendMessage(int fd, std::string_view bytes, std::span<const int> fds)
 {
     if (bytes.empty())
-        throw ctl::Error(EINVAL, "send on socket fd " + std::to_string(fd) + ": empty message");
+        throw Error(EINVAL, "send on socket fd " + std::to_string(fd) + ": empty message");
     if (bytes.size() > kMaxMessage)
-        throw ctl::Error(EMSGSIZE, "send on socket fd " + std::to_string(fd) + ": message of " +
-                                       std::to_string(bytes.size()) + " bytes, at most " +
-                                       std::to_string(kMaxMessage));
+        throw Error(EMSGSIZE, "send on socket fd " + std::to_string(fd) + ": message of " +
+                                  std::to_string(bytes.size()) + " bytes, at most " +
+                                  std::to_string(kMaxMessage));
     if (fds.size() > kMaxFds)
-        throw ctl::Error(ETOOMANYREFS, "send on socket fd " + std::to_string(fd) + ": " +
-                                           std::to_string(fds.size()) + " descriptors, at most " +
-                                           std::to_string(kMaxFds));
+        throw Error(ETOOMANYREFS, "send on socket fd " + std::to_string(fd) + ": " +
+                                      std::to_string(fds.size()) + " descriptors, at most " +
+                                      std::to_string(kMaxFds));
 
     iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
     msghdr msg{};
@@ -275,7 +274,7 @@ IoStatus sendMessage(int fd, std::string_view bytes, std::span<const int> fds)
         ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
         if (n >= 0) {
             if (static_cast<size_t>(n) != bytes.size())
-                throw ctl::Error(EIO, "send on socket fd " + std::to_string(fd) + ": short send");
+                throw Error(EIO, "send on socket fd " + std::to_string(fd) + ": short send");
             return IoStatus::Ok;
         }
         if (errno == EINTR)
@@ -336,15 +335,15 @@ RecvResult recvMessage(int fd)
     bytes.resize(static_cast<size_t>(n));
     const std::string where = "receive on socket fd " + std::to_string(fd) + ": ";
     if (msg.msg_flags & MSG_TRUNC)
-        throw ctl::Error(EMSGSIZE, where + "oversized message (more than " + std::to_string(kMaxMessage) +
-                                       " bytes), discarded");
+        throw Error(EMSGSIZE, where + "oversized message (more than " + std::to_string(kMaxMessage) +
+                                  " bytes), discarded");
     if (msg.msg_flags & MSG_CTRUNC) {
         // The kernel installs what fits: all kMaxFds when the sender passed
         // more, fewer when this process ran out of descriptors.
         if (r.message.fds.size() < kMaxFds)
-            throw ctl::Error(EMFILE, where + "descriptors lost (out of descriptors? RLIMIT_NOFILE), message discarded");
-        throw ctl::Error(ETOOMANYREFS, where + "more than " + std::to_string(kMaxFds) +
-                                           " descriptors in one message, message discarded");
+            throw Error(EMFILE, where + "descriptors lost (out of descriptors? RLIMIT_NOFILE), message discarded");
+        throw Error(ETOOMANYREFS, where + "more than " + std::to_string(kMaxFds) +
+                                      " descriptors in one message, message discarded");
     }
     if (n == 0) {
         r.status = IoStatus::Eof;
@@ -386,7 +385,7 @@ std::string peerCgroup(pid_t pid)
     Fd f(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!f) {
         if (errno == ENOENT)
-            throw ctl::Error(ESRCH, "read " + path + ": process " + std::to_string(pid) + " is gone");
+            throw Error(ESRCH, "read " + path + ": process " + std::to_string(pid) + " is gone");
         throwErrno("read " + path);
     }
     std::string text;
@@ -397,7 +396,7 @@ std::string peerCgroup(pid_t pid)
             continue;
         if (n < 0) {
             if (errno == ESRCH)
-                throw ctl::Error(ESRCH, "read " + path + ": process " + std::to_string(pid) + " is gone");
+                throw Error(ESRCH, "read " + path + ": process " + std::to_string(pid) + " is gone");
             throwErrno("read " + path);
         }
         if (n == 0)
