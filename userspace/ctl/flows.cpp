@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "ctl/dataplane.h"
 #include "ctl/pins.h"
+#include "dataplane/post_ring.h"
 #include "sys/error.h"
 
 namespace npf::ctl {
@@ -269,8 +269,9 @@ std::vector<FlowInfo> listFlows(const Dataplane& dp)
         fi.spec = fromKey(k);
         if (v.id < NPF_MAX_FLOWS)
             if (std::optional<FlowRing> r = FlowRing::open(dp, v.id)) {
-                fi.prod = std::atomic_ref<__u64>(r->cursor()->prod).load(std::memory_order_acquire);
-                fi.cons = std::atomic_ref<__u64>(r->cursor()->cons).load(std::memory_order_acquire);
+                const dataplane::PostReader ring(r->posts(), r->cursor());
+                fi.prod = ring.published();
+                fi.cons = ring.consumed();
             }
         out.push_back(fi);
     }

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "ctl/flow_ring.h"
+#include "dataplane/post_ring.h"
 #include "npf/engine.h"
 #include "order/completion_ring.h"
-#include "order/post_ring.h"
 
 namespace npf {
 
@@ -39,7 +39,7 @@ struct Flow::Impl {
     explicit Impl(Parts p);
 
     Parts parts;
-    std::unique_ptr<PostProducer> posts;
+    std::unique_ptr<dataplane::PostProducer> posts;
     CompletionConsumer completions;
     uint64_t polled; // completions taken: posts - polled buffers are outstanding
     std::unique_ptr<uint32_t[]> postedLen; // per slot: the length protect() covered

@@ -14,7 +14,7 @@ void FlowTable::withdrawStale()
 {
     for (const ctl::FlowInfo& f : ctl::listFlows(dp_))
         if (std::optional<ctl::FlowRing> ring = ctl::FlowRing::open(dp_, f.id))
-            PostProducer::withdraw(ring->cursor());
+            dataplane::PostProducer::withdraw(ring->cursor());
 }
 
 ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh)
@@ -27,7 +27,7 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
     const ctl::FlowEntry entry = opened.entry;
     const ctl::FlowOrigin origin = opened.origin;
     // Posts a previous producer left are discarded: both sides start at cons.
-    PostProducer::withdraw(opened.ring.cursor());
+    dataplane::PostProducer::withdraw(opened.ring.cursor());
     auto served =
         std::make_unique<ServedFlow>(std::move(opened), spec, region, cfg_.reorderTimeout, cfg_.completionRingSize);
     ServedFlow& ref = *served;
@@ -47,7 +47,7 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
 void FlowTable::removeEntry(const ServedFlow& f) noexcept
 {
     // Withdraw the posts: they point into a region that may be about to go.
-    PostProducer::withdraw(f.cursor);
+    dataplane::PostProducer::withdraw(f.cursor);
     try {
         const ctl::FlowEntry entry{f.id, f.gen};
         if (f.ownsEntry)

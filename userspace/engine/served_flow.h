@@ -13,9 +13,9 @@
 
 #include "ctl/flow_ring.h"
 #include "ctl/flows.h"
+#include "dataplane/post_ring.h"
 #include "npf/abi.h"
 #include "order/completion_ring.h"
-#include "order/post_ring.h"
 #include "order/sequencer.h"
 
 namespace npf {
@@ -61,7 +61,7 @@ public:
     Region& region;              // where its datagrams land
     const uint64_t regionSize;
     npf_cursor* const cursor;
-    const PostReader posts;
+    const dataplane::PostReader posts;
     Sequencer seq;
     CompletionRing ring; // the shared memory; Flow::Impl consumes it
 
@@ -111,7 +111,7 @@ inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, ClaimCounters& c) 
         c.rejected.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    const Post p = posts.slot(cl.seq);
+    const dataplane::Post p = posts.slot(cl.seq);
     if (p.offset != m.offset || m.len > p.len) {
         c.mismatch.fetch_add(1, std::memory_order_relaxed);
         seq.complete(cl.seq, 0, NPF_CS_LOST, 0);

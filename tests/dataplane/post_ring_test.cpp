@@ -1,7 +1,7 @@
 // The post ring's views: the application's PostProducer, the engine's
 // PostReader, over memory shared like the BPF maps are (here an anonymous
 // shared mapping, also across fork()). No root.
-#include "order/post_ring.h"
+#include "dataplane/post_ring.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <atomic>
 #include <chrono>
 
-namespace npf::test {
+namespace npf::dataplane {
 namespace {
 
 // One flow's slots and cursor in MAP_SHARED memory.
@@ -133,4 +133,4 @@ TEST(PostRing, ProducerInAnotherProcess)
 }
 
 } // namespace
-} // namespace npf::test
+} // namespace npf::dataplane

@@ -1,13 +1,13 @@
 // A flow's post ring: NPF_POST_RING_SIZE npf_post slots and the flow's
 // npf_cursor, both in BPF_F_MMAPABLE maps that XDP, the engine and the
-// application share (ctl::Dataplane checks the maps' shapes when it opens
-// them). The views hold plain pointers into their own process's mapping;
+// application share (FlowRing, flow_ring.h, checks a map's shape when it
+// maps it). The views hold plain pointers into their own process's mapping;
 // nothing inside the shared memory is a pointer.
 //
 // Who writes what:
 //   PostProducer (the application side)  slots, cursor.prod, NPF_CURSOR_F_SERVED
 //   XDP                                  cursor.cons (CAS claim of the next seq)
-//   PostReader (the engine side)         nothing: reads slots and both indexes
+//   PostReader (the engine side, npfctl) nothing: reads slots and both indexes
 //
 // Orderings, stated once:
 //   - the producer writes a slot's fields (relaxed), then stores prod with
@@ -28,7 +28,7 @@
 
 #include "npf/abi.h"
 
-namespace npf {
+namespace npf::dataplane {
 
 // One post as a reader sees it.
 struct Post {
@@ -157,4 +157,4 @@ private:
     bool served_ = false;
 };
 
-} // namespace npf
+} // namespace npf::dataplane
