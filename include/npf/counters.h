@@ -1,9 +1,9 @@
 // One definition per counter: a table names each counter of a stats struct
 // once, with its unit and help line, and a static_assert ties the table to
-// the struct (like enum npf_stat and ctl::kStatNames). Everything that shows
+// the struct (like enum npf_stat and dataplane::kStatNames). Everything that shows
 // counters loops over a table: the engine's JSON snapshot and `npfctl stats`
-// (ctl/engine_stats.h), npf-recv's summary, docs/cli.md "Counters" (checked
-// by tests/ctl/counters_test.cpp).
+// (counters/engine_stats.h), npf-recv's summary, docs/cli.md "Counters" (checked
+// by tests/counters/counters_test.cpp).
 //
 // Names map to Prometheus mechanically: npf_<name>, plus _total unless the
 // counter is a gauge. A counter in bytes ends its name in _bytes; other

@@ -31,7 +31,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "engine_fixture.h"
 #include "npfd_rig.h"
 #include "on_thread.h"
@@ -327,7 +327,7 @@ inline ::testing::AssertionResult victimReceives(Rig& rig, Npfd& npfd, const Tem
 // post ring and the completion ring mapped.
 struct HostileFlow {
     uint32_t id = 0, gen = 0;
-    std::optional<ctl::FlowRing> posts;
+    std::optional<dataplane::FlowRing> posts;
     Fd completionFd, notifier;
     MmapArea ring;
     uint64_t prod = 0, cons = 0;
@@ -407,7 +407,7 @@ struct Hostile {
         HostileFlow f;
         f.id = r.reply.flow;
         f.gen = r.reply.gen;
-        f.posts.emplace(ctl::FlowRing::adopt(std::move(r.fds[0])));
+        f.posts.emplace(dataplane::FlowRing::adopt(std::move(r.fds[0])));
         f.completionFd = std::move(r.fds[1]);
         f.notifier = std::move(r.fds[2]);
         f.ring = MmapArea::map(fileSize(f.completionFd.get()), PROT_READ | PROT_WRITE, MAP_SHARED,

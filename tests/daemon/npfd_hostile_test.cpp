@@ -44,8 +44,8 @@
 #include <thread>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flows.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flows.h"
 #include "engine_fixture.h"
 #include "hostile_client.h"
 #include "npfd_rig.h"
@@ -225,11 +225,11 @@ void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& 
 
 // The flow npfctl (or npfd) has for `port` on the rig's interface, as
 // `npfctl flow list` sees it plus its generation.
-std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
+std::optional<dataplane::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
 {
     NetnsScope ns(rig.veth().rxNs().path());
-    const ctl::Dataplane dp = ctl::Dataplane::open(rig.rxIf());
-    for (const ctl::FlowInfo& f : ctl::listFlows(dp))
+    const dataplane::Dataplane dp = dataplane::Dataplane::open(rig.rxIf());
+    for (const dataplane::FlowInfo& f : dataplane::listFlows(dp))
         if (f.spec.port == port)
             return f;
     return std::nullopt;
@@ -249,7 +249,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
         uint16_t port;
         ~Del() { (void)rig.npfctl("flow del " + rig.rxIf() + " " + std::to_string(port)); }
     } del{rig, port};
-    const std::optional<ctl::FlowInfo> before = flowOnPort(rig, port);
+    const std::optional<dataplane::FlowInfo> before = flowOnPort(rig, port);
     if (!before)
         return ::testing::AssertionFailure() << "npfctl flow list has no flow on port " << port;
     std::string failed;
@@ -270,7 +270,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
         if (auto r = h.leave(); !r)
             return r;
     }
-    const std::optional<ctl::FlowInfo> after = flowOnPort(rig, port);
+    const std::optional<dataplane::FlowInfo> after = flowOnPort(rig, port);
     if (!after)
         failed += "The operator's flow on port " + std::to_string(port) + " is gone after the client left.";
     else if (after->id != before->id || after->gen != before->gen)

@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
-#include "ctl/exit_codes.h"
-#include "ctl/stats.h"
+#include "cli/exit_codes.h"
+#include "dataplane/stats.h"
 #include "engine_fixture.h"
 #include "http_client.h"
 #include "netns.h"
@@ -64,7 +64,7 @@ std::string expectedDocNames()
     auto row = [&](const std::string& name, const char* type) { out << std::left << std::setw(44) << name << type << "\n"; };
     for (const auto& c : kEngineCounters)
         row(counterName(c), c.gauge ? "gauge" : "counter");
-    for (const char* n : ctl::kStatNames)
+    for (const char* n : dataplane::kStatNames)
         row(xdpName(n), "counter");
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
@@ -255,7 +255,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         EXPECT_NE(before.help.count(n) ? before.help.at(n).find(c.help) : std::string::npos, std::string::npos)
             << n << ": help from the table";
     }
-    for (const char* x : ctl::kStatNames) {
+    for (const char* x : dataplane::kStatNames) {
         expectFamily(before, xdpName(x), "counter");
         EXPECT_TRUE(before.has(series(xdpName(x)))) << x;
     }
@@ -271,8 +271,8 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     size_t npfFamilies = 0;
     for (const auto& [name, type] : before.type)
         npfFamilies += name.rfind("npf_", 0) == 0;
-    EXPECT_EQ(npfFamilies,
-              kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2); // + npf_clients, npf_flow_completed_total
+    // + npf_clients, npf_flow_completed_total
+    EXPECT_EQ(npfFamilies, kEngineCounters.size() + std::size(dataplane::kStatNames) + kEngineLatencies.size() + 2);
     expectFamily(before, "npf_clients", "gauge");
     expectFamily(before, "npf_flow_completed_total", "counter");
     EXPECT_EQ(before.at("npf_clients"), 0);
@@ -328,7 +328,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
             EXPECT_GE(delta(counterName(c)), 0) << c.name;
         }
     }
-    for (const char* x : ctl::kStatNames)
+    for (const char* x : dataplane::kStatNames)
         EXPECT_GE(delta(xdpName(x)), 0) << x;
     EXPECT_GE(delta(latencyName(kEngineLatencies[4]) + "_count") + delta(latencyName(kEngineLatencies[5]) + "_count"),
               kN)
@@ -355,7 +355,7 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
         return c.wait(int(test::kDeadline.count()), &st) ? st : -1;
     };
     for (const char* bad : {"not-an-address", "127.0.0.1:", "127.0.0.1:70000", "::1:9100"})
-        EXPECT_EQ(exitOf(bad), ctl::kExitUsage) << bad;
+        EXPECT_EQ(exitOf(bad), cli::kExitUsage) << bad;
 
     uint16_t port = 0;
     const Fd taken = loopbackSocket(rig, &port);
@@ -370,7 +370,7 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
 // The families of every table and npfd's own two, each with HELP and TYPE.
 size_t expectedNpfFamilies()
 {
-    return kEngineCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
+    return kEngineCounters.size() + std::size(dataplane::kStatNames) + kEngineLatencies.size() + 2;
 }
 size_t npfFamilies(const Scrape& s)
 {

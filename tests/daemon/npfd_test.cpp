@@ -24,10 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "engine_fixture.h"
-#include "npf/client.h"
 #include "huge_pages.h"
+#include "npf/client.h"
 #include "npfd_rig.h"
 #include "sidecar/channel.h"
 #include "sidecar/protocol.h"
@@ -666,7 +666,7 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     (void)ch.call(sidecar::RegionRequest{.size = kSize, .budget = kSize, .base = reinterpret_cast<uint64_t>(base)},
                   fds);
     auto opened = ch.call(sidecar::OpenFlowRequest{.port = forgerPort});
-    ctl::FlowRing ring = ctl::FlowRing::adopt(std::move(opened.fds[0]));
+    dataplane::FlowRing ring = dataplane::FlowRing::adopt(std::move(opened.fds[0]));
     constexpr uint32_t kN = 32;
     for (uint32_t i = 0; i < kN; i++)
         ring.posts()[i] = npf_post{.offset = (8ull << 20) + i * 4096, .len = 2048, .pad = 0};

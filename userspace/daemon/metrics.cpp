@@ -89,9 +89,9 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
         }
         out.push_back(std::move(f));
     }
-    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
-        prometheus::MetricFamily f{prometheusXdpName(ctl::kStatNames[i]),
-                                   std::string("XDP program: packets counted as ") + ctl::kStatNames[i] +
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
+        prometheus::MetricFamily f{prometheusXdpName(dataplane::kStatNames[i]),
+                                   std::string("XDP program: packets counted as ") + dataplane::kStatNames[i] +
                                        " (enum npf_stat), summed over all CPUs",
                                    prometheus::MetricType::Counter,
                                    {}};

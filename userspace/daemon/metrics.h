@@ -3,7 +3,7 @@
 // one thread, deadlines and a connection cap, so no peer can starve it)
 // that builds every family from the counter tables at scrape time and
 // writes them with prometheus-cpp's TextSerializer:
-// kEngineCounters as npf_<name>[_total], ctl::kStatNames as
+// kEngineCounters as npf_<name>[_total], dataplane::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
 // `iface`); per client, npf_clients and npf_flow_completed_total (labels
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/stats.h"
+#include "dataplane/stats.h"
 #include "npf/counters.h"
 
 namespace prometheus {
@@ -29,7 +29,7 @@ namespace npf::daemon {
 struct IfaceStats {
     std::string iface;
     EngineStats engine;
-    ctl::XdpStats xdp{};
+    dataplane::XdpStats xdp{};
 };
 
 // One open flow of an npfd client: completions by status, labelled with the

@@ -6,10 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ctl/engine_stats.h"
-#include "ctl/flows.h"
+#include "counters/engine_stats.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
+#include "dataplane/flows.h"
 #include "engine/service.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -21,9 +21,9 @@ namespace {
 using sidecar::ErrorCode;
 using sidecar::ProtocolError;
 
-std::string flowKey(const std::string& iface, const ctl::FlowSpec& spec)
+std::string flowKey(const std::string& iface, const dataplane::FlowSpec& spec)
 {
-    return iface + "|" + ctl::addrString(spec) + "|" + std::to_string(spec.port);
+    return iface + "|" + dataplane::addrString(spec) + "|" + std::to_string(spec.port);
 }
 
 } // namespace
@@ -180,7 +180,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         bool keep = false;
         ~GiveBack() { if (!keep) l.giveRegion(); }
     } giveBack{lease_};
-    ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
+    dataplane::ResidentMap bitmap = dataplane::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
     RegionConfig rc;
     rc.size = rq.size;
     rc.pageSize = rq.pageSize;
@@ -232,22 +232,22 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
                             ENODEV, m.id);
     Service* svc = itf->service.get();
     const std::string& iface = itf->label;
-    ctl::FlowSpec spec;
+    dataplane::FlowSpec spec;
     try {
-        spec = ctl::parseFlowSpec(std::to_string(rq.port), rq.addr);
+        spec = dataplane::parseFlowSpec(std::to_string(rq.port), rq.addr);
     } catch (const std::exception& e) {
         throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
     }
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
-        throw ProtocolError(ErrorCode::NotAllowed, ctl::toString(spec) + " is not allowed for this client", EACCES,
-                            m.id);
+        throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client",
+                            EACCES, m.id);
     const std::string key = flowKey(iface, spec);
     const Session* owner = d_.flowOwner(key);
     if (!owner)
         owner = d_.portOwner(iface, spec.port, this);
     if (owner)
         throw ProtocolError(ErrorCode::Busy,
-                            ctl::toString(spec) + " on " + iface + " is held by " +
+                            dataplane::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : owner->describe()),
                             0, m.id);
     if (std::string why; !lease_.takeFlow(&why))
@@ -255,7 +255,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     ServedFlow* served = nullptr;
     try {
         // A ring map nobody else has mapped, whatever was there before.
-        served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
+        served = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
     } catch (const StateError& e) {
         lease_.giveFlow();
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
@@ -266,7 +266,7 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
     }
     d_.claimFlow(key, this);
     flows_.push_back({itf, served, key});
-    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, ctl::toString(spec).c_str(), iface.c_str());
+    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, dataplane::toString(spec).c_str(), iface.c_str());
     sidecar::OpenFlowReply r;
     r.flow = served->id;
     r.gen = served->gen;
@@ -370,7 +370,7 @@ std::string Session::stats(const sidecar::Message& m)
         s.residentPages = r.residentPages;
     }
     sidecar::StatsReply r;
-    r.stats = sidecar::Json::parse(ctl::engineStatsJson(s, iface, cred_.pid, monotonicNs()).dump());
+    r.stats = sidecar::Json::parse(counters::engineStatsJson(s, iface, cred_.pid, monotonicNs()).dump());
     return r.encode(m.id);
 }
 

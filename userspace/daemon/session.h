@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ctl/flow_ring.h"
 #include "daemon/quota.h"
+#include "dataplane/flow_ring.h"
 #include "region/region.h"
 #include "sidecar/config.h"
 #include "sidecar/protocol.h"
@@ -85,7 +85,7 @@ private:
     const sidecar::ClientRule* const rule_; // lease_'s; nullptr: hello is refused
     const int64_t helloDeadline_;
     bool helloDone_ = false;
-    std::optional<ctl::ResidentMap> bitmap_;
+    std::optional<dataplane::ResidentMap> bitmap_;
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
     std::vector<OpenFlow> flows_;
 };

@@ -15,8 +15,8 @@
 #include <optional>
 #include <vector>
 
-#include "ctl/engine_stats.h"
-#include "ctl/flow_ring.h"
+#include "counters/engine_stats.h"
+#include "dataplane/flow_ring.h"
 #include "engine/flow_impl.h"
 #include "order/completion_ring.h"
 #include "sidecar/channel.h"
@@ -237,7 +237,7 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
     Flow::Impl::Parts parts;
     parts.id = r.reply.flow;
     parts.port = r.reply.port;
-    parts.ringMap.emplace(ctl::FlowRing::adopt(std::move(r.fds[0])));
+    parts.ringMap.emplace(dataplane::FlowRing::adopt(std::move(r.fds[0])));
     parts.ring = parts.ringMap->ring();
     parts.ownCompletions = std::make_unique<CompletionRing>(
         CompletionRing::attach(std::move(r.fds[1]), std::move(r.fds[2]), "npf flow " + std::to_string(port)));
@@ -285,7 +285,7 @@ uint64_t Client::populate(uint64_t offset, uint64_t len)
 EngineStats Client::stats() const
 {
     auto r = impl_->call(sidecar::StatsRequest{});
-    return ctl::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
+    return counters::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
 }
 
 std::string Client::failure() const

@@ -5,10 +5,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "ctl/pins.h"
-#include "ctl/xsk_slots.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
+#include "dataplane/pins.h"
+#include "dataplane/xsk_slots.h"
 #include "engine/engine_impl.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -45,7 +45,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     if (cfg.ifname.empty())
         throw ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
-    bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
+    bitmap.emplace(dataplane::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
@@ -88,8 +88,8 @@ Engine::~Engine() = default;
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
     Impl& e = *impl_;
-    ServedFlow& served = e.service->openFlow(ctl::parseFlowSpec(std::to_string(port), addr), *e.region,
-                                             ctl::RegionBinding{e.bitmap->fd(), e.region->size()});
+    ServedFlow& served = e.service->openFlow(dataplane::parseFlowSpec(std::to_string(port), addr), *e.region,
+                                             dataplane::RegionBinding{e.bitmap->fd(), e.region->size()});
     Flow::Impl::Parts parts;
     parts.id = served.id;
     parts.port = served.spec.port;

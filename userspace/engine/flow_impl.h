@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "dataplane/post_ring.h"
 #include "npf/engine.h"
 #include "order/completion_ring.h"
@@ -31,7 +31,7 @@ struct Flow::Impl {
         Region* region = nullptr; // in-process: posted buffers are protected from eviction; npfd: nullptr
         // npfd client: the mappings it owns, the connection that hangs up
         // when npfd is gone, and why the flow stopped ("" while served).
-        std::optional<ctl::FlowRing> ringMap;
+        std::optional<dataplane::FlowRing> ringMap;
         std::unique_ptr<CompletionRing> ownCompletions;
         int hangupFd = -1;
         std::function<std::string()> failure;

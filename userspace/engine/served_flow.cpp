@@ -7,12 +7,12 @@
 
 namespace npf {
 
-ServedFlow::ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& s, Region& r,
+ServedFlow::ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& s, Region& r,
                        std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize)
     : id(flow.entry.id),
       gen(flow.entry.gen),
       spec(s),
-      ownsEntry(flow.origin != ctl::FlowOrigin::FromOperator),
+      ownsEntry(flow.origin != dataplane::FlowOrigin::FromOperator),
       ringMap(std::move(flow.ring)),
       region(r),
       regionSize(r.size()),

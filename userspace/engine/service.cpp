@@ -7,12 +7,12 @@
 #include <optional>
 #include <thread>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "ctl/iface.h"
-#include "ctl/pins.h"
-#include "ctl/stats.h"
-#include "ctl/xsk_slots.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
+#include "dataplane/iface.h"
+#include "dataplane/pins.h"
+#include "dataplane/stats.h"
+#include "dataplane/xsk_slots.h"
 #include "region/region.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -22,23 +22,23 @@
 namespace npf {
 namespace {
 
-ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
+dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
 {
-    ctl::ensureBpffs();
+    dataplane::ensureBpffs();
     try {
-        return ctl::Dataplane::open(cfg.ifname);
+        return dataplane::Dataplane::open(cfg.ifname);
     } catch (const StateError& e) {
         if (e.code().value() != ENOENT)
             throw;
     }
-    ctl::AttachOptions opt;
+    dataplane::AttachOptions opt;
     opt.ifname = cfg.ifname;
-    opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
-    ctl::AttachResult r = ctl::attach(opt);
-    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
+    opt.mode = cfg.mode == XdpMode::Native ? dataplane::AttachMode::Native : dataplane::AttachMode::Skb;
+    dataplane::AttachResult r = dataplane::attach(opt);
+    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), dataplane::toString(r.mode),
              r.progId, r.queues);
     *attached = true;
-    return ctl::Dataplane::open(cfg.ifname);
+    return dataplane::Dataplane::open(cfg.ifname);
 }
 
 // More would only contend for the regions' locks.
@@ -78,7 +78,7 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
 
 void Service::setUp()
 {
-    if (!ctl::xskSlots(*dp_).empty())
+    if (!dataplane::xskSlots(*dp_).empty())
         throw StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
                                     " (npfctl status " + cfg_.ifname + ")");
     flows_ = std::make_unique<FlowTable>(*dp_, cfg_);
@@ -88,7 +88,7 @@ void Service::setUp()
     if (nq > dp_->queues())
         throw ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
                             " queues requested, the program serves " + std::to_string(dp_->queues()));
-    const uint32_t mtu = ctl::linkMtu(cfg_.ifname); // in this (the service's) network namespace
+    const uint32_t mtu = dataplane::linkMtu(cfg_.ifname); // in this (the service's) network namespace
     const xsk::QueueSizes sizes =
         xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);
     NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,
@@ -105,7 +105,7 @@ void Service::setUp()
         qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
         queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_->set(), dp_->xsks()));
     }
-    statsPath_ = cfg_.statsPath.empty() ? ctl::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
+    statsPath_ = cfg_.statsPath.empty() ? counters::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
     Pager::Hooks hooks;
     hooks.tick = [this] { writeStatsFile(); };
     hooks.gone = [this] {
@@ -178,7 +178,7 @@ void Service::detachOnExit() noexcept
     // An interface that is gone took the program with it: force removes the
     // pins this service created.
     try {
-        ctl::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
+        dataplane::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
     } catch (const std::exception& e) {
         NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
     }
@@ -192,7 +192,7 @@ void Service::removeRegion(Region& r) noexcept
     syncPagers();
 }
 
-ServedFlow& Service::openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+ServedFlow& Service::openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                               bool fresh)
 {
     return flows_->open(spec, region, binding, fresh);
@@ -233,6 +233,6 @@ std::string Service::failure() const
     return "";
 }
 
-std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return ctl::readXdpStats(*dp_); }
+std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return dataplane::readXdpStats(*dp_); }
 
 } // namespace npf

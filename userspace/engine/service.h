@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flow_ring.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flow_ring.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/region_set.h"
@@ -61,7 +61,7 @@ public:
     // install payloads into any flow's region.
     RegionSet& regions() noexcept { return regions_; }
 
-    ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+    ServedFlow& openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                          bool fresh = false);
     // While the engine runs: the flow's datagrams pass to the kernel from
     // now on, and no engine thread holds it when this returns.
@@ -73,7 +73,7 @@ public:
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
     bool attachedByUs() const noexcept { return attachedByUs_; }
-    const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
+    const dataplane::Dataplane& dataplane() const noexcept { return *dp_; }
     const EngineConfig& config() const noexcept { return cfg_; }
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
@@ -94,7 +94,7 @@ private:
     Fd netns_; // the network namespace the service was created in (teardown runs there)
     bool attachedByUs_ = false;
     bool started_ = false;
-    std::optional<ctl::Dataplane> dp_;
+    std::optional<dataplane::Dataplane> dp_;
     std::unique_ptr<EpochDomain> ownEpochs_;
     EpochDomain& epochs_;
     RegionSet regions_;

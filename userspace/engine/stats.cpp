@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ctl/engine_stats.h"
-#include "ctl/stats.h"
+#include "counters/engine_stats.h"
+#include "dataplane/stats.h"
 #include "engine/service.h"
 #include "region/region.h"
 #include "sys/clock.h"
@@ -94,7 +94,7 @@ void Service::addCompletions(EngineStats& s, const SequencerStats& q) noexcept
 
 std::string Service::statsJson() const
 {
-    return ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs()).dump();
+    return counters::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs()).dump();
 }
 
 void Service::writeStatsFile() noexcept
