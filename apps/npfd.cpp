@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "cli/exit_codes.h"
+#include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "npf/log.h"
-#include "sidecar/config.h"
 
 namespace {
 
@@ -42,7 +42,7 @@ int run(const Options& o)
 {
     npf::daemon::DaemonOptions d;
     if (!o.config.empty())
-        d.config = npf::sidecar::loadConfig(o.config);
+        d.config = npf::daemon::loadConfig(o.config);
     if (!o.ifaces.empty())
         d.config.ifaces = o.ifaces;
     if (!o.socket.empty())

@@ -18,8 +18,8 @@
 #include "counters/engine_stats.h"
 #include "dataplane/flow_ring.h"
 #include "engine/flow_impl.h"
+#include "ipc/channel.h"
 #include "order/completion_ring.h"
-#include "sidecar/channel.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
@@ -142,7 +142,7 @@ struct Client::Impl {
     Fd memfd, spill;
     MmapArea map;
     uint64_t budget = 0;
-    std::optional<sidecar::Channel> ch;
+    std::optional<ipc::Channel> ch;
     mutable std::mutex mu; // the channel: one request at a time
     std::vector<std::unique_ptr<Flow>> flows;
     std::shared_ptr<Link> link;
@@ -153,7 +153,7 @@ struct Client::Impl {
     {
         std::lock_guard<std::mutex> lock(mu);
         try {
-            return const_cast<sidecar::Channel&>(*ch).call(rq, fds, cfg.timeout);
+            return const_cast<ipc::Channel&>(*ch).call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
             if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
                 link->lost();
@@ -164,11 +164,11 @@ struct Client::Impl {
 
 void Client::Impl::connect()
 {
-    ch.emplace(sidecar::Channel::connect(cfg.socket));
+    ch.emplace(ipc::Channel::connect(cfg.socket));
     link = std::make_shared<Link>(memfd.get(), spill.get(), cfg.regionSize, cfg.pageSize);
-    sidecar::HelloRequest hello;
+    ipc::HelloRequest hello;
     hello.name = cfg.name;
-    sidecar::HelloReply h = call(hello).reply;
+    ipc::HelloReply h = call(hello).reply;
     budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
     if (budget > cfg.regionSize)
         budget = cfg.regionSize;
@@ -177,7 +177,7 @@ void Client::Impl::connect()
     // registration goes with its copy, and a thread touching a page npfd
     // had evicted gets zeros instead of waiting forever).
     Fd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
-    sidecar::RegionRequest rq;
+    ipc::RegionRequest rq;
     rq.size = cfg.regionSize;
     rq.budget = budget;
     rq.base = reinterpret_cast<uint64_t>(map.get());
@@ -219,7 +219,7 @@ Client::~Client()
     impl_->flows.clear();
     if (impl_->ch && !impl_->link->isGone()) {
         try {
-            (void)impl_->call(sidecar::ByeRequest{});
+            (void)impl_->call(ipc::ByeRequest{});
         } catch (const std::exception&) {
             // npfd is gone or refused: closing the socket says the same.
         }
@@ -229,7 +229,7 @@ Client::~Client()
 Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
 {
     Impl& c = *impl_;
-    sidecar::OpenFlowRequest rq;
+    ipc::OpenFlowRequest rq;
     rq.iface = iface;
     rq.port = port;
     rq.addr = addr;
@@ -269,7 +269,7 @@ void Client::release(uint64_t offset, uint64_t len)
     // to wait for it (a round trip per call would cost the receive loop).
     std::lock_guard<std::mutex> lock(c.mu);
     try {
-        c.ch->send(sidecar::ReleaseRequest{offset, len});
+        c.ch->send(ipc::ReleaseRequest{offset, len});
     } catch (const std::system_error& e) {
         if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
             c.link->lost();
@@ -279,12 +279,12 @@ void Client::release(uint64_t offset, uint64_t len)
 
 uint64_t Client::populate(uint64_t offset, uint64_t len)
 {
-    return impl_->call(sidecar::PopulateRequest{offset, len}).reply.pages;
+    return impl_->call(ipc::PopulateRequest{offset, len}).reply.pages;
 }
 
 EngineStats Client::stats() const
 {
-    auto r = impl_->call(sidecar::StatsRequest{});
+    auto r = impl_->call(ipc::StatsRequest{});
     return counters::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
 }
 

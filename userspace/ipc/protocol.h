@@ -24,10 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include "ipc/unix_socket.h" // kMaxMessage, kMaxFds
 #include "npf/abi.h"
-#include "sidecar/unix_socket.h" // kMaxMessage, kMaxFds
 
-namespace npf::sidecar {
+namespace npf::ipc {
 
 // Key order is kept ("type" and "id" first), so messages read well in logs.
 using Json = nlohmann::ordered_json;
@@ -282,4 +282,4 @@ struct ByeRequest {
     static ByeRequest decode(const Message& m);
 };
 
-} // namespace npf::sidecar
+} // namespace npf::ipc

@@ -1,4 +1,4 @@
-#include "sidecar/unix_socket.h"
+#include "ipc/unix_socket.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -18,7 +18,7 @@
 
 #include "sys/error.h"
 
-namespace npf::sidecar {
+namespace npf::ipc {
 namespace {
 
 // SO_NETNS_COOKIE (Linux 5.14); Debian 12's libc headers predate it.
@@ -444,4 +444,4 @@ uint64_t fdSize(int fd)
     return static_cast<uint64_t>(st.st_size);
 }
 
-} // namespace npf::sidecar
+} // namespace npf::ipc

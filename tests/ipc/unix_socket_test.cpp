@@ -1,8 +1,8 @@
 // SOCK_SEQPACKET messages over socketpairs: boundaries, descriptors passed
 // with SCM_RIGHTS, every way a message can be refused, EOF and EAGAIN; the
 // descriptor type checks npfd applies to what clients pass.
-#include "sidecar/unix_socket.h"
-#include "sidecar_test_util.h"
+#include "ipc/unix_socket.h"
+#include "ipc_test_util.h"
 
 #include <gtest/gtest.h>
 #include <linux/magic.h>
@@ -19,14 +19,14 @@
 namespace npf::test {
 namespace {
 
-using sidecar::IoStatus;
-using sidecar::kMaxFds;
-using sidecar::kMaxMessage;
-using sidecar::recvMessage;
-using sidecar::sendMessage;
+using ipc::IoStatus;
+using ipc::kMaxFds;
+using ipc::kMaxMessage;
+using ipc::recvMessage;
+using ipc::sendMessage;
 
 struct Pair {
-    Pair() { sidecar::socketPair(a, b); }
+    Pair() { ipc::socketPair(a, b); }
     Fd a, b;
 };
 
@@ -57,7 +57,7 @@ TEST(UnixSocket, MessagesKeepTheirBoundaries)
     for (const std::string& m : msgs)
         ASSERT_EQ(sendMessage(p.a.get(), m), IoStatus::Ok);
     for (const std::string& m : msgs) {
-        sidecar::RecvResult r = recvMessage(p.b.get());
+        ipc::RecvResult r = recvMessage(p.b.get());
         ASSERT_EQ(r.status, IoStatus::Ok);
         EXPECT_EQ(r.message.bytes, m);
         EXPECT_TRUE(r.message.fds.empty());
@@ -71,7 +71,7 @@ TEST(UnixSocket, LargestMessageFits)
     big.front() = 'A';
     big.back() = 'Z';
     ASSERT_EQ(sendMessage(p.a.get(), big), IoStatus::Ok);
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, big);
 }
@@ -86,7 +86,7 @@ TEST(UnixSocket, PassesDescriptorsInOrder)
     const std::array<int, 3> fds = {memfd.get(), uffd.get(), efd.get()};
     ASSERT_EQ(sendMessage(p.a.get(), "region", fds), IoStatus::Ok);
 
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, "region");
     ASSERT_EQ(r.message.fds.size(), 3u);
@@ -95,10 +95,10 @@ TEST(UnixSocket, PassesDescriptorsInOrder)
         EXPECT_TRUE(sameFile(r.message.fds[i].get(), fds[i])) << i;
         EXPECT_TRUE(::fcntl(r.message.fds[i].get(), F_GETFD) & FD_CLOEXEC) << i;
     }
-    EXPECT_TRUE(sidecar::isMemfd(r.message.fds[0].get()));
-    EXPECT_TRUE(sidecar::isUserfaultfd(r.message.fds[1].get()));
-    EXPECT_TRUE(sidecar::isEventfd(r.message.fds[2].get()));
-    EXPECT_EQ(sidecar::fdSize(r.message.fds[0].get()), 1u << 20);
+    EXPECT_TRUE(ipc::isMemfd(r.message.fds[0].get()));
+    EXPECT_TRUE(ipc::isUserfaultfd(r.message.fds[1].get()));
+    EXPECT_TRUE(ipc::isEventfd(r.message.fds[2].get()));
+    EXPECT_EQ(ipc::fdSize(r.message.fds[0].get()), 1u << 20);
 }
 
 TEST(UnixSocket, MaxFdsPass)
@@ -111,7 +111,7 @@ TEST(UnixSocket, MaxFdsPass)
         fds.push_back(own.back().get());
     }
     ASSERT_EQ(sendMessage(p.a.get(), "four", fds), IoStatus::Ok);
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.fds.size(), kMaxFds);
 }
@@ -144,18 +144,18 @@ TEST(UnixSocket, DescriptorTypeChecks)
         {"closed", -1, false, false, false},
     };
     for (const Case& c : cases) {
-        EXPECT_EQ(sidecar::isMemfd(c.fd), c.memfd) << c.name;
-        EXPECT_EQ(sidecar::isUserfaultfd(c.fd), c.uffd) << c.name;
-        EXPECT_EQ(sidecar::isEventfd(c.fd), c.eventfd) << c.name;
+        EXPECT_EQ(ipc::isMemfd(c.fd), c.memfd) << c.name;
+        EXPECT_EQ(ipc::isUserfaultfd(c.fd), c.uffd) << c.name;
+        EXPECT_EQ(ipc::isEventfd(c.fd), c.eventfd) << c.name;
     }
     // A file on a disk file system is no memfd; one on tmpfs answers
     // F_GET_SEALS and counts as one (shmem, what the region needs).
     struct statfs fs;
     ASSERT_EQ(::fstatfs(file.get(), &fs), 0);
-    EXPECT_EQ(sidecar::isMemfd(file.get()), fs.f_type == TMPFS_MAGIC);
-    EXPECT_FALSE(sidecar::isUserfaultfd(file.get()));
-    EXPECT_EQ(sidecar::fdSize(memfd.get()), 8192u);
-    EXPECT_EQ(errnoOf([&] { sidecar::fdSize(-1); }), EBADF);
+    EXPECT_EQ(ipc::isMemfd(file.get()), fs.f_type == TMPFS_MAGIC);
+    EXPECT_FALSE(ipc::isUserfaultfd(file.get()));
+    EXPECT_EQ(ipc::fdSize(memfd.get()), 8192u);
+    EXPECT_EQ(errnoOf([&] { ipc::fdSize(-1); }), EBADF);
 }
 
 TEST(UnixSocket, SendRefusesWhatTheReceiverWould)
@@ -201,7 +201,7 @@ TEST(UnixSocket, TooManyFdsIsAnErrorAndLeaksNothing)
 
     // The connection is still usable.
     ASSERT_EQ(sendMessage(p.a.get(), "next"), IoStatus::Ok);
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, "next");
 }
@@ -257,7 +257,7 @@ TEST(UnixSocket, OversizedMessageIsDiscardedWithItsFds)
     EXPECT_EQ(openFds(), before);
 
     ASSERT_EQ(sendMessage(p.a.get(), "after"), IoStatus::Ok);
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, "after");
 }
@@ -267,7 +267,7 @@ TEST(UnixSocket, EofAfterPendingMessages)
     Pair p;
     ASSERT_EQ(sendMessage(p.a.get(), "last words"), IoStatus::Ok);
     p.a.reset();
-    sidecar::RecvResult r = recvMessage(p.b.get());
+    ipc::RecvResult r = recvMessage(p.b.get());
     ASSERT_EQ(r.status, IoStatus::Ok);
     EXPECT_EQ(r.message.bytes, "last words");
     EXPECT_EQ(recvMessage(p.b.get()).status, IoStatus::Eof);
@@ -284,8 +284,8 @@ TEST(UnixSocket, SendToClosedPeerIsEof)
 TEST(UnixSocket, NonBlockingReportsWouldBlock)
 {
     Pair p;
-    sidecar::setNonBlocking(p.a.get(), true);
-    sidecar::setNonBlocking(p.b.get(), true);
+    ipc::setNonBlocking(p.a.get(), true);
+    ipc::setNonBlocking(p.b.get(), true);
     EXPECT_EQ(recvMessage(p.b.get()).status, IoStatus::WouldBlock);
 
     // Fill the peer's queue: the sender sees WouldBlock, never a short send.
@@ -297,7 +297,7 @@ TEST(UnixSocket, NonBlockingReportsWouldBlock)
     EXPECT_EQ(s, IoStatus::WouldBlock);
     EXPECT_GT(sent, 0u);
     for (size_t i = 0; i < sent; ++i) {
-        sidecar::RecvResult r = recvMessage(p.b.get());
+        ipc::RecvResult r = recvMessage(p.b.get());
         ASSERT_EQ(r.status, IoStatus::Ok) << i;
         ASSERT_EQ(r.message.bytes.size(), chunk.size());
     }
@@ -320,7 +320,7 @@ TEST(UnixSocket, PeerCgroupIsTheUnifiedLine)
             }
         std::fclose(f);
     }
-    EXPECT_EQ(sidecar::peerCgroup(::getpid()), want);
+    EXPECT_EQ(ipc::peerCgroup(::getpid()), want);
     if (!want.empty()) {
         EXPECT_EQ(want[0], '/');
     }
@@ -331,7 +331,7 @@ TEST(UnixSocket, PeerCgroupIsTheUnifiedLine)
         ::_exit(0);
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
-    EXPECT_EQ(errnoOf([&] { sidecar::peerCgroup(child); }), ESRCH);
+    EXPECT_EQ(errnoOf([&] { ipc::peerCgroup(child); }), ESRCH);
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-#include "sidecar/channel.h"
+#include "ipc/channel.h"
 
 #include <poll.h>
 
@@ -6,7 +6,7 @@
 
 #include "sys/error.h"
 
-namespace npf::sidecar {
+namespace npf::ipc {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -163,4 +163,4 @@ Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::
     }
 }
 
-} // namespace npf::sidecar
+} // namespace npf::ipc

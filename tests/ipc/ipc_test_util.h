@@ -1,4 +1,4 @@
-// Helpers of the sidecar tests: descriptors of each kind a client passes,
+// Helpers of the ipc tests (and npfd's config test): descriptors of each kind a client passes,
 // open-descriptor counts, a temporary directory.
 #pragma once
 

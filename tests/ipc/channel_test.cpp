@@ -1,8 +1,8 @@
 // The client's Channel against a scripted daemon on the other end of a
 // socketpair: typed calls with descriptors both ways, error replies, stale
 // replies after a timeout, the daemon going away.
-#include "sidecar/channel.h"
-#include "sidecar_test_util.h"
+#include "ipc/channel.h"
+#include "ipc_test_util.h"
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 namespace npf::test {
 namespace {
 
-using namespace npf::sidecar;
+using namespace npf::ipc;
 
 // The daemon's side: blocking receive of the next request.
 struct Served {

@@ -2,9 +2,9 @@
 // replaced, a live one refused, the path removed by its own listener only;
 // connect errors that say what is wrong; peer credentials of a client that
 // dropped root.
-#include "sidecar/unix_socket.h"
-#include "sidecar_test_util.h"
 #include "../common/wait.h" // header-only
+#include "ipc/unix_socket.h"
+#include "ipc_test_util.h"
 
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -21,10 +21,10 @@
 namespace npf::test {
 namespace {
 
-using sidecar::connectSocket;
-using sidecar::IoStatus;
-using sidecar::listenSocket;
-using sidecar::Listener;
+using ipc::connectSocket;
+using ipc::IoStatus;
+using ipc::listenSocket;
+using ipc::Listener;
 
 constexpr uid_t kNobody = 65534;
 
@@ -148,10 +148,10 @@ TEST(Listen, ReplacesAStaleSocket)
     Fd c = connectSocket(path);
     Fd s = acceptOne(l);
     ASSERT_TRUE(s);
-    ASSERT_EQ(sidecar::sendMessage(c.get(), "ping"), IoStatus::Ok);
+    ASSERT_EQ(ipc::sendMessage(c.get(), "ping"), IoStatus::Ok);
     pollfd p{s.get(), POLLIN, 0};
     ASSERT_EQ(::poll(&p, 1, static_cast<int>(kDeadline.count())), 1);
-    EXPECT_EQ(sidecar::recvMessage(s.get()).message.bytes, "ping");
+    EXPECT_EQ(ipc::recvMessage(s.get()).message.bytes, "ping");
 }
 
 TEST(Listen, RefusesALiveDaemonsSocket)
@@ -236,7 +236,7 @@ TEST(Listen, AcceptIsNonBlockingAndSeesThePeer)
     EXPECT_TRUE(::fcntl(s.get(), F_GETFL) & O_NONBLOCK);
     EXPECT_TRUE(::fcntl(s.get(), F_GETFD) & FD_CLOEXEC);
     EXPECT_FALSE(::fcntl(c.get(), F_GETFL) & O_NONBLOCK);
-    sidecar::PeerCred pc = sidecar::peerCred(s.get());
+    ipc::PeerCred pc = ipc::peerCred(s.get());
     EXPECT_EQ(pc.pid, ::getpid());
     EXPECT_EQ(pc.uid, ::getuid());
     EXPECT_EQ(pc.gid, ::getgid());
@@ -250,7 +250,7 @@ TEST(Listen, AcceptIsNonBlockingAndSeesThePeer)
         ::_exit(2);
     try {
         Fd c = connectSocket(path);
-        if (sidecar::sendMessage(c.get(), "hi") != IoStatus::Ok)
+        if (ipc::sendMessage(c.get(), "hi") != IoStatus::Ok)
             ::_exit(3);
         char b;
         (void)::read(c.get(), &b, 1); // until the parent closes
@@ -285,14 +285,14 @@ TEST(PeerCred, OfAChildThatDroppedRoot)
 
     Fd s = acceptOne(l);
     ASSERT_TRUE(s);
-    sidecar::PeerCred pc = sidecar::peerCred(s.get());
+    ipc::PeerCred pc = ipc::peerCred(s.get());
     EXPECT_EQ(pc.pid, child);
     EXPECT_EQ(pc.uid, kNobody);
     EXPECT_EQ(pc.gid, kNobody);
-    EXPECT_EQ(sidecar::peerCgroup(pc.pid), sidecar::peerCgroup(::getpid()));
+    EXPECT_EQ(ipc::peerCgroup(pc.pid), ipc::peerCgroup(::getpid()));
     pollfd p{s.get(), POLLIN, 0};
     ASSERT_EQ(::poll(&p, 1, static_cast<int>(kDeadline.count())), 1);
-    EXPECT_EQ(sidecar::recvMessage(s.get()).message.bytes, "hi");
+    EXPECT_EQ(ipc::recvMessage(s.get()).message.bytes, "hi");
     s.reset();
     EXPECT_EQ(reap(child), 0);
 }

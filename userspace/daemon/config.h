@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-namespace npf::sidecar {
+namespace npf::daemon {
 
 inline constexpr const char* kDefaultSocket = "/run/npf/npfd.sock";
 inline constexpr const char* kDefaultSpillDir = "/var/tmp";
@@ -111,4 +111,4 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin = "npf
 // Reads and parses `path`; a file that cannot be read throws with its errno.
 DaemonConfig loadConfig(const std::string& path);
 
-} // namespace npf::sidecar
+} // namespace npf::daemon

@@ -1,7 +1,7 @@
 // npfd's config file: the documented example parses, defaults hold, every
 // mistake is an error naming the key, rules match in order, root's fallback.
-#include "sidecar/config.h"
-#include "sidecar_test_util.h"
+#include "daemon/config.h"
+#include "../ipc/ipc_test_util.h" // header-only
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 namespace npf::test {
 namespace {
 
-using namespace npf::sidecar;
+using namespace npf::daemon;
 
 const char* const kExample = R"({
   // the example of docs/protocol.md

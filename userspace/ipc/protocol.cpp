@@ -1,4 +1,4 @@
-#include "sidecar/protocol.h"
+#include "ipc/protocol.h"
 
 #include <arpa/inet.h>
 
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <limits>
 
-namespace npf::sidecar {
+namespace npf::ipc {
 namespace {
 
 struct CodeInfo {
@@ -513,4 +513,4 @@ ByeRequest ByeRequest::decode(const Message& m)
     return {};
 }
 
-} // namespace npf::sidecar
+} // namespace npf::ipc

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "sidecar/protocol.h"
+#include "ipc/protocol.h"
 #include "sys/fd.h"
 
-namespace npf::sidecar {
+namespace npf::ipc {
 
 // npfd answered a request with an error reply. what() is
 // "npfd refused <request type>: <code>: <message>".
@@ -113,4 +113,4 @@ private:
     uint32_t id_ = 0;
 };
 
-} // namespace npf::sidecar
+} // namespace npf::ipc

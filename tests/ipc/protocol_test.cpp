@@ -1,7 +1,7 @@
 // The protocol's messages: every request and reply survives encode -> parse
 // -> decode; malformed input of every kind is a ProtocolError with the right
 // code naming the field; unknown fields are ignored.
-#include "sidecar/protocol.h"
+#include "ipc/protocol.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 namespace npf::test {
 namespace {
 
-using namespace npf::sidecar;
+using namespace npf::ipc;
 
 // The code and message of the ProtocolError f() throws.
 struct Thrown {

@@ -1,4 +1,4 @@
-#include "sidecar/config.h"
+#include "daemon/config.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -12,12 +12,19 @@
 #include <limits>
 #include <set>
 
+#include "ipc/protocol.h" // Json, describeValue, isInterfaceName, kMaxIfaces
 #include "npf/abi.h"
-#include "sidecar/protocol.h" // Json, describeValue, isInterfaceName, kMaxIfaces
 #include "sys/error.h"
 #include "sys/fd.h"
 
-namespace npf::sidecar {
+namespace npf::daemon {
+
+// The protocol's JSON type and its checks of values and names.
+using ipc::describeValue;
+using ipc::isInterfaceName;
+using ipc::Json;
+using ipc::kMaxIfaces;
+
 namespace {
 
 constexpr uint64_t kPage = NPF_PAGE_SIZE;
@@ -418,4 +425,4 @@ DaemonConfig loadConfig(const std::string& path)
     return parseConfig(text, path);
 }
 
-} // namespace npf::sidecar
+} // namespace npf::daemon

@@ -1,4 +1,4 @@
-// The sidecar's transport: SOCK_SEQPACKET Unix sockets (one message per
+// npfd's transport to its clients: SOCK_SEQPACKET Unix sockets (one message per
 // record, never merged or split), descriptors passed with SCM_RIGHTS, the
 // peer's credentials, and the descriptor type checks npfd applies to what a
 // client sends. docs/protocol.md describes the protocol on top.
@@ -20,7 +20,7 @@
 
 #include "sys/fd.h"
 
-namespace npf::sidecar {
+namespace npf::ipc {
 
 // Largest message, in bytes (a larger one is discarded by the receiver).
 inline constexpr size_t kMaxMessage = 65536;
@@ -143,4 +143,4 @@ bool isEventfd(int fd) noexcept;
 // st_size of the file behind fd; throws if fstat fails.
 uint64_t fdSize(int fd);
 
-} // namespace npf::sidecar
+} // namespace npf::ipc
