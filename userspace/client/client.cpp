@@ -2,17 +2,16 @@
 #include "npf/client.h"
 
 #include <fcntl.h>
-#include <linux/userfaultfd.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <vector>
 
 #include "counters/engine_stats.h"
@@ -20,6 +19,7 @@
 #include "engine/flow_impl.h"
 #include "ipc/channel.h"
 #include "order/completion_ring.h"
+#include "region/uffd.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
@@ -34,34 +34,22 @@ constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), 
 // (a syscall that touches a missing page gets EFAULT: touch it first), with
 // the mapping registered for MISSING, and WP where shmem supports it (npfd
 // then fences the client's writes while it evicts).
-Fd registerUffd(void* base, uint64_t size, bool huge)
+Userfaultfd registerUffd(void* base, uint64_t size, bool huge)
 {
-    Fd uffd(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
-    if (!uffd)
-        throwErrno("userfaultfd (user-mode only) for the npf region");
-    for (bool wp : {true, false}) {
-        uffdio_api api{};
-        api.api = UFFD_API;
-        api.features = (huge ? UFFD_FEATURE_MISSING_HUGETLBFS : UFFD_FEATURE_MISSING_SHMEM) |
-                       (wp ? UFFD_FEATURE_WP_HUGETLBFS_SHMEM : 0);
-        if (::ioctl(uffd.get(), UFFDIO_API, &api) != 0) {
-            if (wp) {
-                uffd.reset(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
-                continue;
-            }
-            throwErrno("UFFDIO_API for the npf region");
-        }
-        uffdio_register reg{};
-        reg.range.start = reinterpret_cast<uint64_t>(base);
-        reg.range.len = size;
-        reg.mode = UFFDIO_REGISTER_MODE_MISSING | (wp ? UFFDIO_REGISTER_MODE_WP : 0);
-        if (::ioctl(uffd.get(), UFFDIO_REGISTER, &reg) == 0)
+    const uint64_t missing = huge ? UFFD_FEATURE_MISSING_HUGETLBFS : UFFD_FEATURE_MISSING_SHMEM;
+    const std::string who = "the npf region";
+    Userfaultfd uffd = Userfaultfd::open(missing, UFFD_FEATURE_WP_HUGETLBFS_SHMEM, who, UFFD_USER_MODE_ONLY);
+    if (uffd.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) {
+        try {
+            uffd.registerRange(base, size, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP, who);
             return uffd;
-        if (!wp)
-            throwErrno("UFFDIO_REGISTER the npf region");
-        uffd.reset(static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+        } catch (const std::system_error&) {
+            // No WP for this mapping: MISSING alone, on a uffd without WP.
+            uffd = Userfaultfd::open(missing, 0, who, UFFD_USER_MODE_ONLY);
+        }
     }
-    throwErrno(EINVAL, "register the npf region with userfaultfd");
+    uffd.registerRange(base, size, UFFDIO_REGISTER_MODE_MISSING, who);
+    return uffd;
 }
 
 } // namespace
@@ -143,17 +131,17 @@ struct Client::Impl {
     MmapArea map;
     uint64_t budget = 0;
     std::optional<ipc::Channel> ch;
-    mutable std::mutex mu; // the channel: one request at a time
+    std::mutex mu; // the channel: one request at a time
     std::vector<std::unique_ptr<Flow>> flows;
     std::shared_ptr<Link> link;
 
     void connect();
     template <typename Req>
-    auto call(const Req& rq, std::span<const int> fds = {}) const
+    auto call(const Req& rq, std::span<const int> fds = {})
     {
         std::lock_guard<std::mutex> lock(mu);
         try {
-            return const_cast<ipc::Channel&>(*ch).call(rq, fds, cfg.timeout);
+            return ch->call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
             if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
                 link->lost();
@@ -176,13 +164,13 @@ void Client::Impl::connect()
     // gets it, and this process keeps no copy (were npfd to die, the
     // registration goes with its copy, and a thread touching a page npfd
     // had evicted gets zeros instead of waiting forever).
-    Fd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
+    Userfaultfd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
     ipc::RegionRequest rq;
     rq.size = cfg.regionSize;
     rq.budget = budget;
     rq.base = reinterpret_cast<uint64_t>(map.get());
     rq.pageSize = static_cast<uint32_t>(cfg.pageSize);
-    const int fds[3] = {memfd.get(), uffd.get(), spill.get()};
+    const int fds[3] = {memfd.get(), uffd.fd(), spill.get()};
     (void)call(rq, fds);
 }
 
@@ -285,7 +273,7 @@ uint64_t Client::populate(uint64_t offset, uint64_t len)
 EngineStats Client::stats() const
 {
     auto r = impl_->call(ipc::StatsRequest{});
-    return counters::parseEngineStats(nlohmann::json::parse(r.reply.stats.dump()));
+    return counters::parseEngineStats(r.reply.stats);
 }
 
 std::string Client::failure() const
