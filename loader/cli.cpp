@@ -4,7 +4,7 @@
 
 #include <ostream>
 
-#include "exit_codes.h"
+#include "cli/exit_codes.h"
 
 #ifndef NPF_VERSION
 #define NPF_VERSION "unknown"

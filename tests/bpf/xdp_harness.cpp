@@ -83,10 +83,10 @@ std::optional<npf_meta> RunResult::meta() const
 }
 
 XdpHarness::XdpHarness(HarnessOptions opt)
-    : skel_(ctl::Skeleton::open({.queues = opt.queues})),
+    : skel_(dataplane::Skeleton::open({.queues = opt.queues})),
       veth_(VethOptions{.queues = opt.vethQueues}),
       regionPages_(opt.regionPages),
-      bitmap_(ctl::ResidentMap::create(opt.regionPages))
+      bitmap_(dataplane::ResidentMap::create(opt.regionPages))
 {
     skel_.load();
     NetnsGuard in(veth_.rxNs());
@@ -122,7 +122,7 @@ npf_ring& XdpHarness::ring(uint32_t flow)
         return *it->second.ring();
     if (flow >= NPF_MAX_FLOWS)
         throw std::out_of_range("flow id " + std::to_string(flow) + " has no ring slot");
-    ctl::FlowRing r = ctl::FlowRing::create(0, 0);
+    dataplane::FlowRing r = dataplane::FlowRing::create(0, 0);
     const int fd = r.fd();
     checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_rings), &flow, &fd, BPF_ANY),
                "install the post ring of flow id " + std::to_string(flow));
@@ -138,7 +138,7 @@ const npf_ring& XdpHarness::ringOf(uint32_t flow) const
     return *it->second.ring();
 }
 
-void XdpHarness::bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap)
+void XdpHarness::bindBitmap(uint32_t id, const dataplane::ResidentMap* bitmap)
 {
     // An update of an array of maps waits for an RCU grace period: skip the
     // ones that change nothing (reset() rebinds every ring).

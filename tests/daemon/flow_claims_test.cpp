@@ -16,8 +16,8 @@ TEST(FlowClaims, APortIsOneClientsWhateverTheAddress)
 {
     FlowClaims c;
     Iface eth0, eth1;
-    const ctl::FlowSpec any = ctl::parseFlowSpec("5000"), one = ctl::parseFlowSpec("5000", "198.18.0.1"),
-                        two = ctl::parseFlowSpec("5000", "198.18.0.2"), other = ctl::parseFlowSpec("5001");
+    const dataplane::FlowSpec any = dataplane::parseFlowSpec("5000"), one = dataplane::parseFlowSpec("5000", "198.18.0.1"),
+                        two = dataplane::parseFlowSpec("5000", "198.18.0.2"), other = dataplane::parseFlowSpec("5001");
     const Session *a = session(0x10), *b = session(0x20);
     EXPECT_EQ(c.claim(eth0, one, a), nullptr);
     EXPECT_EQ(c.claim(eth0, one, a), a) << "the same flow twice";

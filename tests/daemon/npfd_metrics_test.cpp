@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
-#include "ctl/exit_codes.h"
-#include "ctl/stats.h"
+#include "cli/exit_codes.h"
+#include "dataplane/stats.h"
 #include "engine_fixture.h"
 #include "http_client.h"
 #include "netns.h"
@@ -68,7 +68,7 @@ std::string expectedDocNames()
         row(counterName(c), c.gauge ? "gauge" : "counter");
     for (const auto& c : kRegionCounters)
         row(regionName(c), "counter");
-    for (const char* n : ctl::kStatNames)
+    for (const char* n : dataplane::kStatNames)
         row(xdpName(n), "counter");
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
@@ -232,7 +232,7 @@ class NpfdMetrics : public EngineE2E {};
 size_t expectedNpfFamilies()
 {
     // The tables' families, + npf_clients and npf_flow_completed_total.
-    return kEngineCounters.size() + kRegionCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
+    return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) + kEngineLatencies.size() + 2;
 }
 size_t npfFamilies(const Scrape& s)
 {
@@ -276,7 +276,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         expectFamily(before, regionName(c), "counter");
         EXPECT_TRUE(before.has(series(regionName(c)))) << c.name;
     }
-    for (const char* x : ctl::kStatNames) {
+    for (const char* x : dataplane::kStatNames) {
         expectFamily(before, xdpName(x), "counter");
         EXPECT_TRUE(before.has(series(xdpName(x)))) << x;
     }
@@ -352,7 +352,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     }
     for (const auto& c : kRegionCounters)
         EXPECT_GE(delta(regionName(c)), 0) << c.name;
-    for (const char* x : ctl::kStatNames)
+    for (const char* x : dataplane::kStatNames)
         EXPECT_GE(delta(xdpName(x)), 0) << x;
     // The client's own fault, with it gone: in the totals still.
     EXPECT_GE(delta("npf_region_client_faults_total"), 1);
@@ -382,7 +382,7 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
         return c.wait(int(test::kDeadline.count()), &st) ? st : -1;
     };
     for (const char* bad : {"not-an-address", "127.0.0.1:", "127.0.0.1:70000", "::1:9100"})
-        EXPECT_EQ(exitOf(bad), ctl::kExitUsage) << bad;
+        EXPECT_EQ(exitOf(bad), cli::kExitUsage) << bad;
 
     uint16_t port = 0;
     const Fd taken = loopbackSocket(rig, &port);

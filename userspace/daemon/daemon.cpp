@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "daemon/metrics.h"
-#include "ctl/errors.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/clock.h"
@@ -20,7 +19,7 @@
 namespace npf::daemon {
 namespace {
 
-using sidecar::ErrorCode;
+using ipc::ErrorCode;
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kAcceptPauseNs = 100 * kMs;
@@ -31,7 +30,7 @@ constexpr uint64_t kFdsPerConnection = 8, kFdsPerFlow = 4, kFdsBase = 256;
 
 // Raises the soft RLIMIT_NOFILE to what max_connections and the flows of
 // every interface need (or to the hard limit, if that is lower: said so).
-void ensureFdLimit(const sidecar::DaemonConfig& c)
+void ensureFdLimit(const DaemonConfig& c)
 {
     const uint64_t need =
         kFdsBase + kFdsPerConnection * c.maxConnections + kFdsPerFlow * NPF_MAX_FLOWS * c.ifaces.size();
@@ -58,12 +57,12 @@ void ensureFdLimit(const sidecar::DaemonConfig& c)
 void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
 {
     try {
-        (void)sidecar::sendMessage(fd, sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
+        (void)ipc::sendMessage(fd, ipc::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
     } catch (const std::exception&) {
     }
     for (int i = 0; i < 16; ++i)
         try {
-            if (sidecar::recvMessage(fd).status != sidecar::IoStatus::Ok)
+            if (ipc::recvMessage(fd).status != ipc::IoStatus::Ok)
                 return;
         } catch (const std::exception&) {
         }
@@ -77,28 +76,28 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
     if (!opt_.metrics.empty())
         checkMetricsAddress(opt_.metrics); // before any interface is touched
-    ownNetns_ = sidecar::currentNetns();
+    ownNetns_ = ipc::currentNetns();
     ensureFdLimit(opt_.config);
     for (const std::string& label : opt_.config.ifaces) {
         std::string why;
-        const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
+        const std::optional<IfaceSpec> spec = parseIfaceSpec(label, &why);
         if (!spec)
-            throw ctl::ArgumentError("npfd: interface " + why);
+            throw ArgumentError("npfd: interface " + why);
         EngineConfig c = opt_.engine;
         c.ifname = spec->ifname;
         c.spillDir = opt_.config.spillDir;
         // The service is built in the interface's namespace (attach, pins,
         // sockets) and keeps it for its teardown.
         NetnsScope in(spec->netns);
-        const uint64_t netns = sidecar::currentNetns();
+        const uint64_t netns = ipc::currentNetns();
         for (const Iface& same : ifaces_)
             if (same.netns == netns && same.ifname == spec->ifname)
-                throw ctl::ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
+                throw ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
         ifaces_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
     for (Iface& s : ifaces_)
         s.service->start();
-    listener_ = sidecar::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
+    listener_ = ipc::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!epoll_ || !stopFd_)
@@ -241,7 +240,7 @@ void Daemon::accept()
             NPF_WARN_RL("npfd: a client connected and left at once: %s", e.what());
             continue;
         }
-        const sidecar::ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
+        const ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
         std::string why;
         std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why);
         if (!lease) {
@@ -271,17 +270,17 @@ void Daemon::handleRequests(int fd) noexcept
         return;
     Session& s = *it->second;
     for (int i = 0; i < 16; i++) { // then give the other clients a turn
-        sidecar::RecvResult r;
+        ipc::RecvResult r;
         try {
-            r = sidecar::recvMessage(fd);
+            r = ipc::recvMessage(fd);
         } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
             lastWord(fd, ErrorCode::BadMessage, EMSGSIZE, e.what());
             drop(fd, e.what());
             return;
         }
-        if (r.status == sidecar::IoStatus::WouldBlock)
+        if (r.status == ipc::IoStatus::WouldBlock)
             return;
-        if (r.status == sidecar::IoStatus::Eof) {
+        if (r.status == ipc::IoStatus::Eof) {
             drop(fd, "hung up");
             return;
         }

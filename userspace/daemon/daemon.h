@@ -23,10 +23,9 @@
 
 #include "daemon/flow_claims.h"
 #include "daemon/quota.h"
+#include "ipc/unix_socket.h"
 #include "npf/engine.h"
 #include "region/epoch.h"
-#include "sidecar/config.h"
-#include "sidecar/unix_socket.h"
 #include "sys/fd.h"
 
 namespace npf {
@@ -40,7 +39,7 @@ class MetricsExporter;
 struct Snapshot;
 
 struct DaemonOptions {
-    sidecar::DaemonConfig config;
+    DaemonConfig config;
     EngineConfig engine;         // template for every interface's service (ifname, region fields ignored)
     std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h); empty = none
 };
@@ -50,7 +49,7 @@ struct DaemonOptions {
 struct Iface {
     std::string label;   // as configured: the metrics' iface label, the log's
     std::string ifname;  // in its namespace
-    uint64_t netns = 0;  // that namespace's cookie (sidecar::currentNetns)
+    uint64_t netns = 0;  // that namespace's cookie (ipc::currentNetns)
     std::unique_ptr<Service> service;
 };
 
@@ -67,7 +66,7 @@ public:
     void stop() noexcept;
 
     // For sessions.
-    const sidecar::DaemonConfig& config() const noexcept { return opt_.config; }
+    const DaemonConfig& config() const noexcept { return opt_.config; }
     // The interface a client in the network namespace `netns` (cookie) means
     // by `ifname`: npfd's `ifname` in that namespace (a pod's eth0), else
     // npfd's `ifname` in npfd's own namespace (the node's NIC, which carries
@@ -105,7 +104,7 @@ private:
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
     uint64_t ownNetns_ = 0; // npfd's network namespace (cookie)
     std::vector<Iface> ifaces_;
-    sidecar::Listener listener_;
+    ipc::Listener listener_;
     Fd epoll_, stopFd_;
     std::atomic<bool> stop_{false};
     Quotas quotas_;

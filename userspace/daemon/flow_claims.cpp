@@ -4,7 +4,7 @@
 
 namespace npf::daemon {
 
-const Session* FlowClaims::claim(const Iface& iface, const ctl::FlowSpec& spec, const Session* s)
+const Session* FlowClaims::claim(const Iface& iface, const dataplane::FlowSpec& spec, const Session* s)
 {
     auto [it, fresh] = ports_.try_emplace(Port{&iface, spec.port}, Holder{s, {}});
     Holder& h = it->second;
@@ -20,7 +20,7 @@ const Session* FlowClaims::claim(const Iface& iface, const ctl::FlowSpec& spec, 
     return nullptr;
 }
 
-void FlowClaims::release(const Iface& iface, const ctl::FlowSpec& spec) noexcept
+void FlowClaims::release(const Iface& iface, const dataplane::FlowSpec& spec) noexcept
 {
     auto it = ports_.find(Port{&iface, spec.port});
     if (it == ports_.end())

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "ctl/flows.h"
+#include "dataplane/flows.h"
 
 namespace npf::daemon {
 
@@ -20,8 +20,8 @@ class FlowClaims {
 public:
     // Takes spec on `iface` for `s`; returns who holds it already (s itself,
     // for a flow it has) and takes nothing then.
-    const Session* claim(const Iface& iface, const ctl::FlowSpec& spec, const Session* s);
-    void release(const Iface& iface, const ctl::FlowSpec& spec) noexcept;
+    const Session* claim(const Iface& iface, const dataplane::FlowSpec& spec, const Session* s);
+    void release(const Iface& iface, const dataplane::FlowSpec& spec) noexcept;
 
 private:
     struct Port {
@@ -31,7 +31,7 @@ private:
     };
     struct Holder {
         const Session* session;
-        std::vector<ctl::FlowSpec> flows; // its flows on the port (an address each, or any)
+        std::vector<dataplane::FlowSpec> flows; // its flows on the port (an address each, or any)
     };
     std::map<Port, Holder> ports_;
 };

@@ -5,11 +5,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "ctl/errors.h"
-#include "ctl/pins.h"
-#include "ctl/xsk_slots.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
+#include "dataplane/pins.h"
+#include "dataplane/xsk_slots.h"
 #include "engine/engine_impl.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -18,7 +17,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/errors.h"
 #include "engine/engine_impl.h"
 #include "engine/flow_impl.h"
 #include "sys/error.h"
@@ -33,7 +31,7 @@ RegionGeometry checkRegion(const EngineConfig& cfg)
     std::string why;
     if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &g,
                               &why) != RegionGeometry::Error::None)
-        throw ctl::ArgumentError("engine on " + cfg.ifname + ": region " + why);
+        throw ArgumentError("engine on " + cfg.ifname + ": region " + why);
     return g;
 }
 
@@ -43,9 +41,9 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
     const RegionGeometry geo = checkRegion(cfg);
     if (cfg.ifname.empty())
-        throw ctl::ArgumentError("engine: no interface given");
+        throw ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
-    bitmap.emplace(ctl::ResidentMap::create(geo.bitmapPages()));
+    bitmap.emplace(dataplane::ResidentMap::create(geo.bitmapPages()));
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
@@ -88,8 +86,8 @@ Engine::~Engine() = default;
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
     Impl& e = *impl_;
-    ServedFlow& served = e.service->openFlow(ctl::parseFlowSpec(std::to_string(port), addr), *e.region,
-                                             ctl::RegionBinding{e.bitmap->fd(), e.region->size()});
+    ServedFlow& served = e.service->openFlow(dataplane::parseFlowSpec(std::to_string(port), addr), *e.region,
+                                             dataplane::RegionBinding{e.bitmap->fd(), e.region->size()});
     Flow::Impl::Parts parts;
     parts.id = served.id;
     parts.port = served.spec.port;

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flow_ring.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flow_ring.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/region_set.h"
@@ -58,7 +58,7 @@ public:
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
 
-    ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+    ServedFlow& openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                          bool fresh = false);
     // While the engine runs: the flow's datagrams pass to the kernel from
     // now on, and no engine thread holds it when this returns.
@@ -87,7 +87,7 @@ private:
     Fd netns_; // the network namespace the service was created in (teardown runs there)
     bool attachedByUs_ = false;
     bool started_ = false;
-    std::optional<ctl::Dataplane> dp_;
+    std::optional<dataplane::Dataplane> dp_;
     std::unique_ptr<EpochDomain> ownEpochs_;
     EpochDomain& epochs_;
     RegionSet regions_;

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ctl/engine_stats.h"
-#include "ctl/stats.h"
+#include "counters/engine_stats.h"
+#include "dataplane/stats.h"
 #include "engine/service.h"
 #include "engine/stats.h"
 #include "region/region.h"
@@ -96,8 +96,8 @@ RegionStats Service::regionStats() const
 
 std::string Service::statsJson() const
 {
-    ctl::Json j = ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
-    ctl::addRegionStats(j, regionStats());
+    counters::Json j = counters::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
+    counters::addRegionStats(j, regionStats());
     return j.dump();
 }
 
