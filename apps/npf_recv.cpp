@@ -18,16 +18,16 @@
 #include <string>
 #include <vector>
 
-#include "ctl/engine_stats.h"
-#include "ctl/errors.h"
-#include "ctl/exit_codes.h"
-#include "ctl/flows.h"
-#include "ctl/iface.h"
-#include "ctl/sizes.h"
-#include "ctl/stats.h"
+#include "cli/exit_codes.h"
+#include "cli/sizes.h"
+#include "counters/engine_stats.h"
+#include "dataplane/flows.h"
+#include "dataplane/iface.h"
+#include "dataplane/stats.h"
 #include "npf/client.h"
 #include "npf/engine.h"
 #include "npf/log.h"
+#include "sys/error.h"
 
 namespace {
 
@@ -84,8 +84,8 @@ struct Sizes {
 // Throws ArgumentError naming the option.
 Sizes parseSizes(const Options& o)
 {
-    using npf::ctl::ArgumentError;
-    using npf::ctl::parseSize;
+    using npf::ArgumentError;
+    using npf::cli::parseSize;
     constexpr uint64_t kMaxRegion = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
     Sizes s;
     s.region = parseSize("--region", o.region);
@@ -109,9 +109,9 @@ Sizes parseSizes(const Options& o)
 void checkAddr(const Options& o)
 {
     try {
-        npf::ctl::parseFlowSpec(std::to_string(o.port), o.addr);
-    } catch (const npf::ctl::ArgumentError& e) {
-        throw npf::ctl::ArgumentError(std::string("--addr: ") + e.what());
+        npf::dataplane::parseFlowSpec(std::to_string(o.port), o.addr);
+    } catch (const npf::ArgumentError& e) {
+        throw npf::ArgumentError(std::string("--addr: ") + e.what());
     }
 }
 
@@ -123,15 +123,15 @@ struct Tally {
 
 // Interface-wide counters, read when the flow opens and at exit.
 struct IfaceCounters {
-    npf::ctl::XdpStats xdp{};
-    npf::ctl::LinkRxDrops link;
+    npf::dataplane::XdpStats xdp{};
+    npf::dataplane::LinkRxDrops link;
 };
 
 // The interface counters through an in-process engine; an npfd client has
 // none (they are npfd's: npfctl stats).
 IfaceCounters readIface(const npf::Engine& eng, int ifindex)
 {
-    return {eng.xdpCounters(), npf::ctl::linkRxDrops(ifindex)};
+    return {eng.xdpCounters(), npf::dataplane::linkRxDrops(ifindex)};
 }
 IfaceCounters readIface(const npf::Client&, int)
 {
@@ -141,7 +141,7 @@ IfaceCounters readIface(const npf::Client&, int)
 std::string statsJson(const npf::Engine& eng) { return eng.statsJson(); }
 std::string statsJson(const npf::Client& cli)
 {
-    return npf::ctl::engineStatsJson(cli.stats(), "", ::getpid(), 0).dump();
+    return npf::counters::engineStatsJson(cli.stats(), "", ::getpid(), 0).dump();
 }
 
 // Writes a completed buffer. An npfd client's region is registered for
@@ -196,9 +196,9 @@ struct Summary {
 // Engine counters on the summary's "flow" (after npf-recv's own tally) and
 // "engine" lines, by their kEngineCounters names.
 using E = npf::EngineStats;
-constexpr std::initializer_list<npf::ctl::EngineCounter> kFlowCounters = {
+constexpr std::initializer_list<npf::counters::EngineCounter> kFlowCounters = {
     &E::late, &E::rejected, &E::mismatch, &E::placeErrors, &E::deferDrops, &E::badMeta};
-constexpr std::initializer_list<npf::ctl::EngineCounter> kEngineLine = {
+constexpr std::initializer_list<npf::counters::EngineCounter> kEngineLine = {
     &E::fastPath, &E::faultPath, &E::deferred, &E::cpuFaults, &E::packetFaults, &E::prefetched, &E::evicted};
 
 void printText(const Summary& m)
@@ -212,13 +212,13 @@ void printText(const Summary& m)
             ull(t.ok + t.truncated), ull(t.bytes), ull(t.lost + t.badCsum), ull(m.xdpNotSteered()),
             ull(m.beforeXdp()), ull(m.inFlight()));
     fprintf(stderr, "  flow     ok=%llu truncated=%llu lost=%llu bad_csum=%llu %s\n", ull(t.ok), ull(t.truncated),
-            ull(t.lost), ull(t.badCsum), npf::ctl::formatCounters(s, kFlowCounters).c_str());
+            ull(t.lost), ull(t.badCsum), npf::counters::formatCounters(s, kFlowCounters).c_str());
     if (m.ifaceError.empty()) {
         fprintf(stderr, "  xdp      rx_total=%llu", ull(m.d.xdp[NPF_STAT_RX_TOTAL]));
         for (npf_stat i : kXdpNotSteered)
-            fprintf(stderr, " %s=%llu", npf::ctl::kStatNames[i], ull(m.d.xdp[i]));
+            fprintf(stderr, " %s=%llu", npf::dataplane::kStatNames[i], ull(m.d.xdp[i]));
         for (npf_stat i : {NPF_STAT_REDIR_PRIMARY, NPF_STAT_REDIR_BACKUP, NPF_STAT_REDIR_FAIL})
-            fprintf(stderr, " %s=%llu", npf::ctl::kStatNames[i], ull(m.d.xdp[i]));
+            fprintf(stderr, " %s=%llu", npf::dataplane::kStatNames[i], ull(m.d.xdp[i]));
         fprintf(stderr, "  # interface-wide, while npf-recv ran\n");
         fprintf(stderr,
                 "  outside  kernel_rx_dropped=%llu if_rx_dropped=%llu if_rx_missed=%llu  # not npf: the AF_XDP "
@@ -229,7 +229,7 @@ void printText(const Summary& m)
         fprintf(stderr, "  outside  kernel_rx_dropped=%llu  # interface counters unavailable\n",
                 ull(s.kernelRxDropped));
     }
-    fprintf(stderr, "  engine   %s\n", npf::ctl::formatCounters(s, kEngineLine).c_str());
+    fprintf(stderr, "  engine   %s\n", npf::counters::formatCounters(s, kEngineLine).c_str());
     fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
@@ -249,11 +249,11 @@ void printJson(const Summary& m, const std::string& engineJson)
     j["datagrams"] = t.ok + t.truncated;
     j["bytes"] = t.bytes;
     j["flow"] = {{"ok", t.ok}, {"truncated", t.truncated}, {"lost", t.lost}, {"bad_csum", t.badCsum}};
-    npf::ctl::addCounters(j["flow"], s, kFlowCounters);
+    npf::counters::addCounters(j["flow"], s, kFlowCounters);
     if (m.ifaceError.empty()) {
         nlohmann::ordered_json x;
         for (size_t i = 0; i < NPF_STAT_MAX; i++)
-            x[npf::ctl::kStatNames[i]] = m.d.xdp[i];
+            x[npf::dataplane::kStatNames[i]] = m.d.xdp[i];
         j["xdp"] = x;
         j["outside"] = {{"kernel_rx_dropped", s.kernelRxDropped},
                         {"if_rx_dropped", m.d.link.dropped},
@@ -439,8 +439,8 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int
     if (!o.quiet)
         summarize(o, eng, ifindex, start, t);
     if (ending == Ending::SourceGone)
-        return npf::ctl::kExitNoDevice;
-    return ending == Ending::WriteFailed ? npf::ctl::kExitFailure : npf::ctl::kExitOk;
+        return npf::cli::kExitNoDevice;
+    return ending == Ending::WriteFailed ? npf::cli::kExitFailure : npf::cli::kExitOk;
 }
 
 int run(const Options& o)
@@ -449,7 +449,7 @@ int run(const Options& o)
     checkAddr(o);
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
-        throw npf::ctl::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+        throw npf::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
                                     : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (out.fd < 0)
@@ -474,7 +474,7 @@ int run(const Options& o)
                      .verifyUdpChecksum = !o.noUdpCsum,
                      .pagerThreads = o.pagers,
                      .spillDir = o.spillDir});
-    const int ifindex = npf::ctl::resolveInterface(o.ifname).ifindex;
+    const int ifindex = npf::dataplane::resolveInterface(o.ifname).ifindex;
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
     return receive(o, sz, eng, flow, ifindex, out);
 }
@@ -555,7 +555,7 @@ int main(int argc, char** argv)
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
             return app.exit(e);
         fprintf(stderr, "npf-recv: error: %s (npf-recv --help)\n", e.what());
-        return npf::ctl::kExitUsage;
+        return npf::cli::kExitUsage;
     }
     o.connect = app.count("--connect") > 0;
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
@@ -567,6 +567,6 @@ int main(int argc, char** argv)
         return run(o);
     } catch (const std::exception& e) {
         fprintf(stderr, "npf-recv: error: %s\n", e.what());
-        return npf::ctl::exitCodeFor(e);
+        return npf::cli::exitCodeFor(e);
     }
 }

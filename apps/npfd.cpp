@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "ctl/exit_codes.h"
+#include "cli/exit_codes.h"
+#include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "npf/log.h"
-#include "sidecar/config.h"
 
 namespace {
 
@@ -42,7 +42,7 @@ int run(const Options& o)
 {
     npf::daemon::DaemonOptions d;
     if (!o.config.empty())
-        d.config = npf::sidecar::loadConfig(o.config);
+        d.config = npf::daemon::loadConfig(o.config);
     if (!o.ifaces.empty())
         d.config.ifaces = o.ifaces;
     if (!o.socket.empty())
@@ -116,7 +116,7 @@ int main(int argc, char** argv)
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
             return app.exit(e);
         std::fprintf(stderr, "npfd: error: %s (npfd --help)\n", e.what());
-        return npf::ctl::kExitUsage;
+        return npf::cli::kExitUsage;
     }
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
     npf::log::routeLibbpf();
@@ -129,6 +129,6 @@ int main(int argc, char** argv)
         return run(o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "npfd: error: %s\n", e.what());
-        return npf::ctl::exitCodeFor(e);
+        return npf::cli::exitCodeFor(e);
     }
 }

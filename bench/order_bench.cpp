@@ -32,7 +32,7 @@ std::vector<npf_post> postRing()
 Result singleThread(uint64_t n)
 {
     auto posts = postRing();
-    npf::Sequencer s(npf::PostSlots(posts.data()));
+    npf::Sequencer s(npf::dataplane::PostSlots(posts.data()));
     npf::CompletionRing ring = npf::CompletionRing::create(4096, "bench");
     npf::CompletionProducer producer(ring);
     npf::CompletionConsumer consumer(ring);
@@ -56,7 +56,7 @@ Result singleThread(uint64_t n)
 Result concurrent(uint64_t n, int workers)
 {
     auto posts = postRing();
-    npf::Sequencer s(npf::PostSlots(posts.data()), {.reorderTimeout = std::chrono::hours(1)});
+    npf::Sequencer s(npf::dataplane::PostSlots(posts.data()), {.reorderTimeout = std::chrono::hours(1)});
     npf::CompletionRing ring = npf::CompletionRing::create(4096, "bench");
     npf::CompletionProducer producer(ring);
     npf::CompletionConsumer consumer(ring);

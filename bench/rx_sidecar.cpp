@@ -21,10 +21,10 @@
 #include <sstream>
 #include <thread>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "npf/client.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
 #include "flow_loop.h"
+#include "npf/client.h"
 #include "receiver.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -295,7 +295,7 @@ private:
             ::kill(pid_, SIGKILL);
             ::waitpid(pid_, &status, 0);
             try {
-                ctl::detach(ifname_); // a killed npfd leaves the program it attached
+                dataplane::detach(ifname_); // a killed npfd leaves the program it attached
             } catch (const std::exception& e) {
                 NPF_WARN("npf-bench: detach npf_xdp from %s after npfd was killed: %s", ifname_.c_str(), e.what());
             }
@@ -353,20 +353,20 @@ public:
             return;
         const uint64_t stoppedNs = monotonicNs();
         npfdCpu_ = npfd_.cpuSeconds();
-        ctl::Json snap;
-        const std::string path = ctl::engineStatsPath(cfg_.ifname);
+        counters::Json snap;
+        const std::string path = counters::engineStatsPath(cfg_.ifname);
         for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
              std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
             std::ifstream in(path);
-            snap = ctl::Json::parse(in, nullptr, /*allow_exceptions=*/false);
+            snap = counters::Json::parse(in, nullptr, /*allow_exceptions=*/false);
             if (snap.is_object() && snap.value("time_ns", uint64_t(0)) >= stoppedNs)
                 break;
         }
         if (!snap.is_object() || snap.value("time_ns", uint64_t(0)) < stoppedNs)
             NPF_WARN("npf-bench: no fresh npfd stats snapshot in %s: its counters are from before the end", path.c_str());
         if (!snap.is_object())
-            snap = ctl::Json::object();
-        const EngineStats svc = ctl::parseEngineStats(snap);
+            snap = counters::Json::object();
+        const EngineStats svc = counters::parseEngineStats(snap);
         EngineStats own;
         try {
             own = cli_.stats();
@@ -377,7 +377,7 @@ public:
         resident_ = own.residentPages * NPF_PAGE_SIZE;
         // npfd's dataplane counters (one client: all of them are the bench's),
         // as the npf contender reports its engine's; then the client's own.
-        snap["client"] = ctl::engineStatsJson(own, cfg_.ifname, ::getpid(), stoppedNs);
+        snap["client"] = counters::engineStatsJson(own, cfg_.ifname, ::getpid(), stoppedNs);
         snap["npfd"] = {{"binary", npfd_.binary()}, {"pid", npfd_.pid()}, {"dir", dir_.path()}, {"cpuSeconds", npfdCpu_}};
         // release() is a request to npfd and its reply: the one round trip the loop makes.
         snap["releases"] = {{"calls", releases_}, {"seconds", double(releaseNs_) * 1e-9}};

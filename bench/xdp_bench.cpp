@@ -56,8 +56,9 @@
 #include <string>
 #include <vector>
 
-#include "ctl/skeleton.h"
-#include "ctl/stats.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/skeleton.h"
+#include "dataplane/stats.h"
 #include "generator.h"
 #include "npf/abi.h"
 #include "report.h"
@@ -68,7 +69,6 @@
 #include "topology.h"
 #include "xsk/socket.h"
 #include "xsk/umem.h"
-#include "ctl/flow_ring.h"
 
 namespace {
 
@@ -79,7 +79,7 @@ using npf::MmapArea;
 using npf::monotonicNs;
 using npf::throwErrno;
 using Json = nlohmann::ordered_json;
-using XdpStats = npf::ctl::XdpStats;
+using XdpStats = npf::dataplane::XdpStats;
 
 constexpr uint64_t kRegionPages = (64ull << 20) >> NPF_PAGE_SHIFT;
 constexpr uint32_t kPostLen = 2048;      // posted buffer: room for the payload, one page
@@ -104,12 +104,12 @@ void fillPosts(npf_post* posts)
 // every id to one shared resident bitmap.
 class FlowState {
 public:
-    explicit FlowState(npf::ctl::Skeleton& skel)
-        : skel_(skel), bitmap_(npf::ctl::ResidentMap::create(kRegionPages))
+    explicit FlowState(npf::dataplane::Skeleton& skel)
+        : skel_(skel), bitmap_(npf::dataplane::ResidentMap::create(kRegionPages))
     {
     }
 
-    static npf::ctl::LoadConfig loadConfig() { return {.queues = 1}; }
+    static npf::dataplane::LoadConfig loadConfig() { return {.queues = 1}; }
 
     // Array-of-maps updates wait for an RCU grace period each: made once.
     void ensure(uint32_t n)
@@ -117,7 +117,7 @@ public:
         const int ringsFd = bpf_map__fd(skel_->maps.npf_rings), regionsFd = skel_.regionsFd(bitmap_.sizeClass());
         const int bitmapFd = bitmap_.fd();
         for (uint32_t id = uint32_t(rings_.size()); id < n; id++) {
-            auto r = npf::ctl::FlowRing::create(0, NPF_CURSOR_F_SERVED);
+            auto r = npf::dataplane::FlowRing::create(0, NPF_CURSOR_F_SERVED);
             fillPosts(r.posts());
             const int fd = r.fd();
             checkErrno(bpf_map_update_elem(ringsFd, &id, &fd, BPF_ANY),
@@ -135,9 +135,9 @@ public:
     }
 
 private:
-    npf::ctl::Skeleton& skel_;
-    npf::ctl::ResidentMap bitmap_;
-    std::vector<npf::ctl::FlowRing> rings_; // index = flow id
+    npf::dataplane::Skeleton& skel_;
+    npf::dataplane::ResidentMap bitmap_;
+    std::vector<npf::dataplane::FlowRing> rings_; // index = flow id
 };
 
 // ---- kernel handles ----------------------------------------------------------
@@ -249,7 +249,7 @@ using BpfObject = std::unique_ptr<bpf_object, BpfObjectClose>;
 // The npf_xdp of the object file at `path`, loaded with every map of its own
 // replaced by `skel`'s map of that name: it runs on the same flows, rings and
 // sockets, and counts into the same npf_stats.
-BpfObject loadBaseline(const std::string& path, npf::ctl::Skeleton& skel)
+BpfObject loadBaseline(const std::string& path, npf::dataplane::Skeleton& skel)
 {
     BpfObject obj(bpf_object__open_file(path.c_str(), nullptr));
     if (!obj)
@@ -276,7 +276,8 @@ XdpStats readStats(int fd)
     std::vector<uint64_t> per(size_t(ncpu), 0);
     XdpStats sum{};
     for (uint32_t k = 0; k < NPF_STAT_MAX; k++) {
-        checkErrno(bpf_map_lookup_elem(fd, &k, per.data()), std::string("read npf_stats ") + npf::ctl::kStatNames[k]);
+        checkErrno(bpf_map_lookup_elem(fd, &k, per.data()),
+                   std::string("read npf_stats ") + npf::dataplane::kStatNames[k]);
         for (uint64_t v : per)
             sum[k] += v;
     }
@@ -372,16 +373,16 @@ Json report(const Groups& groups, uint32_t repeat, std::string* wrong)
         for (const Config& c : group) {
             std::string verdicts, outcome;
             for (int v : c.verdicts)
-                verdicts += (verdicts.empty() ? "" : ",") + std::string(npf::ctl::xdpVerdictName(v));
+                verdicts += (verdicts.empty() ? "" : ",") + std::string(npf::dataplane::xdpVerdictName(v));
             const uint64_t packets = uint64_t(c.kernelNs.size()) * repeat;
             for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
                 if (k != NPF_STAT_RX_TOTAL && c.moved[k])
-                    outcome += (outcome.empty() ? "" : ",") + std::string(npf::ctl::kStatNames[k]);
+                    outcome += (outcome.empty() ? "" : ",") + std::string(npf::dataplane::kStatNames[k]);
             const int want = expectedStat(c.path);
             const bool ok = c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
                             (want < 0 ? outcome.empty()
                                       : c.moved[uint32_t(want)] == packets && c.moved[NPF_STAT_RX_TOTAL] == packets &&
-                                            outcome == npf::ctl::kStatNames[want]);
+                                            outcome == npf::dataplane::kStatNames[want]);
             if (!ok)
                 *wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ");";
             if (outcome.empty())
@@ -415,7 +416,7 @@ public:
     Bench(uint32_t repeat, uint32_t payload, const std::string& baseline)
         : veth_(npf::topology::VethOptions{.queues = 1}),
           inRx_(veth_.rxNs()),
-          skel_(npf::ctl::Skeleton::open(FlowState::loadConfig())),
+          skel_(npf::dataplane::Skeleton::open(FlowState::loadConfig())),
           repeat_(repeat),
           payload_(payload)
     {
@@ -521,7 +522,7 @@ private:
     npf::topology::VethPair veth_;
     npf::topology::NetnsGuard inRx_; // test runs look ingress_ifindex up in this namespace
     AnchorVeth anchor_;
-    npf::ctl::Skeleton skel_;
+    npf::dataplane::Skeleton skel_;
     BpfObject baseline_; // --baseline, on skel_'s maps
     std::unique_ptr<FlowState> state_;
     Fd bare_, redirect_;

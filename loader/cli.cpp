@@ -4,8 +4,8 @@
 
 #include <ostream>
 
-#include "ctl/stats.h"
-#include "exit_codes.h"
+#include "dataplane/stats.h"
+#include "cli/exit_codes.h"
 
 #ifndef NPF_VERSION
 #define NPF_VERSION "unknown"
@@ -25,9 +25,9 @@ void addIface(CLI::App* sub, Options& opt, bool required = true)
 std::string xdpCounterHelp()
 {
     std::string s = "XDP counters (rows xdp.*; the engine's: docs/cli.md, Counters):\n";
-    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
-        const std::string name = ctl::kStatNames[i];
-        s += "  " + name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') + ctl::kStatHelp[i] + "\n";
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
+        const std::string name = dataplane::kStatNames[i];
+        s += "  " + name + std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') + dataplane::kStatHelp[i] + "\n";
     }
     return s;
 }

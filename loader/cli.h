@@ -22,7 +22,7 @@ struct Options {
     bool force = false;
     bool json = false;
     double watch = 0; // seconds between samples; 0: print once
-    std::string port; // validated by ctl::parsePort
+    std::string port; // validated by dataplane::parsePort
     std::string addr;
 };
 

@@ -1,10 +1,11 @@
 // npfctl attach / detach
 #include <cstdio>
 
+#include "cli/args.h"
+#include "cli/exit_codes.h"
 #include "commands.h"
-#include "ctl/attach.h"
-#include "ctl/pins.h"
-#include "exit_codes.h"
+#include "dataplane/attach.h"
+#include "dataplane/pins.h"
 #include "format.h"
 #include "sys/log.h"
 
@@ -12,32 +13,32 @@ namespace npf::cli {
 
 int cmdAttach(const Options& opt)
 {
-    ctl::AttachOptions a;
+    dataplane::AttachOptions a;
     a.ifname = opt.ifname;
-    a.mode = ctl::parseMode(opt.mode).value_or(ctl::AttachMode::Native);
+    a.mode = parseMode(opt.mode).value_or(dataplane::AttachMode::Native);
     a.queues = opt.queues;
     a.force = opt.force;
-    ctl::AttachResult r = ctl::attach(a);
+    dataplane::AttachResult r = dataplane::attach(a);
     std::printf("%s\n", attachSummary(r).c_str());
     return kExitOk;
 }
 
 int cmdDetach(const Options& opt)
 {
-    ctl::DetachResult r = ctl::detach(opt.ifname, opt.force);
-    std::string pins = ctl::pinDir(opt.ifname);
+    dataplane::DetachResult r = dataplane::detach(opt.ifname, opt.force);
+    std::string pins = dataplane::pinDir(opt.ifname);
     if (r.detached)
         std::printf("detached %s (prog id %u) from %s%s\n", NPF_PROG_NAME, r.progId, opt.ifname.c_str(),
                     r.removedPins ? ("; removed pins " + pins).c_str() : "");
     else
         std::printf("npf is not attached to %s%s\n", opt.ifname.c_str(),
                     r.removedPins ? ("; removed stale pins " + pins).c_str() : "");
-    for (const ctl::XdpProgram& p : r.foreignRemoved)
+    for (const dataplane::XdpProgram& p : r.foreignRemoved)
         NPF_INFO("removed foreign XDP program '%s' (id %u, %s) from %s (--force)", p.name.c_str(), p.id,
-                 ctl::toString(p.slot), opt.ifname.c_str());
-    for (const ctl::XdpProgram& p : r.foreignLeft)
+                 dataplane::toString(p.slot), opt.ifname.c_str());
+    for (const dataplane::XdpProgram& p : r.foreignLeft)
         NPF_INFO("left foreign XDP program '%s' (id %u, %s) on %s (--force removes it)", p.name.c_str(), p.id,
-                 ctl::toString(p.slot), opt.ifname.c_str());
+                 dataplane::toString(p.slot), opt.ifname.c_str());
     if (r.pinsInUseElsewhere)
         NPF_INFO("left pins %s: in use by npf on a same-named interface in another network namespace "
                  "(--force removes them)",

@@ -5,12 +5,12 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "cli/exit_codes.h"
+#include "cli/json.h"
 #include "commands.h"
-#include "ctl/dataplane.h"
-#include "ctl/engine_stats.h"
-#include "ctl/json.h"
-#include "ctl/stats.h"
-#include "exit_codes.h"
+#include "counters/engine_stats.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/stats.h"
 #include "format.h"
 #include "sys/error.h"
 
@@ -49,10 +49,10 @@ void sleepUntil(double t)
 }
 
 // All counter groups of an instance: XDP, then the engine's (if one runs).
-ctl::Counters readCounters(const ctl::Dataplane& dp)
+counters::Counters readCounters(const dataplane::Dataplane& dp)
 {
-    ctl::Counters c = ctl::xdpCounters(ctl::readXdpStats(dp));
-    ctl::Counters e = ctl::engineCounters(dp.ifname());
+    counters::Counters c = counters::xdpCounters(dataplane::readXdpStats(dp));
+    counters::Counters e = counters::engineCounters(dp.ifname());
     c.insert(c.end(), e.begin(), e.end());
     return c;
 }
@@ -61,9 +61,9 @@ ctl::Counters readCounters(const ctl::Dataplane& dp)
 
 int cmdStats(const Options& opt)
 {
-    ctl::Dataplane dp = ctl::Dataplane::open(opt.ifname);
-    const char* mode = ctl::toString(dp.mode());
-    ctl::Counters cur = readCounters(dp);
+    dataplane::Dataplane dp = dataplane::Dataplane::open(opt.ifname);
+    const char* mode = dataplane::toString(dp.mode());
+    counters::Counters cur = readCounters(dp);
     if (opt.watch <= 0) {
         if (opt.json)
             std::printf("%s\n", statsJson(dp.ifname(), dp.progId(), mode, cur).dump(2).c_str());
@@ -80,7 +80,7 @@ int cmdStats(const Options& opt)
         sleepUntil(next);
         if (g_stop)
             break;
-        ctl::Counters prev = std::move(cur);
+        counters::Counters prev = std::move(cur);
         cur = readCounters(dp);
         double t = now();
         std::vector<double> r = rates(prev, cur, t - last);

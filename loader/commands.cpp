@@ -1,6 +1,6 @@
 #include "commands.h"
 
-#include "exit_codes.h"
+#include "cli/exit_codes.h"
 
 namespace npf::cli {
 

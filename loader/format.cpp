@@ -43,20 +43,20 @@ std::string humanBytes(uint64_t b)
     return u == 0 ? fmt("%" PRIu64 " B", b) : fmt("%.1f %s", v, units[u]);
 }
 
-std::string attachSummary(const ctl::AttachResult& r)
+std::string attachSummary(const dataplane::AttachResult& r)
 {
     return fmt("attached %s to %s: mode %s, prog id %u, queues %u, pins %s", NPF_PROG_NAME, r.ifname.c_str(),
-               ctl::toString(r.mode), r.progId, r.queues, r.pinDir.c_str());
+               dataplane::toString(r.mode), r.progId, r.queues, r.pinDir.c_str());
 }
 
-std::string statusTable(const std::vector<ctl::InstanceStatus>& rows)
+std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows)
 {
     const char* f = "%-15s %-8s %-6s %-7s %-5s %-6s %-12s %s\n";
     std::string out = fmt(f, "INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES", "BOUND_QUEUES",
                           "REGIONS");
-    for (const ctl::InstanceStatus& s : rows) {
-        bool on = s.state == ctl::InstanceState::Attached;
-        out += fmt(f, s.ifname.c_str(), ctl::toString(s.state), s.mode ? ctl::toString(*s.mode) : "-",
+    for (const dataplane::InstanceStatus& s : rows) {
+        bool on = s.state == dataplane::InstanceState::Attached;
+        out += fmt(f, s.ifname.c_str(), dataplane::toString(s.state), s.mode ? dataplane::toString(*s.mode) : "-",
                    on ? std::to_string(s.progId).c_str() : "-", on ? std::to_string(s.flows).c_str() : "-",
                    on && s.queues ? std::to_string(s.queues).c_str() : "-", join(s.boundQueues).c_str(),
                    on ? std::to_string(s.regions).c_str() : "-");
@@ -64,25 +64,25 @@ std::string statusTable(const std::vector<ctl::InstanceStatus>& rows)
     return out;
 }
 
-std::string flowTable(const std::vector<ctl::FlowInfo>& flows)
+std::string flowTable(const std::vector<dataplane::FlowInfo>& flows)
 {
     const char* f = "%-3s %-5s %-39s %-12s %s\n";
     std::string out = fmt(f, "ID", "PORT", "ADDR", "POSTED", "CONSUMED");
-    for (const ctl::FlowInfo& x : flows) {
-        std::string a = ctl::addrString(x.spec);
+    for (const dataplane::FlowInfo& x : flows) {
+        std::string a = dataplane::addrString(x.spec);
         out += fmt(f, std::to_string(x.id).c_str(), std::to_string(x.spec.port).c_str(),
                    a.empty() ? "*" : a.c_str(), std::to_string(x.prod).c_str(), std::to_string(x.cons).c_str());
     }
     return out;
 }
 
-std::vector<double> rates(const ctl::Counters& prev, const ctl::Counters& cur, double seconds)
+std::vector<double> rates(const counters::Counters& prev, const counters::Counters& cur, double seconds)
 {
     std::vector<double> r(cur.size(), 0.0);
     if (seconds <= 0)
         return r;
     for (size_t i = 0; i < cur.size(); ++i) {
-        for (const ctl::Counter& p : prev) {
+        for (const counters::Counter& p : prev) {
             if (p.group == cur[i].group && p.name == cur[i].name) {
                 // A counter that went backwards was reset (re-attach): rate from zero.
                 uint64_t base = cur[i].value >= p.value ? p.value : 0;
@@ -94,7 +94,7 @@ std::vector<double> rates(const ctl::Counters& prev, const ctl::Counters& cur, d
     return r;
 }
 
-std::string counterTable(const ctl::Counters& c, const std::vector<double>* perSecond)
+std::string counterTable(const counters::Counters& c, const std::vector<double>* perSecond)
 {
     std::string out = perSecond ? fmt("%-36s %20s %14s\n", "COUNTER", "VALUE", "RATE/S")
                                 : fmt("%-36s %20s\n", "COUNTER", "VALUE");
@@ -109,16 +109,16 @@ std::string counterTable(const ctl::Counters& c, const std::vector<double>* perS
     return out;
 }
 
-ctl::Json statsJson(const std::string& ifname, uint32_t progId, const std::string& mode, const ctl::Counters& c,
-                    const std::vector<double>* perSecond, double interval)
+Json statsJson(const std::string& ifname, uint32_t progId, const std::string& mode, const counters::Counters& c,
+               const std::vector<double>* perSecond, double interval)
 {
-    ctl::Json j;
+    Json j;
     j["interface"] = ifname;
     j["prog_id"] = progId;
     j["mode"] = mode;
-    j["counters"] = ctl::toJson(c);
+    j["counters"] = toJson(c);
     if (perSecond) {
-        ctl::Json r = ctl::Json::object();
+        Json r = Json::object();
         for (size_t i = 0; i < c.size() && i < perSecond->size(); ++i)
             r[c[i].group][c[i].name] = (*perSecond)[i];
         j["interval"] = interval;

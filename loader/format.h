@@ -4,11 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "ctl/attach.h"
-#include "ctl/flows.h"
-#include "ctl/json.h"
-#include "ctl/stats.h"
-#include "ctl/status.h"
+#include "cli/json.h"
+#include "dataplane/attach.h"
+#include "dataplane/flows.h"
+#include "dataplane/status.h"
 
 namespace npf::cli {
 
@@ -16,23 +15,23 @@ namespace npf::cli {
 std::string humanBytes(uint64_t bytes);
 
 // One line: what attach did.
-std::string attachSummary(const ctl::AttachResult& r);
+std::string attachSummary(const dataplane::AttachResult& r);
 
 // Header + one row per instance:
 // INTERFACE STATE MODE PROG_ID FLOWS QUEUES BOUND_QUEUES REGION_PAGES
-std::string statusTable(const std::vector<ctl::InstanceStatus>& rows);
+std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows);
 
 // Header + one row per flow: ID PORT ADDR POSTED CONSUMED ("*" = any address).
-std::string flowTable(const std::vector<ctl::FlowInfo>& flows);
+std::string flowTable(const std::vector<dataplane::FlowInfo>& flows);
 
 // Per-second rates of cur - prev over `seconds`, aligned with cur.
-std::vector<double> rates(const ctl::Counters& prev, const ctl::Counters& cur, double seconds);
+std::vector<double> rates(const counters::Counters& prev, const counters::Counters& cur, double seconds);
 
 // Header + one row per counter: COUNTER VALUE [RATE/S]; names are group.name.
-std::string counterTable(const ctl::Counters& c, const std::vector<double>* perSecond = nullptr);
+std::string counterTable(const counters::Counters& c, const std::vector<double>* perSecond = nullptr);
 
 // {"interface", "prog_id", "mode", "counters": {...}, "rates"?: {...}, "interval"?}
-ctl::Json statsJson(const std::string& ifname, uint32_t progId, const std::string& mode, const ctl::Counters& c,
-                    const std::vector<double>* perSecond = nullptr, double interval = 0);
+Json statsJson(const std::string& ifname, uint32_t progId, const std::string& mode, const counters::Counters& c,
+               const std::vector<double>* perSecond = nullptr, double interval = 0);
 
 } // namespace npf::cli

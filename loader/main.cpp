@@ -6,8 +6,8 @@
 #include <system_error>
 
 #include "cli.h"
+#include "cli/exit_codes.h"
 #include "commands.h"
-#include "exit_codes.h"
 #include "sys/log.h"
 
 int main(int argc, char** argv)

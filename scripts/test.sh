@@ -3,8 +3,8 @@
 # runs ctest (BPF unit tests, unit tests, netns/veth integration tests).
 # Usage: sudo scripts/test.sh [--sanitize] [extra ctest args]
 #   --sanitize  build with AddressSanitizer + UBSan (NPF_SANITIZE=ON, in
-#               build-sanitize/) and run the ctl, xsk, order, region,
-#               engine, sidecar and daemon suites under it
+#               build-sanitize/) and run the cli, dataplane, counters,
+#               public, xsk, order, region, engine, ipc and daemon suites under it
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,7 +13,7 @@ if [ "${1:-}" = --sanitize ]; then
   shift
   build=build-sanitize
   cmake_args=(-DNPF_SANITIZE=ON)
-  ctest_args=(-L 'ctl|xsk|order|region|engine|sidecar|daemon')
+  ctest_args=(-L 'cli|dataplane|counters|public|xsk|order|region|engine|ipc|daemon')
 fi
 
 scripts/deps.sh

@@ -176,7 +176,7 @@ struct npf_ring {
  *
  * NPF_STATS(X) is the one list of the counters: X(ID, name, help) each, in
  * enum order. It makes enum npf_stat (NPF_STAT_<ID>) here, and in userspace
- * the names (ctl::kStatNames: `npfctl stats` rows xdp.<name>, Prometheus
+ * the names (dataplane::kStatNames: `npfctl stats` rows xdp.<name>, Prometheus
  * npf_xdp_<name>_total) and help lines (docs/cli.md "Counters", checked by
  * tests/ctl/counters_test.cpp). Values and names are ABI: append only. A
  * help line is one line without '|' (it goes into a Markdown table). */

@@ -1,6 +1,6 @@
 // One definition per counter: a table names each counter of a stats struct
 // once, with its unit and help line, and a static_assert ties the table to
-// the struct (like enum npf_stat and ctl::kStatNames). Everything that shows
+// the struct (like enum npf_stat and dataplane::kStatNames). Everything that shows
 // counters loops over a table, and so does every thread that counts (it
 // keeps one atomic per table entry and the snapshot sums them): the engine's
 // JSON snapshot, `npfctl stats`, npf-recv's summary, Prometheus, and

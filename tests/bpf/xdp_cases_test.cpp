@@ -666,7 +666,7 @@ TEST(XdpProgram, AttachesNativeToVethWithMtu9000)
     if (!isRoot())
         GTEST_SKIP() << "needs root (BPF, netns)";
     VethPair veth(VethOptions{.mtu = 9000});
-    ctl::Skeleton skel = ctl::Skeleton::open({.queues = 1});
+    dataplane::Skeleton skel = dataplane::Skeleton::open({.queues = 1});
     skel.load();
     NetnsGuard in(veth.rxNs());
     const int ifindex = static_cast<int>(if_nametoindex(veth.rxIf().c_str()));
@@ -751,7 +751,7 @@ TEST_F(XdpCase, RegionsAreIsolated)
     XdpHarness& h = *harness_;
     constexpr uint16_t kPort1 = kPort + 1;
     constexpr uint64_t kSmallPages = 16;
-    ctl::ResidentMap small = ctl::ResidentMap::create(kSmallPages);
+    dataplane::ResidentMap small = dataplane::ResidentMap::create(kSmallPages);
     small.words()[0] = 1u << 2;
     auto setUp = [&](std::optional<uint64_t> regionSize, bool bind) {
         apply(h, base());

@@ -9,13 +9,13 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/stats.h"
+#include "dataplane/stats.h"
 #include "sys/clock.h"
 #include "sys/error.h"
 
 namespace npf::test {
 
-const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? ctl::kStatNames[stat] : "?"; }
+const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? dataplane::kStatNames[stat] : "?"; }
 
 int outcomeVerdict(uint32_t stat)
 {
@@ -26,7 +26,7 @@ int outcomeVerdict(uint32_t stat)
     return XDP_PASS; // PASS_* and REDIR_FAIL (fails open)
 }
 
-const char* verdictName(int verdict) { return ctl::xdpVerdictName(verdict); }
+const char* verdictName(int verdict) { return dataplane::xdpVerdictName(verdict); }
 
 npf_flow_key flowKeyAny(uint16_t port)
 {
@@ -62,10 +62,10 @@ std::optional<npf_meta> RunResult::meta() const
 }
 
 XdpHarness::XdpHarness(HarnessOptions opt)
-    : skel_(ctl::Skeleton::open({.queues = opt.queues})),
+    : skel_(dataplane::Skeleton::open({.queues = opt.queues})),
       veth_(VethOptions{.queues = opt.vethQueues}),
       regionPages_(opt.regionPages),
-      bitmap_(ctl::ResidentMap::create(opt.regionPages))
+      bitmap_(dataplane::ResidentMap::create(opt.regionPages))
 {
     skel_.load();
     NetnsGuard in(veth_.rxNs());
@@ -101,7 +101,7 @@ npf_ring& XdpHarness::ring(uint32_t flow)
         return *it->second.ring();
     if (flow >= NPF_MAX_FLOWS)
         throw std::out_of_range("flow id " + std::to_string(flow) + " has no ring slot");
-    ctl::FlowRing r = ctl::FlowRing::create(0, 0);
+    dataplane::FlowRing r = dataplane::FlowRing::create(0, 0);
     const int fd = r.fd();
     checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_rings), &flow, &fd, BPF_ANY),
                "install the post ring of flow id " + std::to_string(flow));
@@ -117,7 +117,7 @@ const npf_ring& XdpHarness::ringOf(uint32_t flow) const
     return *it->second.ring();
 }
 
-void XdpHarness::bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap)
+void XdpHarness::bindBitmap(uint32_t id, const dataplane::ResidentMap* bitmap)
 {
     // An update of an array of maps waits for an RCU grace period: skip the
     // ones that change nothing (reset() rebinds every ring).

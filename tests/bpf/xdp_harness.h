@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "ctl/flow_ring.h"
-#include "ctl/skeleton.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/skeleton.h"
 #include "netns.h"
 #include "npf/abi.h"
 #include "packet_builder.h"
@@ -75,7 +75,7 @@ public:
     // (ids >= NPF_MAX_FLOWS get none: XDP must refuse them).
     void addFlow(const npf_flow_key& key, uint32_t id, uint32_t gen = 0, std::optional<uint64_t> regionSize = {});
     // Binds flow id `id` to another region's bitmap (nullptr: unbinds it).
-    void bindBitmap(uint32_t id, const ctl::ResidentMap* bitmap);
+    void bindBitmap(uint32_t id, const dataplane::ResidentMap* bitmap);
     void setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len);
     npf_post post(uint32_t flow, uint64_t seq) const;
     void setCursor(uint32_t flow, uint64_t prod, uint64_t cons);
@@ -95,7 +95,7 @@ public:
     uint32_t queues() const { return skel_.config().queues; }
 
 private:
-    ctl::Skeleton skel_;
+    dataplane::Skeleton skel_;
     VethPair veth_;
     int ifindex_ = 0;
     std::unique_ptr<XskPair> xsks_;
@@ -103,9 +103,9 @@ private:
     const npf_ring& ringOf(uint32_t flow) const;
 
     uint64_t regionPages_;
-    ctl::ResidentMap bitmap_;
-    std::map<uint32_t, ctl::FlowRing> rings_;
-    std::map<uint32_t, const ctl::ResidentMap*> bound_; // npf_regions as set
+    dataplane::ResidentMap bitmap_;
+    std::map<uint32_t, dataplane::FlowRing> rings_;
+    std::map<uint32_t, const dataplane::ResidentMap*> bound_; // npf_regions as set
 };
 
 // gtest base of a suite that shares one XdpHarness (its veth has

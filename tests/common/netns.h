@@ -17,7 +17,7 @@ using topology::VethOptions;
 using topology::VethPair;
 
 // Where npf keeps the state of `ifname` in namespace `ns` (keyed by the
-// namespace's inode, see userspace/ctl/pins.h): its pin directory under
+// namespace's inode, see userspace/dataplane/pins.h): its pin directory under
 // bpffs and its engine snapshot directory under /run/npf.
 std::string pinDirOf(const Netns& ns, const std::string& ifname);
 std::string runDirOf(const Netns& ns, const std::string& ifname);

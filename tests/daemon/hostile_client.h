@@ -31,13 +31,13 @@
 
 #include <gtest/gtest.h>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "engine_fixture.h"
+#include "ipc/channel.h"
+#include "ipc/protocol.h"
+#include "ipc/unix_socket.h"
 #include "npfd_rig.h"
 #include "on_thread.h"
-#include "sidecar/channel.h"
-#include "sidecar/protocol.h"
-#include "sidecar/unix_socket.h"
 #include "sys/mmap_area.h"
 
 namespace npf::e2e {
@@ -153,7 +153,7 @@ inline bool awaitEof(int fd, std::chrono::milliseconds deadline = test::kDeadlin
         if (::poll(&p, 1, int(left)) <= 0)
             continue;
         try {
-            if (sidecar::recvMessage(fd).status == sidecar::IoStatus::Eof)
+            if (ipc::recvMessage(fd).status == ipc::IoStatus::Eof)
                 return true;
         } catch (const std::exception&) {
             return true; // ECONNRESET
@@ -190,9 +190,9 @@ inline ::testing::AssertionResult answersHello(Npfd& npfd, bool killFrozen = tru
     const auto t0 = Clock::now();
     std::string why;
     try {
-        sidecar::Channel ch(connectWithin(npfd.socket(), kProbe));
+        ipc::Channel ch(connectWithin(npfd.socket(), kProbe));
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(kProbe - (Clock::now() - t0));
-        (void)ch.call(sidecar::HelloRequest{.name = "probe"}, {}, std::max(left, 1ms));
+        (void)ch.call(ipc::HelloRequest{.name = "probe"}, {}, std::max(left, 1ms));
         return ::testing::AssertionSuccess();
     } catch (const std::exception& e) {
         why = e.what();
@@ -327,7 +327,7 @@ inline ::testing::AssertionResult victimReceives(Rig& rig, Npfd& npfd, const Tem
 // post ring and the completion ring mapped.
 struct HostileFlow {
     uint32_t id = 0, gen = 0;
-    std::optional<ctl::FlowRing> posts;
+    std::optional<dataplane::FlowRing> posts;
     Fd completionFd, notifier;
     MmapArea ring;
     uint64_t prod = 0, cons = 0;
@@ -361,7 +361,7 @@ struct HostileFlow {
 struct Hostile {
     explicit Hostile(const Npfd& d, const std::string& name, uid_t uid = kNobody) : ch(connectAs(uid, d.socket()))
     {
-        (void)ch.call(sidecar::HelloRequest{.name = name});
+        (void)ch.call(ipc::HelloRequest{.name = name});
     }
     ~Hostile()
     {
@@ -397,17 +397,17 @@ struct Hostile {
                 throw std::system_error(errno, std::generic_category(), "spill memfd");
             fds.push_back(spill.get());
         }
-        (void)ch.call(sidecar::RegionRequest{.size = size, .budget = budget, .base = reinterpret_cast<uint64_t>(base)},
+        (void)ch.call(ipc::RegionRequest{.size = size, .budget = budget, .base = reinterpret_cast<uint64_t>(base)},
                       fds);
     }
 
     HostileFlow openFlow(uint16_t port)
     {
-        auto r = ch.call(sidecar::OpenFlowRequest{.port = port});
+        auto r = ch.call(ipc::OpenFlowRequest{.port = port});
         HostileFlow f;
         f.id = r.reply.flow;
         f.gen = r.reply.gen;
-        f.posts.emplace(ctl::FlowRing::adopt(std::move(r.fds[0])));
+        f.posts.emplace(dataplane::FlowRing::adopt(std::move(r.fds[0])));
         f.completionFd = std::move(r.fds[1]);
         f.notifier = std::move(r.fds[2]);
         f.ring = MmapArea::map(fileSize(f.completionFd.get()), PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -458,7 +458,7 @@ struct Hostile {
     ::testing::AssertionResult leave()
     {
         try {
-            (void)ch.call(sidecar::ByeRequest{});
+            (void)ch.call(ipc::ByeRequest{});
         } catch (const std::exception& e) {
             return ::testing::AssertionFailure() << "bye: " << e.what();
         }
@@ -469,7 +469,7 @@ struct Hostile {
         return ::testing::AssertionSuccess();
     }
 
-    sidecar::Channel ch;
+    ipc::Channel ch;
     Fd memfd, uffd, spill;
     uint8_t* base = nullptr;
     uint64_t size = 0;
@@ -559,21 +559,21 @@ private:
     bool drain(int fd)
     {
         for (;;) {
-            sidecar::RecvResult r;
+            ipc::RecvResult r;
             try {
-                r = sidecar::recvMessage(fd);
+                r = ipc::recvMessage(fd);
             } catch (const std::exception&) {
                 return true;
             }
-            if (r.status == sidecar::IoStatus::WouldBlock)
+            if (r.status == ipc::IoStatus::WouldBlock)
                 return false;
-            if (r.status == sidecar::IoStatus::Eof)
+            if (r.status == ipc::IoStatus::Eof)
                 return true;
             try {
-                const sidecar::ErrorReply e = sidecar::ErrorReply::decode(sidecar::parse(r.message.bytes));
-                if (e.code == sidecar::ErrorCode::NoSpace)
+                const ipc::ErrorReply e = ipc::ErrorReply::decode(ipc::parse(r.message.bytes));
+                if (e.code == ipc::ErrorCode::NoSpace)
                     refused++;
-                else if (e.code == sidecar::ErrorCode::BadMessage && e.err == ETIMEDOUT)
+                else if (e.code == ipc::ErrorCode::BadMessage && e.err == ETIMEDOUT)
                     timedOut++;
                 else {
                     other++;
@@ -646,20 +646,20 @@ inline HelloAnswer helloAs(uid_t uid, const std::string& path)
     HelloAnswer out;
     out.fd = connectAs(uid, path);
     try {
-        (void)sidecar::sendMessage(out.fd.get(), sidecar::HelloRequest{.name = "limits"}.encode(1));
+        (void)ipc::sendMessage(out.fd.get(), ipc::HelloRequest{.name = "limits"}.encode(1));
     } catch (const std::exception&) {
         // npfd closed it already; its error is still queued
     }
     pollfd p{out.fd.get(), POLLIN, 0};
     if (::poll(&p, 1, int(test::kDeadline.count())) != 1)
         throw std::runtime_error("npfd did not answer a hello within the deadline");
-    sidecar::RecvResult r = sidecar::recvMessage(out.fd.get());
-    if (r.status == sidecar::IoStatus::Eof) // ECONNRESET first if npfd closed with our hello unread: read on
-        r = sidecar::recvMessage(out.fd.get());
-    if (r.status != sidecar::IoStatus::Ok)
+    ipc::RecvResult r = ipc::recvMessage(out.fd.get());
+    if (r.status == ipc::IoStatus::Eof) // ECONNRESET first if npfd closed with our hello unread: read on
+        r = ipc::recvMessage(out.fd.get());
+    if (r.status != ipc::IoStatus::Ok)
         throw std::runtime_error("npfd closed the connection without a reply");
-    const sidecar::Message m = sidecar::parse(r.message.bytes);
-    out.answer = m.type == "ok" ? "ok" : std::string(sidecar::toString(sidecar::ErrorReply::decode(m).code));
+    const ipc::Message m = ipc::parse(r.message.bytes);
+    out.answer = m.type == "ok" ? "ok" : std::string(ipc::toString(ipc::ErrorReply::decode(m).code));
     if (out.answer != "ok")
         out.closed = awaitEof(out.fd.get());
     return out;

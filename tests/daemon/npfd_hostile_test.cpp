@@ -44,18 +44,18 @@
 #include <thread>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flows.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flows.h"
 #include "engine_fixture.h"
 #include "hostile_client.h"
+#include "ipc/protocol.h"
 #include "npfd_rig.h"
-#include "sidecar/protocol.h"
 #include "sys/netns.h"
 
 namespace npf::e2e {
 namespace {
 
-using sidecar::ErrorCode;
+using ipc::ErrorCode;
 
 // ---- config -------------------------------------------------------------------------
 
@@ -104,7 +104,7 @@ void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& 
     HostileFlow f = h.openFlow(port);
     setFlag(h.uffd.get(), O_NONBLOCK, false);
     during();
-    (void)h.ch.call(sidecar::StatsRequest{}); // npfd still serves this very client
+    (void)h.ch.call(ipc::StatsRequest{}); // npfd still serves this very client
     return h.leave();
 }
 
@@ -124,7 +124,7 @@ void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& 
     setFlag(f.notifier.get(), O_NONBLOCK, false);
     std::atomic_ref<__u64>(f.hdr()->waiting).store(1, std::memory_order_seq_cst);
     if (closeFlow) {
-        (void)h.ch.call(sidecar::CloseFlowRequest{.flow = f.id});
+        (void)h.ch.call(ipc::CloseFlowRequest{.flow = f.id});
         during();
         return h.leave();
     }
@@ -163,7 +163,7 @@ void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& 
     // Eviction, again and again: every page of the region through the budget, three times.
     for (int pass = 1; pass <= 3; pass++) {
         for (uint64_t off = 0; off < kSize; off += kBudget / 2)
-            (void)h.ch.call(sidecar::PopulateRequest{.offset = off, .len = kBudget / 2});
+            (void)h.ch.call(ipc::PopulateRequest{.offset = off, .len = kBudget / 2});
         if (const uint64_t s = fileSize(h.spill.get()); s > kSize)
             return ::testing::AssertionFailure()
                    << "after " << pass << " passes of eviction the client's spill memfd holds " << s
@@ -225,11 +225,11 @@ void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& 
 
 // The flow npfctl (or npfd) has for `port` on the rig's interface, as
 // `npfctl flow list` sees it plus its generation.
-std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
+std::optional<dataplane::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
 {
     NetnsScope ns(rig.veth().rxNs().path());
-    const ctl::Dataplane dp = ctl::Dataplane::open(rig.rxIf());
-    for (const ctl::FlowInfo& f : ctl::listFlows(dp))
+    const dataplane::Dataplane dp = dataplane::Dataplane::open(rig.rxIf());
+    for (const dataplane::FlowInfo& f : dataplane::listFlows(dp))
         if (f.spec.port == port)
             return f;
     return std::nullopt;
@@ -249,7 +249,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
         uint16_t port;
         ~Del() { (void)rig.npfctl("flow del " + rig.rxIf() + " " + std::to_string(port)); }
     } del{rig, port};
-    const std::optional<ctl::FlowInfo> before = flowOnPort(rig, port);
+    const std::optional<dataplane::FlowInfo> before = flowOnPort(rig, port);
     if (!before)
         return ::testing::AssertionFailure() << "npfctl flow list has no flow on port " << port;
     std::string failed;
@@ -261,16 +261,16 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
             failed = "npfd handed the client the operator's port " + std::to_string(port) + ": flow " +
                      std::to_string(f.id) + " gen " + std::to_string(f.gen) + " (the operator's: flow " +
                      std::to_string(before->id) + " gen " + std::to_string(before->gen) + "). ";
-        } catch (const sidecar::RemoteError& e) {
+        } catch (const ipc::RemoteError& e) {
             if (e.code() != ErrorCode::Busy)
-                failed = "refused with " + std::string(sidecar::toString(e.code())) + ", not busy: " + e.message() +
+                failed = "refused with " + std::string(ipc::toString(e.code())) + ", not busy: " + e.message() +
                          ". ";
         }
         during();
         if (auto r = h.leave(); !r)
             return r;
     }
-    const std::optional<ctl::FlowInfo> after = flowOnPort(rig, port);
+    const std::optional<dataplane::FlowInfo> after = flowOnPort(rig, port);
     if (!after)
         failed += "The operator's flow on port " + std::to_string(port) + " is gone after the client left.";
     else if (after->id != before->id || after->gen != before->gen)
@@ -291,9 +291,9 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
 {
     constexpr int kConns = 12;
     std::string failed;
-    auto refusal = [&](const sidecar::RemoteError& e, const char* what) {
+    auto refusal = [&](const ipc::RemoteError& e, const char* what) {
         if (e.code() != ErrorCode::TooLarge && e.code() != ErrorCode::NoSpace)
-            failed += std::string(what) + " refused with " + std::string(sidecar::toString(e.code())) + ". ";
+            failed += std::string(what) + " refused with " + std::string(ipc::toString(e.code())) + ". ";
     };
     {
         // The whole region_bytes, from each of 12 connections.
@@ -306,7 +306,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
                 hs.back()->region(lim.region, 1 << 20);
                 granted += lim.region;
                 grants++;
-            } catch (const sidecar::RemoteError& e) {
+            } catch (const ipc::RemoteError& e) {
                 refusal(e, "a region");
             }
         }
@@ -331,7 +331,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
             try {
                 hs.back()->region(4 << 20, 4 << 20);
                 resident += 4 << 20;
-            } catch (const sidecar::RemoteError& e) {
+            } catch (const ipc::RemoteError& e) {
                 refusal(e, "a budget");
                 continue;
             }
@@ -339,7 +339,7 @@ std::optional<ctl::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
                 try {
                     (void)hs.back()->openFlow(port++);
                     flows++;
-                } catch (const sidecar::RemoteError& e) {
+                } catch (const ipc::RemoteError& e) {
                     refusal(e, "a flow");
                 }
         }

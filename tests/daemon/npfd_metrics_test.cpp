@@ -28,8 +28,8 @@
 #include <string>
 #include <thread>
 
-#include "ctl/exit_codes.h"
-#include "ctl/stats.h"
+#include "cli/exit_codes.h"
+#include "dataplane/stats.h"
 #include "doc_section.h"
 #include "engine_fixture.h"
 #include "http_client.h"
@@ -69,7 +69,7 @@ std::string expectedDocNames()
         row(counterName(c), c.gauge ? "gauge" : "counter");
     for (const auto& c : kRegionCounters)
         row(regionName(c), "counter");
-    for (const char* n : ctl::kStatNames)
+    for (const char* n : dataplane::kStatNames)
         row(xdpName(n), "counter");
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
@@ -245,7 +245,7 @@ private:
 size_t expectedNpfFamilies()
 {
     // The tables' families, + npf_clients and npf_flow_completed_total.
-    return kEngineCounters.size() + kRegionCounters.size() + std::size(ctl::kStatNames) + kEngineLatencies.size() + 2;
+    return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) + kEngineLatencies.size() + 2;
 }
 size_t npfFamilies(const Scrape& s)
 {
@@ -286,11 +286,11 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         expectFamily(before, regionName(c), "counter");
         EXPECT_TRUE(before.has(series(regionName(c)))) << c.name;
     }
-    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
-        const std::string n = xdpName(ctl::kStatNames[i]);
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
+        const std::string n = xdpName(dataplane::kStatNames[i]);
         expectFamily(before, n, "counter");
         EXPECT_TRUE(before.has(series(n))) << n;
-        EXPECT_NE(before.help.count(n) ? before.help.at(n).find(ctl::kStatHelp[i]) : std::string::npos,
+        EXPECT_NE(before.help.count(n) ? before.help.at(n).find(dataplane::kStatHelp[i]) : std::string::npos,
                   std::string::npos)
             << n << ": help from NPF_STATS";
     }
@@ -364,7 +364,7 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     }
     for (const auto& c : kRegionCounters)
         EXPECT_GE(delta(regionName(c)), 0) << c.name;
-    for (const char* x : ctl::kStatNames)
+    for (const char* x : dataplane::kStatNames)
         EXPECT_GE(delta(xdpName(x)), 0) << x;
     // The client's own fault, with it gone: in the totals still.
     EXPECT_GE(delta("npf_region_client_faults_total"), 1);
@@ -394,7 +394,7 @@ TEST_F(NpfdMetrics, AnAddressItCannotUseFailsTheStart)
         return c.wait(int(test::kDeadline.count()), &st) ? st : -1;
     };
     for (const char* bad : {"not-an-address", "127.0.0.1:", "127.0.0.1:70000", "::1:9100"})
-        EXPECT_EQ(exitOf(bad), ctl::kExitUsage) << bad;
+        EXPECT_EQ(exitOf(bad), cli::kExitUsage) << bad;
 
     uint16_t port = 0;
     const Fd taken = loopbackSocket(rig, &port);

@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.h"
+#include "ipc/channel.h"
 #include "npf/client.h"
 #include "npfd_rig.h"
-#include "sidecar/channel.h"
 
 namespace npf::e2e {
 namespace {
@@ -188,8 +188,8 @@ TEST_F(NpfdPods, NodeModelOneNpfdInTheHostNamespaceServesTwoPods)
         try {
             (void)cli.openFlow(kFirstPort, "", "eth0");
             ADD_FAILURE() << "a client outside the pods got a pod's eth0";
-        } catch (const sidecar::RemoteError& e) {
-            EXPECT_EQ(e.code(), sidecar::ErrorCode::NotAllowed) << e.what();
+        } catch (const ipc::RemoteError& e) {
+            EXPECT_EQ(e.code(), ipc::ErrorCode::NotAllowed) << e.what();
             EXPECT_EQ(e.err(), ENODEV) << e.what();
         }
     }

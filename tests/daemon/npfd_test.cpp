@@ -24,14 +24,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "engine_fixture.h"
-#include "npf/client.h"
 #include "huge_pages.h"
+#include "ipc/channel.h"
+#include "ipc/protocol.h"
+#include "ipc/unix_socket.h"
+#include "npf/client.h"
 #include "npfd_rig.h"
-#include "sidecar/channel.h"
-#include "sidecar/protocol.h"
-#include "sidecar/unix_socket.h"
 
 namespace npf::e2e {
 namespace {
@@ -168,33 +168,33 @@ TEST_F(NpfdE2E, SigtermDetachesOnlyWhatNpfdAttached)
 
 // A raw connection: whatever bytes and descriptors a test wants to send.
 struct Raw {
-    explicit Raw(const std::string& path) : fd(sidecar::connectSocket(path)) {}
+    explicit Raw(const std::string& path) : fd(ipc::connectSocket(path)) {}
     void send(std::string_view bytes, std::span<const int> fds = {})
     {
-        ASSERT_EQ(sidecar::sendMessage(fd.get(), bytes, fds), sidecar::IoStatus::Ok);
+        ASSERT_EQ(ipc::sendMessage(fd.get(), bytes, fds), ipc::IoStatus::Ok);
     }
     // The next message, or nullopt once npfd closed the connection.
-    std::optional<sidecar::Message> next()
+    std::optional<ipc::Message> next()
     {
         pollfd p{fd.get(), POLLIN, 0};
         if (::poll(&p, 1, int(test::kDeadline.count())) != 1)
             throw std::runtime_error("npfd did not answer within the deadline");
-        sidecar::RecvResult r = sidecar::recvMessage(fd.get());
-        if (r.status == sidecar::IoStatus::Eof)
+        ipc::RecvResult r = ipc::recvMessage(fd.get());
+        if (r.status == ipc::IoStatus::Eof)
             return std::nullopt;
-        return sidecar::parse(r.message.bytes);
+        return ipc::parse(r.message.bytes);
     }
     // An error reply with `code`, then (if `closes`) the end of the connection.
-    ::testing::AssertionResult refused(sidecar::ErrorCode code, bool closes)
+    ::testing::AssertionResult refused(ipc::ErrorCode code, bool closes)
     {
-        std::optional<sidecar::Message> m = next();
+        std::optional<ipc::Message> m = next();
         if (!m)
             return ::testing::AssertionFailure() << "closed without a reply";
         if (m->type != "error")
             return ::testing::AssertionFailure() << "reply " << m->body.dump();
-        sidecar::ErrorReply e = sidecar::ErrorReply::decode(*m);
+        ipc::ErrorReply e = ipc::ErrorReply::decode(*m);
         if (e.code != code)
-            return ::testing::AssertionFailure() << "error " << sidecar::toString(e.code) << ": " << e.message;
+            return ::testing::AssertionFailure() << "error " << ipc::toString(e.code) << ": " << e.message;
         if (closes && next())
             return ::testing::AssertionFailure() << "npfd kept the connection";
         return ::testing::AssertionSuccess() << e.message;
@@ -227,8 +227,8 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
     Rig rig;
     TempDir dir;
     Npfd npfd(rig, dir);
-    using sidecar::ErrorCode;
-    const std::string hello = sidecar::HelloRequest{}.encode(1);
+    using ipc::ErrorCode;
+    const std::string hello = ipc::HelloRequest{}.encode(1);
     {
         SCOPED_TRACE("garbage");
         Raw r(npfd.socket());
@@ -251,13 +251,13 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
     {
         SCOPED_TRACE("request before hello");
         Raw r(npfd.socket());
-        r.send(sidecar::OpenFlowRequest{.port = kFirstPort}.encode(1));
+        r.send(ipc::OpenFlowRequest{.port = kFirstPort}.encode(1));
         EXPECT_TRUE(r.refused(ErrorCode::BadMessage, true));
     }
     {
         SCOPED_TRACE("wrong protocol version");
         Raw r(npfd.socket());
-        r.send(sidecar::HelloRequest{.protocol = 99}.encode(1));
+        r.send(ipc::HelloRequest{.protocol = 99}.encode(1));
         EXPECT_TRUE(r.refused(ErrorCode::BadVersion, true));
     }
     {
@@ -267,7 +267,7 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
         ASSERT_TRUE(r.next().has_value());
         Fd e1(::eventfd(0, EFD_CLOEXEC)), e2(::eventfd(0, EFD_CLOEXEC));
         const int fds[2] = {e1.get(), e2.get()};
-        r.send(sidecar::RegionRequest{.size = 1 << 20, .budget = 1 << 20, .base = 1 << 30}.encode(2), fds);
+        r.send(ipc::RegionRequest{.size = 1 << 20, .budget = 1 << 20, .base = 1 << 30}.encode(2), fds);
         EXPECT_TRUE(r.refused(ErrorCode::BadFd, true));
     }
     {
@@ -275,17 +275,17 @@ TEST_F(NpfdE2E, BadClientsAreRefusedOrDisconnectedAndNpfdServesOn)
         Raw r(npfd.socket());
         r.send(hello);
         ASSERT_TRUE(r.next().has_value());
-        r.send(sidecar::OpenFlowRequest{.port = kFirstPort}.encode(2));
+        r.send(ipc::OpenFlowRequest{.port = kFirstPort}.encode(2));
         EXPECT_TRUE(r.refused(ErrorCode::NoRegion, false));
     }
     {
         SCOPED_TRACE("hangs: never reads its replies");
         Raw r(npfd.socket());
         r.send(hello);
-        const std::string stats = sidecar::StatsRequest{}.encode(3);
+        const std::string stats = ipc::StatsRequest{}.encode(3);
         bool dropped = false;
         for (int i = 0; i < 100000 && !dropped; i++)
-            dropped = sidecar::sendMessage(r.fd.get(), stats) != sidecar::IoStatus::Ok;
+            dropped = ipc::sendMessage(r.fd.get(), stats) != ipc::IoStatus::Ok;
         // Its replies fill the socket: npfd disconnects it.
         EXPECT_TRUE(dropped) << "npfd kept a client that does not read its replies";
         EXPECT_TRUE(test::waitUntil([&] { return npfd.log().find("does not take its replies") != std::string::npos; }))
@@ -646,13 +646,13 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     reg.range = {reinterpret_cast<uint64_t>(base), kSize};
     reg.mode = UFFDIO_REGISTER_MODE_MISSING;
     ASSERT_EQ(::ioctl(uffd.get(), UFFDIO_REGISTER, &reg), 0);
-    sidecar::Channel ch = sidecar::Channel::connect(npfd.socket());
-    (void)ch.call(sidecar::HelloRequest{.name = "forger"});
+    ipc::Channel ch = ipc::Channel::connect(npfd.socket());
+    (void)ch.call(ipc::HelloRequest{.name = "forger"});
     const int fds[2] = {memfd.get(), uffd.get()};
-    (void)ch.call(sidecar::RegionRequest{.size = kSize, .budget = kSize, .base = reinterpret_cast<uint64_t>(base)},
+    (void)ch.call(ipc::RegionRequest{.size = kSize, .budget = kSize, .base = reinterpret_cast<uint64_t>(base)},
                   fds);
-    auto opened = ch.call(sidecar::OpenFlowRequest{.port = forgerPort});
-    ctl::FlowRing ring = ctl::FlowRing::adopt(std::move(opened.fds[0]));
+    auto opened = ch.call(ipc::OpenFlowRequest{.port = forgerPort});
+    dataplane::FlowRing ring = dataplane::FlowRing::adopt(std::move(opened.fds[0]));
     constexpr uint32_t kN = 32;
     for (uint32_t i = 0; i < kN; i++)
         ring.posts()[i] = npf_post{.offset = (8ull << 20) + i * 4096, .len = 2048, .pad = 0};

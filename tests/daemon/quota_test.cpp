@@ -7,9 +7,9 @@
 namespace npf::daemon {
 namespace {
 
-sidecar::ClientRule rule(uint32_t connections, uint64_t region, uint64_t resident, uint32_t flows)
+daemon::ClientRule rule(uint32_t connections, uint64_t region, uint64_t resident, uint32_t flows)
 {
-    sidecar::ClientRule r;
+    daemon::ClientRule r;
     r.uid = 1000;
     r.connections = connections;
     r.regionBytes = region;
@@ -21,7 +21,7 @@ sidecar::ClientRule rule(uint32_t connections, uint64_t region, uint64_t residen
 TEST(Quotas, ARulesLimitsAreTotalsOverItsConnections)
 {
     Quotas q;
-    const sidecar::ClientRule r = rule(3, 64 << 20, 16 << 20, 4);
+    const daemon::ClientRule r = rule(3, 64 << 20, 16 << 20, 4);
     std::string why;
     std::optional<Quotas::Lease> a = q.admit(&r, &why), b = q.admit(&r, &why), c = q.admit(&r, &why);
     ASSERT_TRUE(a && b && c);
@@ -57,7 +57,7 @@ TEST(Quotas, ARulesLimitsAreTotalsOverItsConnections)
 TEST(Quotas, RulesDoNotShareAndClientsNoRuleAdmitsGetAFewConnections)
 {
     Quotas q;
-    const sidecar::ClientRule r1 = rule(1, 1 << 20, 1 << 20, 1), r2 = rule(1, 1 << 20, 1 << 20, 1);
+    const daemon::ClientRule r1 = rule(1, 1 << 20, 1 << 20, 1), r2 = rule(1, 1 << 20, 1 << 20, 1);
     std::string why;
     auto a = q.admit(&r1, &why);
     auto b = q.admit(&r2, &why);

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "ctl/dataplane.h"
-#include "ctl/flow_ring.h"
-#include "ctl/flows.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/flows.h"
 #include "engine_fixture.h"
 #include "sys/fd.h"
 
@@ -76,9 +76,9 @@ TEST_F(EngineE2E, ParallelFlowAddsAndDeletesNeverShareAnId)
     constexpr uint16_t kPrefill = NPF_MAX_FLOWS - 1 - kFree;
     {
         test::NetnsGuard in(rig.veth().rxNs());
-        ctl::Dataplane dp = ctl::Dataplane::open(rig.rxIf());
+        dataplane::Dataplane dp = dataplane::Dataplane::open(rig.rxIf());
         for (uint16_t i = 0; i < kPrefill; i++)
-            ctl::addFlow(dp, ctl::parseFlowSpec(std::to_string(20000 + i)));
+            dataplane::addFlow(dp, dataplane::parseFlowSpec(std::to_string(20000 + i)));
     }
     const uint16_t free = kFree;
     for (int rep = 0; rep < 4; rep++) {
@@ -148,14 +148,14 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
     ours.flush();
     const std::string pins = rig.pinDir();
     Fd rings(bpf_obj_get((pins + "/npf_rings").c_str()));
-    ctl::ResidentMap bitmap = ctl::ResidentMap::create(eng->regionSize() / NPF_PAGE_SIZE);
+    dataplane::ResidentMap bitmap = dataplane::ResidentMap::create(eng->regionSize() / NPF_PAGE_SIZE);
     Fd regions(bpf_obj_get((pins + "/npf_regions_" + std::to_string(bitmap.sizeClass())).c_str()));
     Fd flows(bpf_obj_get((pins + "/npf_flows").c_str()));
     ASSERT_TRUE(rings && regions && flows) << strerror(errno);
     const uint32_t id = ours.id();
     uint32_t ringId = 0;
     ASSERT_EQ(bpf_map_lookup_elem(rings.get(), &id, &ringId), 0);
-    ctl::FlowRing theirs = ctl::FlowRing::adopt(Fd(bpf_map_get_fd_by_id(ringId)));
+    dataplane::FlowRing theirs = dataplane::FlowRing::adopt(Fd(bpf_map_get_fd_by_id(ringId)));
     EXPECT_EQ(theirs.cursor()->prod, 0u) << "our posts reached the ring of the flow that reused the id";
 
     constexpr uint32_t kCount = 200;
@@ -178,7 +178,7 @@ TEST_F(EngineE2E, DatagramOfAFlowThatReusedTheIdNeverLandsInOurBuffers)
     std::memset(bitmap.words(), 0xff, bitmap.wordCount() * sizeof(uint64_t));
     const int bitmapFd = bitmap.fd();
     ASSERT_EQ(bpf_map_update_elem(regions.get(), &id, &bitmapFd, BPF_ANY), 0) << strerror(errno);
-    const npf_flow_key key = ctl::toKey(ctl::parseFlowSpec("7302"));
+    const npf_flow_key key = dataplane::toKey(dataplane::parseFlowSpec("7302"));
     npf_flow entry{};
     ASSERT_EQ(bpf_map_lookup_elem(flows.get(), &key, &entry), 0);
     entry.region_size = eng->regionSize();

@@ -34,7 +34,7 @@ TEST_F(EngineE2E, DetachesOnlyWhatItAttached)
 
 // The engine is built in the rx namespace (where its interface is) and
 // destroyed from the test's own namespace, as an application that setns()
-// only around construction would do. ctl::detach(ifname) resolves the name
+// only around construction would do. dataplane::detach(ifname) resolves the name
 // in the destroying thread's namespace: the program and pins stay behind
 // (and an interface of the same name there would be detached instead).
 TEST_F(EngineE2E, DetachesWhatItAttachedWhenDestroyedInAnotherNetns)

@@ -1,4 +1,4 @@
-// ctl::parseFlowSpec on arbitrary text: the port is the input up to the first
+// dataplane::parseFlowSpec on arbitrary text: the port is the input up to the first
 // newline, the address the rest (NULs included). A port is 1 .. 5 decimal
 // digits with a value 1 .. 65535; an accepted address is IPv4 or IPv6, not
 // unspecified, and survives a round trip through its text and the BPF key.
@@ -9,9 +9,9 @@
 #include <cstring>
 #include <string>
 
-#include "ctl/errors.h"
-#include "ctl/flows.h"
+#include "dataplane/flows.h"
 #include "fuzz_check.h"
+#include "sys/error.h"
 
 namespace {
 
@@ -40,15 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     uint16_t wantPort = 0;
     const bool portOk = referencePort(port, &wantPort);
     try {
-        NPF_FUZZ_CHECK(npf::ctl::parsePort(port) == wantPort && portOk, "parsePort accepted a bad port");
-    } catch (const npf::ctl::ArgumentError&) {
+        NPF_FUZZ_CHECK(npf::dataplane::parsePort(port) == wantPort && portOk, "parsePort accepted a bad port");
+    } catch (const npf::ArgumentError&) {
         NPF_FUZZ_CHECK(!portOk, "parsePort refused port %u", wantPort);
     }
 
-    npf::ctl::FlowSpec f;
+    npf::dataplane::FlowSpec f;
     try {
-        f = npf::ctl::parseFlowSpec(port, addr);
-    } catch (const npf::ctl::ArgumentError&) {
+        f = npf::dataplane::parseFlowSpec(port, addr);
+    } catch (const npf::ArgumentError&) {
         return 0;
     }
     NPF_FUZZ_CHECK(portOk && f.port == wantPort, "flow spec with port %u from a bad port", f.port);
@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     } else {
         NPF_FUZZ_CHECK(f.family == NPF_FAMILY_IPV4 || f.family == NPF_FAMILY_IPV6, "family %u", f.family);
         NPF_FUZZ_CHECK(addr.find('\0') == std::string::npos, "address with a NUL accepted as %s",
-                       npf::ctl::addrString(f).c_str());
+                       npf::dataplane::addrString(f).c_str());
         // What inet_pton makes of the whole text is what was accepted.
         uint8_t raw[16] = {};
         NPF_FUZZ_CHECK(inet_pton(f.family == NPF_FAMILY_IPV4 ? AF_INET : AF_INET6, addr.c_str(), raw) == 1 &&
@@ -69,10 +69,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             zero = zero && b == 0;
         NPF_FUZZ_CHECK(!zero, "unspecified address accepted");
     }
-    const std::string text = npf::ctl::addrString(f);
-    NPF_FUZZ_CHECK(npf::ctl::parseFlowSpec(std::to_string(f.port), text) == f, "round trip through '%s' differs",
+    const std::string text = npf::dataplane::addrString(f);
+    NPF_FUZZ_CHECK(npf::dataplane::parseFlowSpec(std::to_string(f.port), text) == f, "round trip through '%s' differs",
                    text.c_str());
-    NPF_FUZZ_CHECK(npf::ctl::fromKey(npf::ctl::toKey(f)) == f, "round trip through the BPF key differs");
-    NPF_FUZZ_CHECK(npf::ctl::toString(f).find("port " + std::to_string(f.port)) != std::string::npos, "toString");
+    NPF_FUZZ_CHECK(npf::dataplane::fromKey(npf::dataplane::toKey(f)) == f, "round trip through the BPF key differs");
+    NPF_FUZZ_CHECK(npf::dataplane::toString(f).find("port " + std::to_string(f.port)) != std::string::npos, "toString");
     return 0;
 }

@@ -33,7 +33,7 @@ TEST(SequencerConcurrent, ThreeWorkersOnePublisher)
     constexpr uint64_t kStart = (1ull << 32) - 1'000'000;
     constexpr uint64_t kCount = 3'000'000;
     PostRing posts;
-    Sequencer seq(PostSlots(posts.slots.data()), {.startSeq = kStart, .reorderTimeout = 1h});
+    Sequencer seq(dataplane::PostSlots(posts.slots.data()), {.startSeq = kStart, .reorderTimeout = 1h});
     CompletionRing ring = CompletionRing::create(1024, "stress");
     CompletionProducer producer(ring);
     CompletionConsumer consumer(ring);
@@ -116,7 +116,8 @@ TEST_P(SequencerRandom, InvariantsHold)
     const uint64_t start = GetParam() % 2 ? (1ull << 32) - 5000 : GetParam() * 977ull;
     std::mt19937_64 rng(GetParam());
     PostRing posts;
-    Sequencer s(PostSlots(posts.slots.data()), {.startSeq = start, .reorderTimeout = std::chrono::nanoseconds(kTimeout)});
+    Sequencer s(dataplane::PostSlots(posts.slots.data()),
+                {.startSeq = start, .reorderTimeout = std::chrono::nanoseconds(kTimeout)});
     VectorSink sink;
 
     struct Arrival {

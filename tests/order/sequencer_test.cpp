@@ -30,7 +30,7 @@ protected:
 
 TEST_F(SequencerTest, InOrder)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     for (uint32_t i = 0; i < 100; ++i)
         ASSERT_EQ(s.markDone(i, 100 + i, i % 2 ? NPF_CS_TRUNCATED : NPF_CS_OK, i % 3 ? 0 : NPF_CF_FAULT), 0);
     EXPECT_EQ(s.publish(0, 100, sink), 100u);
@@ -50,7 +50,7 @@ TEST_F(SequencerTest, InOrder)
 
 TEST_F(SequencerTest, OutOfOrderWaitsForTheHead)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     for (uint32_t q : {5u, 3u, 4u, 1u})
         ASSERT_EQ(s.markDone(q, q, NPF_CS_OK, 0), 0);
     EXPECT_EQ(s.publish(0, 6, sink), 0u);
@@ -65,7 +65,7 @@ TEST_F(SequencerTest, OutOfOrderWaitsForTheHead)
 
 TEST_F(SequencerTest, DuplicatesAndReplaysAreRejected)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     ASSERT_EQ(s.markDone(3, 1, NPF_CS_OK, 0), 0);
     EXPECT_EQ(s.markDone(3, 2, NPF_CS_OK, 0), -EALREADY);
     const Sequencer::Claim c = s.claim(4);
@@ -96,7 +96,7 @@ class SequencerWindow : public SequencerTest, public ::testing::WithParamInterfa
 TEST_P(SequencerWindow, ClassifiesAgainstTheHead)
 {
     const WindowCase& wc = GetParam();
-    Sequencer s(PostSlots(posts.slots.data()), {.startSeq = wc.start});
+    Sequencer s(dataplane::PostSlots(posts.slots.data()), {.startSeq = wc.start});
     EXPECT_EQ(s.markDone(wc.seq32, 1, NPF_CS_OK, 0), wc.rc);
     const SequencerStats st = s.stats();
     EXPECT_EQ(st.outOfWindow, wc.rc == -ERANGE ? 1u : 0u);
@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_F(SequencerTest, WindowSlidesWithTheHead)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     EXPECT_EQ(s.markDone(W + 5, 1, NPF_CS_OK, 0), -ERANGE);
     for (uint32_t q = 0; q < 10; ++q)
         ASSERT_EQ(s.markDone(q, 1, NPF_CS_OK, 0), 0);
@@ -132,7 +132,7 @@ TEST_F(SequencerTest, WindowSlidesWithTheHead)
 
 TEST_F(SequencerTest, LostAfterReorderTimeout)
 {
-    Sequencer s(PostSlots(posts.slots.data()), {.reorderTimeout = 5ms});
+    Sequencer s(dataplane::PostSlots(posts.slots.data()), {.reorderTimeout = 5ms});
     ASSERT_EQ(s.markDone(1, 11, NPF_CS_OK, 0), 0);
     ASSERT_EQ(s.markDone(2, 12, NPF_CS_OK, 0), 0);
     const uint64_t t0 = 1000 * kMs;
@@ -156,7 +156,7 @@ TEST_F(SequencerTest, LostAfterReorderTimeout)
 
 TEST_F(SequencerTest, TimeoutCountsFromFirstSeenClaimed)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     EXPECT_EQ(s.publish(0, 0, sink), 0u);            // nothing claimed yet
     EXPECT_EQ(s.publish(10 * kMs, 1, sink), 0u);     // seq 0 claimed, first seen at 10 ms
     EXPECT_EQ(s.publish(11 * kMs - 1, 1, sink), 0u); // not yet
@@ -170,7 +170,7 @@ TEST_F(SequencerTest, TimeoutCountsFromFirstSeenClaimed)
 
 TEST_F(SequencerTest, BurstLossCostsOneTimeout)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     ASSERT_EQ(s.markDone(100, 5, NPF_CS_OK, 0), 0);
     EXPECT_EQ(s.publish(0, 101, sink), 0u);
     EXPECT_EQ(s.publish(1 * kMs, 101, sink), 101u);
@@ -182,7 +182,7 @@ TEST_F(SequencerTest, BurstLossCostsOneTimeout)
 
 TEST_F(SequencerTest, ClaimedSeqIsNeverDeclaredLost)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     const Sequencer::Claim c = s.claim(0); // e.g. the pager took it from the backup ring
     ASSERT_EQ(c.rc, 0);
     EXPECT_EQ(s.publish(0, 1, sink), 0u);
@@ -195,7 +195,7 @@ TEST_F(SequencerTest, ClaimedSeqIsNeverDeclaredLost)
 
 TEST_F(SequencerTest, TailLoss)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     for (uint32_t q = 0; q < 10; ++q)
         ASSERT_EQ(s.markDone(q, 1, NPF_CS_OK, 0), 0);
     EXPECT_EQ(s.publish(0, 15, sink), 10u);
@@ -210,7 +210,7 @@ TEST_F(SequencerTest, TailLoss)
 
 TEST_F(SequencerTest, StaleClaimedConsIsIgnored)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     EXPECT_EQ(s.publish(0, 3, sink), 0u);
     EXPECT_EQ(s.publish(1 * kMs, 1, sink), 3u); // a stale cons does not un-claim 1, 2
 }
@@ -218,7 +218,7 @@ TEST_F(SequencerTest, StaleClaimedConsIsIgnored)
 TEST_F(SequencerTest, WrapsPast32Bits)
 {
     const uint64_t start = k32 - 100;
-    Sequencer s(PostSlots(posts.slots.data()), {.startSeq = start});
+    Sequencer s(dataplane::PostSlots(posts.slots.data()), {.startSeq = start});
     uint64_t next = start;
     for (int round = 0; round < 3; ++round) {
         // Mark 150 in reverse, so the head waits until the last one.
@@ -243,7 +243,7 @@ TEST_F(SequencerTest, WrapsPast32Bits)
 TEST_F(SequencerTest, Wraps64BitHead)
 {
     const uint64_t start = std::numeric_limits<uint64_t>::max() - 2 * W;
-    Sequencer s(PostSlots(posts.slots.data()), {.startSeq = start});
+    Sequencer s(dataplane::PostSlots(posts.slots.data()), {.startSeq = start});
     const uint64_t n = 3 * W;
     for (uint64_t k = 0; k < n; ++k) {
         const uint64_t q = start + k;
@@ -264,7 +264,7 @@ TEST_F(SequencerTest, Wraps64BitHead)
 
 TEST_F(SequencerTest, FullSinkKeepsCompletionsUntilThereIsRoom)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     sink.capacity = 10;
     for (uint32_t q = 0; q < 30; ++q)
         ASSERT_EQ(s.markDone(q, q, NPF_CS_OK, 0), 0);
@@ -286,7 +286,7 @@ TEST_F(SequencerTest, FullSinkKeepsCompletionsUntilThereIsRoom)
 
 TEST_F(SequencerTest, RejectsBadStatusAndClampsLen)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     EXPECT_EQ(s.markDone(0, 1, 7, 0), -EINVAL);
     ASSERT_EQ(s.markDone(0, 100000, NPF_CS_OK, 0), 0);
     ASSERT_EQ(s.markDone(1, 100, NPF_CS_LOST, 0), 0); // a worker may give up on a seq
@@ -302,7 +302,7 @@ TEST_F(SequencerTest, RejectsBadStatusAndClampsLen)
 
 TEST_F(SequencerTest, LatencyHistogram)
 {
-    Sequencer s(PostSlots(posts.slots.data()));
+    Sequencer s(dataplane::PostSlots(posts.slots.data()));
     ASSERT_EQ(s.markDone(0, 1, NPF_CS_OK, 0, 1000), 0);
     ASSERT_EQ(s.markDone(1, 1, NPF_CS_OK, 0), 0); // no timestamp: not recorded
     EXPECT_EQ(s.publish(1000 + 5000, 2, sink), 2u);
@@ -314,7 +314,7 @@ TEST_F(SequencerTest, LatencyHistogram)
 
 TEST(SequencerCtor, RejectsMissingPostRing)
 {
-    EXPECT_THROW(Sequencer{PostSlots{}}, std::system_error);
+    EXPECT_THROW(Sequencer{dataplane::PostSlots{}}, std::system_error);
 }
 
 } // namespace

@@ -3,7 +3,7 @@
 // as an unprivileged process must), passes the memfd and the uffd to the
 // parent over a SOCK_SEQPACKET socketpair (SCM_RIGHTS), then runs commands
 // from the parent on its mapping. Test-local: the production fd passing
-// lives in userspace/sidecar.
+// lives in userspace/ipc.
 #pragma once
 
 #include <sys/types.h>

@@ -54,9 +54,10 @@ struct EvictTarget : PageTarget {
                std::memcmp(back.data(), &content[page * kPg], kPg) == 0;
     }
 
-    CopyInstaller copier{uffd, io, state, spill, planned, staging, batch, c, name};
+    const RegionParts parts{uffd, io, state, spill, planned, c, name};
+    CopyInstaller copier{parts, staging, batch};
     FakeHost host;
-    Evictor evictor{state, io, spill, c, host, batch, name};
+    Evictor evictor{parts, host, batch};
     std::vector<uint8_t> content;
 };
 

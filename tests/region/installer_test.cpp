@@ -19,7 +19,7 @@ namespace {
 
 struct CopyTarget : PageTarget {
     explicit CopyTarget(uint32_t batchPages, uint64_t pages = 64) : PageTarget(pages, NPF_PAGE_SHIFT, batchPages) {}
-    CopyInstaller installer{uffd, io, state, spill, planned, staging, batch, c, name};
+    CopyInstaller installer{RegionParts{uffd, io, state, spill, planned, c, name}, staging, batch};
 };
 
 TEST(CopyInstaller, CopiesOneRunOfConsecutivePagesPerIoctl)
@@ -114,7 +114,7 @@ TEST(CopyInstaller, UnreadableSavedContentFailsItsRunOnly)
 
 struct HugeTarget : PageTarget {
     explicit HugeTarget(uint64_t pages) : PageTarget(pages, 21, 1) {}
-    ContinueInstaller installer{uffd, io, alias, state, spill, planned, c, name};
+    ContinueInstaller installer{RegionParts{uffd, io, state, spill, planned, c, name}, alias};
 };
 
 TEST(ContinueInstaller, MapsZeroedHugePagesWithTheirPayloads)

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/iface.h"
+#include "dataplane/iface.h"
 #include "sys/error.h"
 #include "wait.h"
 
@@ -42,9 +42,9 @@ XdpAttachment::~XdpAttachment()
 
 Rig::Rig(const RigOptions& opt)
     : opt_(opt), veth_(VethOptions{.queues = opt.queues, .mtu = opt.mtu}),
-      skel_(ctl::Skeleton::open({.queues = uint32_t(opt.queues)})),
-      ring_(ctl::FlowRing::create(0, 0)),
-      bitmap_(ctl::ResidentMap::create(opt.regionPages))
+      skel_(dataplane::Skeleton::open({.queues = uint32_t(opt.queues)})),
+      ring_(dataplane::FlowRing::create(0, 0)),
+      bitmap_(dataplane::ResidentMap::create(opt.regionPages))
 {
     skel_.load();
     const uint32_t id = 0;
@@ -123,7 +123,7 @@ uint64_t Rig::txDropped()
         const int ifindex = int(if_nametoindex(veth_.txIf().c_str()));
         if (!ifindex)
             throwErrno("if_nametoindex " + veth_.txIf());
-        return ctl::linkStats(ifindex).tx_dropped;
+        return dataplane::linkStats(ifindex).tx_dropped;
     });
 }
 

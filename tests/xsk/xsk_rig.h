@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "ctl/flow_ring.h"
-#include "ctl/skeleton.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/skeleton.h"
 #include "netns.h"
 #include "on_thread.h"
 #include "sys/mmap_area.h"
@@ -91,9 +91,9 @@ private:
     RigOptions opt_;
     // Teardown order = reverse: sockets, detach, maps, program, namespaces.
     VethPair veth_;
-    ctl::Skeleton skel_;
-    ctl::FlowRing ring_;      // flow 0's
-    ctl::ResidentMap bitmap_; // flow 0's region
+    dataplane::Skeleton skel_;
+    dataplane::FlowRing ring_;      // flow 0's
+    dataplane::ResidentMap bitmap_; // flow 0's region
     std::unique_ptr<XdpAttachment> attach_;
     xsk::FlowSet flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;

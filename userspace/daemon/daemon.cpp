@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "daemon/metrics.h"
-#include "ctl/errors.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/clock.h"
@@ -20,7 +19,7 @@
 namespace npf::daemon {
 namespace {
 
-using sidecar::ErrorCode;
+using ipc::ErrorCode;
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kAcceptPauseNs = 100 * kMs;
@@ -31,7 +30,7 @@ constexpr uint64_t kFdsPerConnection = 8, kFdsPerFlow = 4, kFdsBase = 256;
 
 // Raises the soft RLIMIT_NOFILE to what max_connections and the flows of
 // every interface need (or to the hard limit, if that is lower: said so).
-void ensureFdLimit(const sidecar::DaemonConfig& c)
+void ensureFdLimit(const DaemonConfig& c)
 {
     const uint64_t need =
         kFdsBase + kFdsPerConnection * c.maxConnections + kFdsPerFlow * NPF_MAX_FLOWS * c.ifaces.size();
@@ -58,12 +57,12 @@ void ensureFdLimit(const sidecar::DaemonConfig& c)
 void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
 {
     try {
-        (void)sidecar::sendMessage(fd, sidecar::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
+        (void)ipc::sendMessage(fd, ipc::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
     } catch (const std::exception&) {
     }
     for (int i = 0; i < 16; ++i)
         try {
-            if (sidecar::recvMessage(fd).status != sidecar::IoStatus::Ok)
+            if (ipc::recvMessage(fd).status != ipc::IoStatus::Ok)
                 return;
         } catch (const std::exception&) {
         }
@@ -77,28 +76,28 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
     if (!opt_.metrics.empty())
         checkMetricsAddress(opt_.metrics); // before any interface is touched
-    ownNetns_ = sidecar::currentNetns();
+    ownNetns_ = ipc::currentNetns();
     ensureFdLimit(opt_.config);
     for (const std::string& label : opt_.config.ifaces) {
         std::string why;
-        const std::optional<sidecar::IfaceSpec> spec = sidecar::parseIfaceSpec(label, &why);
+        const std::optional<IfaceSpec> spec = parseIfaceSpec(label, &why);
         if (!spec)
-            throw ctl::ArgumentError("npfd: interface " + why);
+            throw ArgumentError("npfd: interface " + why);
         EngineConfig c = opt_.engine;
         c.ifname = spec->ifname;
         c.spillDir = opt_.config.spillDir;
         // The service is built in the interface's namespace (attach, pins,
         // sockets) and keeps it for its teardown.
         NetnsScope in(spec->netns);
-        const uint64_t netns = sidecar::currentNetns();
-        for (const Served& same : served_)
+        const uint64_t netns = ipc::currentNetns();
+        for (const Iface& same : ifaces_)
             if (same.netns == netns && same.ifname == spec->ifname)
-                throw ctl::ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
-        served_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
+                throw ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
+        ifaces_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
     }
-    for (Served& s : served_)
+    for (Iface& s : ifaces_)
         s.service->start();
-    listener_ = sidecar::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
+    listener_ = ipc::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!epoll_ || !stopFd_)
@@ -120,65 +119,55 @@ Daemon::~Daemon()
     // Every client's flows withdrawn and removed (its traffic fails open to
     // the kernel), its region released; then the services stop.
     sessions_.clear();
-    served_.clear();
+    ifaces_.clear();
 }
 
-Served* Daemon::served(const std::string& ifname, uint64_t netns) noexcept
+Iface* Daemon::iface(const std::string& ifname, uint64_t netns) noexcept
 {
     for (uint64_t ns : {netns, ownNetns_})
-        for (Served& s : served_)
+        for (Iface& s : ifaces_)
             if (s.netns == ns && s.ifname == ifname)
                 return &s;
     return nullptr;
+}
+
+Iface& Daemon::faultServer(uint64_t netns) noexcept
+{
+    for (uint64_t ns : {netns, ownNetns_})
+        for (Iface& s : ifaces_)
+            if (s.netns == ns)
+                return s;
+    return ifaces_.front();
 }
 
 std::vector<std::string> Daemon::ifacesIn(uint64_t netns) const
 {
     std::vector<std::string> out;
     for (uint64_t ns : {netns, ownNetns_})
-        for (const Served& s : served_)
+        for (const Iface& s : ifaces_)
             if (s.netns == ns && std::find(out.begin(), out.end(), s.ifname) == out.end())
                 out.push_back(s.ifname);
     return out;
 }
 
-std::string Daemon::describeServed() const
+std::string Daemon::describeIfaces() const
 {
     std::string out;
-    for (const Served& s : served_)
+    for (const Iface& s : ifaces_)
         out += (out.empty() ? "" : ", ") + s.label;
     return out;
-}
-
-bool Daemon::claimFlow(const std::string& key, const Session* s) { return owners_.emplace(key, s).second; }
-
-void Daemon::releaseFlow(const std::string& key) noexcept { owners_.erase(key); }
-
-const Session* Daemon::flowOwner(const std::string& key) const
-{
-    auto it = owners_.find(key);
-    return it == owners_.end() ? nullptr : it->second;
 }
 
 Snapshot Daemon::snapshot()
 {
     std::lock_guard<std::mutex> lock(controlMu_);
     Snapshot out;
-    for (const Served& s : served_)
+    for (const Iface& s : ifaces_)
         out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
     for (const auto& [fd, session] : sessions_)
         session->flowStats(out.flows);
     out.clients = sessions_.size();
     return out;
-}
-
-const Session* Daemon::portOwner(const std::string& iface, uint16_t port, const Session* except) const
-{
-    const std::string prefix = iface + "|", suffix = "|" + std::to_string(port);
-    for (const auto& [key, owner] : owners_)
-        if (owner != except && key.starts_with(prefix) && key.ends_with(suffix))
-            return owner;
-    return nullptr;
 }
 
 void Daemon::stop() noexcept
@@ -204,7 +193,7 @@ void Daemon::run()
             if (fd == listener_.fd())
                 accept();
             else
-                serve(fd);
+                handleRequests(fd);
         }
         timeoutMs = closeSilent(500);
         if (acceptPausedUntilNs_) {
@@ -214,7 +203,7 @@ void Daemon::run()
             else
                 timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
         }
-        for (Served& s : served_)
+        for (Iface& s : ifaces_)
             if (std::string why = s.service->failure(); !why.empty()) {
                 NPF_ERR("npfd: %s: stopping", why.c_str());
                 return;
@@ -251,7 +240,7 @@ void Daemon::accept()
             NPF_WARN_RL("npfd: a client connected and left at once: %s", e.what());
             continue;
         }
-        const sidecar::ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
+        const ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
         std::string why;
         std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why);
         if (!lease) {
@@ -274,24 +263,24 @@ void Daemon::accept()
     }
 }
 
-void Daemon::serve(int fd) noexcept
+void Daemon::handleRequests(int fd) noexcept
 {
     auto it = sessions_.find(fd);
     if (it == sessions_.end())
         return;
     Session& s = *it->second;
     for (int i = 0; i < 16; i++) { // then give the other clients a turn
-        sidecar::RecvResult r;
+        ipc::RecvResult r;
         try {
-            r = sidecar::recvMessage(fd);
+            r = ipc::recvMessage(fd);
         } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
             lastWord(fd, ErrorCode::BadMessage, EMSGSIZE, e.what());
             drop(fd, e.what());
             return;
         }
-        if (r.status == sidecar::IoStatus::WouldBlock)
+        if (r.status == ipc::IoStatus::WouldBlock)
             return;
-        if (r.status == sidecar::IoStatus::Eof) {
+        if (r.status == ipc::IoStatus::Eof) {
             drop(fd, "hung up");
             return;
         }
@@ -328,7 +317,7 @@ int Daemon::closeSilent(int cap) noexcept
                 next = std::min(next, s->helloDeadline());
         }
     for (int fd : late) {
-        serve(fd); // a hello that waits to be read (this round had more events than it took) counts
+        handleRequests(fd); // a hello that waits to be read (this round had more events than it took) counts
         auto it = sessions_.find(fd);
         if (it == sessions_.end() || it->second->helloDone())
             continue;

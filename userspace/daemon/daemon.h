@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "daemon/flow_claims.h"
 #include "daemon/quota.h"
+#include "ipc/unix_socket.h"
 #include "npf/engine.h"
 #include "region/epoch.h"
-#include "sidecar/config.h"
-#include "sidecar/unix_socket.h"
 #include "sys/fd.h"
 
 namespace npf {
@@ -39,17 +39,17 @@ class MetricsExporter;
 struct Snapshot;
 
 struct DaemonOptions {
-    sidecar::DaemonConfig config;
+    DaemonConfig config;
     EngineConfig engine;         // template for every interface's service (ifname, region fields ignored)
     std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h); empty = none
 };
 
 // One interface npfd serves: as configured ("eth0", "pod-a:eth0"), its name
 // and network namespace, its service.
-struct Served {
+struct Iface {
     std::string label;   // as configured: the metrics' iface label, the log's
     std::string ifname;  // in its namespace
-    uint64_t netns = 0;  // that namespace's cookie (sidecar::currentNetns)
+    uint64_t netns = 0;  // that namespace's cookie (ipc::currentNetns)
     std::unique_ptr<Service> service;
 };
 
@@ -66,26 +66,23 @@ public:
     void stop() noexcept;
 
     // For sessions.
-    const sidecar::DaemonConfig& config() const noexcept { return opt_.config; }
+    const DaemonConfig& config() const noexcept { return opt_.config; }
     // The interface a client in the network namespace `netns` (cookie) means
     // by `ifname`: npfd's `ifname` in that namespace (a pod's eth0), else
     // npfd's `ifname` in npfd's own namespace (the node's NIC, which carries
     // every pod's traffic: the client rules bound what a client may take).
     // nullptr if neither: a client never reaches another pod's interface.
-    Served* served(const std::string& ifname, uint64_t netns) noexcept;
+    Iface* iface(const std::string& ifname, uint64_t netns) noexcept;
     std::vector<std::string> ifacesIn(uint64_t netns) const; // the names a client there may use
-    std::string describeServed() const;                       // "eth0, pod-a:eth0"
-    Service& home() noexcept { return *served_.front().service; } // serves the clients' faults
+    std::string describeIfaces() const;                       // "eth0, pod-a:eth0"
+    // The interface whose pagers serve the faults (CPU faults, prefetch,
+    // protection) of a region of a client in `netns`: the first npfd serves
+    // in that namespace (the pod's), else the first in npfd's own (the
+    // node's NIC). Datagrams reach the region from any interface's pagers.
+    Iface& faultServer(uint64_t netns) noexcept;
     EpochDomain& epochs() noexcept { return epochs_; }
     Quotas& quotas() noexcept { return quotas_; }
-    // Port ownership across sessions: key "iface|addr|port".
-    bool claimFlow(const std::string& key, const Session* s);
-    void releaseFlow(const std::string& key) noexcept;
-    const Session* flowOwner(const std::string& key) const;
-    // Another session holding the same port on the interface with any address:
-    // a flow for one address and a wildcard flow overlap (XDP prefers the
-    // exact address), so two clients may not share a port at all.
-    const Session* portOwner(const std::string& iface, uint16_t port, const Session* except) const;
+    FlowClaims& flowClaims() noexcept { return claims_; }
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
     // Every service's counters and every client's flows, between two
     // requests (the exporter's thread).
@@ -93,7 +90,7 @@ public:
 
 private:
     void accept();
-    void serve(int fd) noexcept;
+    void handleRequests(int fd) noexcept;
     void drop(int fd, const char* why) noexcept;
     // Closes the connections that did not say hello in time; returns the
     // milliseconds until the next such deadline (at most `cap`).
@@ -106,14 +103,14 @@ private:
     DaemonOptions opt_;
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
     uint64_t ownNetns_ = 0; // npfd's network namespace (cookie)
-    std::vector<Served> served_;
-    sidecar::Listener listener_;
+    std::vector<Iface> ifaces_;
+    ipc::Listener listener_;
     Fd epoll_, stopFd_;
     std::atomic<bool> stop_{false};
     Quotas quotas_;
     std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd
     int64_t acceptPausedUntilNs_ = 0;                  // 0: accepting
-    std::map<std::string, const Session*> owners_;
+    FlowClaims claims_;
     uint64_t nextSession_ = 1;
     // Held by run() while it handles requests and disconnects, by snapshot()
     // while it reads: flows open and close (and their completions join the

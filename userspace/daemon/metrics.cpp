@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "ctl/errors.h"
 #include "daemon/metrics_server.h"
+#include "sys/error.h"
 #include "sys/log.h"
 
 namespace npf::daemon {
@@ -76,7 +76,7 @@ void checkMetricsAddress(const std::string& a)
     const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
     const bool hostOk = colon == std::string::npos || v6 || (!host.empty() && host.find(':') == std::string::npos);
     if (!portOk || !hostOk)
-        throw ctl::ArgumentError("--metrics " + a + ": expected ADDR:PORT (127.0.0.1:9100, [::1]:9100) or PORT");
+        throw ArgumentError("--metrics " + a + ": expected ADDR:PORT (127.0.0.1:9100, [::1]:9100) or PORT");
 }
 
 std::string prometheusXdpName(const char* statName)
@@ -93,9 +93,9 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
     std::vector<prometheus::MetricFamily> out;
     addFamilies(out, kEngineCounters, "npf_", snapshot, &IfaceStats::engine);
     addFamilies(out, kRegionCounters, "npf_region_", snapshot, &IfaceStats::region);
-    for (size_t i = 0; i < std::size(ctl::kStatNames); i++) {
-        prometheus::MetricFamily f{prometheusXdpName(ctl::kStatNames[i]),
-                                   std::string("XDP: ") + ctl::kStatHelp[i] + " (packets, all CPUs)",
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
+        prometheus::MetricFamily f{prometheusXdpName(dataplane::kStatNames[i]),
+                                   std::string("XDP: ") + dataplane::kStatHelp[i] + " (packets, all CPUs)",
                                    prometheus::MetricType::Counter,
                                    {}};
         for (const IfaceStats& s : snapshot) {
@@ -166,7 +166,7 @@ struct MetricsExporter::State {
         }
         return prometheus::TextSerializer().Serialize(families);
     }
-    void served(size_t bytes, std::chrono::nanoseconds took)
+    void replied(size_t bytes, std::chrono::nanoseconds took)
     {
         transferred.Increment(double(bytes));
         scrapes.Increment();
@@ -201,9 +201,9 @@ MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
     try {
         server_ = std::make_unique<MetricsServer>(
             address, [st] { return st->render(); },
-            [st](size_t bytes, std::chrono::nanoseconds took) { st->served(bytes, took); });
+            [st](size_t bytes, std::chrono::nanoseconds took) { st->replied(bytes, took); });
     } catch (const std::invalid_argument& e) {
-        throw ctl::ArgumentError("--" + std::string(e.what()));
+        throw ArgumentError("--" + std::string(e.what()));
     } catch (const std::system_error& e) {
         const int err = e.code().value();
         const char* hint = err == EADDRINUSE      ? " (the port is in use)"
@@ -213,7 +213,7 @@ MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
         std::string why = e.what();
         if (const std::string prefix = MetricsServer::listenPrefix(address); why.rfind(prefix, 0) == 0)
             why.erase(0, prefix.size());
-        throw ctl::Error(err, "--metrics " + address + ": cannot listen there: " + why + hint);
+        throw Error(err, "--metrics " + address + ": cannot listen there: " + why + hint);
     }
     NPF_INFO("npfd: Prometheus metrics on http://%s/metrics", address.c_str());
 }

@@ -4,7 +4,7 @@
 // that builds every family from the counter tables at scrape time and
 // writes them with prometheus-cpp's TextSerializer:
 // kEngineCounters as npf_<name>[_total], kRegionCounters (its clients'
-// regions) as npf_region_<name>_total, ctl::kStatNames as
+// regions) as npf_region_<name>_total, dataplane::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
 // `iface`); per client, npf_clients and npf_flow_completed_total (labels
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl/stats.h"
+#include "dataplane/stats.h"
 #include "npf/counters.h"
 #include "region/region_stats.h"
 
@@ -32,7 +32,7 @@ struct IfaceStats {
     std::string iface;
     EngineStats engine;
     RegionStats region; // its regions', added up
-    ctl::XdpStats xdp{};
+    dataplane::XdpStats xdp{};
 };
 
 // One open flow of an npfd client: completions by status, labelled with the
@@ -71,7 +71,7 @@ std::string prometheusLatencyName(const LatencyDef& l);
 // counters, XDP counters, latency summaries; then npf_clients and npf_flow_completed_total.
 std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 
-// Throws ctl::ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
+// Throws ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
 // "PORT" (what MetricsExporter takes).
 void checkMetricsAddress(const std::string& address);
 
@@ -83,7 +83,7 @@ public:
     using Source = std::function<Snapshot()>;
 
     // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
-    // IPv4 address); throws ctl::ArgumentError for a malformed address and
+    // IPv4 address); throws ArgumentError for a malformed address and
     // a std::system_error naming it when it cannot listen there.
     MetricsExporter(const std::string& address, Source snapshot);
     ~MetricsExporter(); // stops serving: no scrape runs after it returns

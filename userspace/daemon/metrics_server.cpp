@@ -225,8 +225,8 @@ std::string responseHead(int status, size_t length, const char* extra = "")
 
 class MetricsServer::Loop {
 public:
-    Loop(Fd listener, int stopFd, Render render, Served served, MetricsServerLimits limits)
-        : listener_(std::move(listener)), render_(std::move(render)), served_(std::move(served)), limits_(limits)
+    Loop(Fd listener, int stopFd, Render render, OnReply onReply, MetricsServerLimits limits)
+        : listener_(std::move(listener)), render_(std::move(render)), onReply_(std::move(onReply)), limits_(limits)
     {
         epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
         if (!epoll_)
@@ -295,7 +295,7 @@ private:
 
     Fd epoll_, listener_;
     Render render_;
-    Served served_;
+    OnReply onReply_;
     MetricsServerLimits limits_;
     Conns conns_;
     uint64_t nextId_ = 2;
@@ -571,8 +571,8 @@ void MetricsServer::Loop::writeResponse(Conns::iterator it)
         }
     }
     const uint64_t now = monotonicNs();
-    if (c.bodyBytes && served_)
-        served_(c.bodyBytes, std::chrono::nanoseconds(now - c.answeredNs));
+    if (c.bodyBytes && onReply_)
+        onReply_(c.bodyBytes, std::chrono::nanoseconds(now - c.answeredNs));
     // Sent: our side is done. Wait (briefly) for the peer's close rather
     // than closing with bytes of its still unread, which would reset the
     // connection and could destroy the response before the peer read it.
@@ -604,7 +604,7 @@ void MetricsServer::Loop::linger(Conns::iterator it)
 
 std::string MetricsServer::listenPrefix(const std::string& address) { return "metrics: listen on " + address + ": "; }
 
-MetricsServer::MetricsServer(const std::string& address, Render render, Served served, MetricsServerLimits limits)
+MetricsServer::MetricsServer(const std::string& address, Render render, OnReply onReply, MetricsServerLimits limits)
 {
     if (limits.maxConnections == 0 || limits.maxHeaderBytes < 64)
         throw std::invalid_argument("metrics: maxConnections must be > 0 and maxHeaderBytes >= 64");
@@ -612,7 +612,7 @@ MetricsServer::MetricsServer(const std::string& address, Render render, Served s
     stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop_)
         throwErrno("metrics: eventfd");
-    loop_ = std::make_unique<Loop>(std::move(listener), stop_.get(), std::move(render), std::move(served), limits);
+    loop_ = std::make_unique<Loop>(std::move(listener), stop_.get(), std::move(render), std::move(onReply), limits);
     // Signals go to npfd's other threads, not this one.
     sigset_t all, old;
     ::sigfillset(&all);

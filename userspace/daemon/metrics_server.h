@@ -56,7 +56,7 @@ public:
     // After a scrape's response was handed to the kernel: the bytes of its
     // body as sent (compressed or not) and the time from the end of the
     // request to then. Optional.
-    using Served = std::function<void(size_t bodyBytes, std::chrono::nanoseconds took)>;
+    using OnReply = std::function<void(size_t bodyBytes, std::chrono::nanoseconds took)>;
 
     // Listens on `address`: "ADDR:PORT" (IPv4, or a host name: its first
     // address, IPv4 preferred), "[V6]:PORT" (IPv6 only) or "PORT" (every IPv4
@@ -64,7 +64,7 @@ public:
     // std::invalid_argument for a malformed address, std::system_error
     // naming the address and the call when it cannot listen there (its
     // what() begins with listenPrefix(address)).
-    MetricsServer(const std::string& address, Render render, Served served = {}, MetricsServerLimits limits = {});
+    MetricsServer(const std::string& address, Render render, OnReply onReply = {}, MetricsServerLimits limits = {});
     ~MetricsServer(); // stops the thread: no render runs after it returns
     MetricsServer(const MetricsServer&) = delete;
     MetricsServer& operator=(const MetricsServer&) = delete;

@@ -3,9 +3,6 @@
 #include <utility>
 
 namespace npf::daemon {
-
-using sidecar::ClientRule;
-
 namespace {
 
 std::string bytes(uint64_t n) { return std::to_string(n) + " bytes"; }

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "sidecar/config.h"
+#include "daemon/config.h"
 
 namespace npf::daemon {
 
@@ -37,7 +37,7 @@ public:
         ~Lease();
 
         // The rule that admitted the connection; nullptr: none did.
-        const sidecar::ClientRule* rule() const noexcept { return rule_; }
+        const ClientRule* rule() const noexcept { return rule_; }
         // Takes a region of `size` bytes with a resident budget of `budget`;
         // false, and *why, when the rule's totals leave no room.
         bool takeRegion(uint64_t size, uint64_t budget, std::string* why);
@@ -47,23 +47,23 @@ public:
 
     private:
         friend class Quotas;
-        Lease(Quotas* q, const sidecar::ClientRule* rule) noexcept : q_(q), rule_(rule) {}
+        Lease(Quotas* q, const ClientRule* rule) noexcept : q_(q), rule_(rule) {}
         void giveAll() noexcept;
 
         Quotas* q_ = nullptr;
-        const sidecar::ClientRule* rule_ = nullptr;
+        const ClientRule* rule_ = nullptr;
         uint64_t regionBytes_ = 0, residentBytes_ = 0;
         uint32_t flows_ = 0;
     };
 
     // A lease for a new connection admitted by `rule` (nullptr: no rule),
     // or nullopt and *why when its connections are all taken.
-    std::optional<Lease> admit(const sidecar::ClientRule* rule, std::string* why);
-    Use use(const sidecar::ClientRule* rule) const;
+    std::optional<Lease> admit(const ClientRule* rule, std::string* why);
+    Use use(const ClientRule* rule) const;
 
 private:
-    Use& of(const sidecar::ClientRule* rule) { return use_[rule]; }
-    std::map<const sidecar::ClientRule*, Use> use_;
+    Use& of(const ClientRule* rule) { return use_[rule]; }
+    std::map<const ClientRule*, Use> use_;
 };
 
 } // namespace npf::daemon

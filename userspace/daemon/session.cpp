@@ -6,39 +6,33 @@
 #include <cerrno>
 #include <cstring>
 
-#include "ctl/engine_stats.h"
-#include "ctl/errors.h"
-#include "ctl/flows.h"
+#include "counters/engine_stats.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "engine/stats.h"
 #include "engine/service.h"
 #include "sys/clock.h"
+#include "sys/error.h"
 #include "sys/log.h"
 
 namespace npf::daemon {
 namespace {
 
-using sidecar::ErrorCode;
-using sidecar::ProtocolError;
-
-std::string flowKey(const std::string& iface, const ctl::FlowSpec& spec)
-{
-    return iface + "|" + ctl::addrString(spec) + "|" + std::to_string(spec.port);
-}
+using ipc::ErrorCode;
+using ipc::ProtocolError;
 
 } // namespace
 
 Peer Peer::of(int fd)
 {
     Peer p;
-    p.cred = sidecar::peerCred(fd);
+    p.cred = ipc::peerCred(fd);
     try {
-        p.cgroup = sidecar::peerCgroup(p.cred.pid); // read now: the pid may be reused once it exits
+        p.cgroup = ipc::peerCgroup(p.cred.pid); // read now: the pid may be reused once it exits
     } catch (const std::exception&) {
         p.cgroup.clear();
     }
-    p.netns = sidecar::peerNetns(fd);
+    p.netns = ipc::peerNetns(fd);
     return p;
 }
 
@@ -57,7 +51,7 @@ Session::~Session()
         close(f);
     flows_.clear();
     if (region_) {
-        d_.home().removeRegion(*region_);
+        faultServer_->service->removeRegion(*region_);
         region_.reset();
     }
 }
@@ -68,32 +62,32 @@ std::string Session::describe() const
            std::to_string(cred_.uid) + (name_.empty() ? "" : " " + name_) + ")";
 }
 
-bool Session::handle(sidecar::WireMessage msg) noexcept
+bool Session::handle(ipc::WireMessage msg) noexcept
 {
     uint32_t id = 0;
     bool keep = true;
     std::string out;
     std::vector<int> outFds;
     try {
-        sidecar::Message m = sidecar::parse(msg.bytes);
+        ipc::Message m = ipc::parse(msg.bytes);
         id = m.id;
         out = reply(m, msg.fds, outFds);
         keep = m.type != "bye";
     } catch (const ProtocolError& e) {
-        sidecar::ErrorReply r = sidecar::ErrorReply::from(e);
+        ipc::ErrorReply r = ipc::ErrorReply::from(e);
         out = r.encode(id ? id : e.id());
         // A client that breaks the protocol is disconnected (its flows
         // freed); one that asks for something it may not have is told so.
         keep = helloDone_ && e.code() != ErrorCode::BadMessage && e.code() != ErrorCode::BadVersion &&
                e.code() != ErrorCode::BadFd;
-        NPF_WARN("%s: %s: %s%s", describe().c_str(), std::string(sidecar::toString(e.code())).c_str(), e.what(),
+        NPF_WARN("%s: %s: %s%s", describe().c_str(), std::string(ipc::toString(e.code())).c_str(), e.what(),
                  keep ? "" : " (disconnected)");
     } catch (const std::exception& e) {
-        out = sidecar::ErrorReply{ErrorCode::Internal, EIO, e.what()}.encode(id);
+        out = ipc::ErrorReply{ErrorCode::Internal, EIO, e.what()}.encode(id);
         NPF_WARN("%s: %s", describe().c_str(), e.what());
     }
     try {
-        if (sidecar::sendMessage(fd_.get(), out, outFds) != sidecar::IoStatus::Ok) {
+        if (ipc::sendMessage(fd_.get(), out, outFds) != ipc::IoStatus::Ok) {
             NPF_WARN("%s does not take its replies: disconnected", describe().c_str());
             return false;
         }
@@ -104,40 +98,40 @@ bool Session::handle(sidecar::WireMessage msg) noexcept
     return keep;
 }
 
-std::string Session::reply(const sidecar::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds)
+std::string Session::reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds)
 {
     if (d_.stopping())
         throw ProtocolError(ErrorCode::ShuttingDown, "npfd is stopping", 0, m.id);
-    if (!helloDone_ && m.type != sidecar::HelloRequest::kType)
+    if (!helloDone_ && m.type != ipc::HelloRequest::kType)
         throw ProtocolError(ErrorCode::BadMessage, "the first request must be hello, not " + m.type, 0, m.id);
-    if (m.type == sidecar::HelloRequest::kType)
+    if (m.type == ipc::HelloRequest::kType)
         return hello(m);
-    if (m.type == sidecar::RegionRequest::kType)
+    if (m.type == ipc::RegionRequest::kType)
         return region(m, fds);
     if (!fds.empty())
         throw ProtocolError(ErrorCode::BadFd, m.type + " takes no descriptors, got " + std::to_string(fds.size()), 0,
                             m.id);
-    if (m.type == sidecar::OpenFlowRequest::kType)
+    if (m.type == ipc::OpenFlowRequest::kType)
         return openFlow(m, outFds);
-    if (m.type == sidecar::CloseFlowRequest::kType)
+    if (m.type == ipc::CloseFlowRequest::kType)
         return closeFlow(m);
-    if (m.type == sidecar::ReleaseRequest::kType)
+    if (m.type == ipc::ReleaseRequest::kType)
         return pages(m, true);
-    if (m.type == sidecar::PopulateRequest::kType)
+    if (m.type == ipc::PopulateRequest::kType)
         return pages(m, false);
-    if (m.type == sidecar::StatsRequest::kType)
+    if (m.type == ipc::StatsRequest::kType)
         return stats(m);
-    if (m.type == sidecar::ByeRequest::kType)
-        return sidecar::OkReply{}.encode(m.id);
+    if (m.type == ipc::ByeRequest::kType)
+        return ipc::OkReply{}.encode(m.id);
     throw ProtocolError(ErrorCode::BadMessage, "unknown request type '" + m.type + "'", 0, m.id);
 }
 
-std::string Session::hello(const sidecar::Message& m)
+std::string Session::hello(const ipc::Message& m)
 {
     if (helloDone_)
         throw ProtocolError(ErrorCode::BadMessage, "hello sent twice", 0, m.id);
-    sidecar::HelloRequest h = sidecar::HelloRequest::decode(m);
-    sidecar::checkVersion(h);
+    ipc::HelloRequest h = ipc::HelloRequest::decode(m);
+    ipc::checkVersion(h);
     name_ = h.name;
     if (!rule_)
         throw ProtocolError(ErrorCode::NotAllowed,
@@ -145,7 +139,7 @@ std::string Session::hello(const sidecar::Message& m)
                                 " matches no client rule of npfd's config",
                             EACCES, m.id);
     helloDone_ = true;
-    sidecar::HelloReply r;
+    ipc::HelloReply r;
     r.daemonPid = static_cast<uint32_t>(::getpid());
     r.ifaces = d_.ifacesIn(netns_);
     r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
@@ -153,25 +147,25 @@ std::string Session::hello(const sidecar::Message& m)
     return r.encode(m.id);
 }
 
-std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
+std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
 {
-    sidecar::RegionRequest rq = sidecar::RegionRequest::decode(m);
+    ipc::RegionRequest rq = ipc::RegionRequest::decode(m);
     if (region_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
-    if (fds.size() < 2 || fds.size() > 3 || !sidecar::isMemfd(fds[0].get()) || !sidecar::isUserfaultfd(fds[1].get()) ||
-        (fds.size() == 3 && !sidecar::isMemfd(fds[2].get())))
+    if (fds.size() < 2 || fds.size() > 3 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
+        (fds.size() == 3 && !ipc::isMemfd(fds[2].get())))
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd", 0, m.id);
-    if (rq.pageSize != NPF_PAGE_SIZE && rq.pageSize != kHugePageSize)
-        throw ProtocolError(ErrorCode::BadMessage,
-                            "page_size " + std::to_string(rq.pageSize) +
-                                ": npfd serves 4096-byte pages (shmem memfd) and 2097152-byte pages (hugetlbfs memfd)",
-                            EINVAL, m.id);
-    if (rq.size / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
-        throw ProtocolError(ErrorCode::TooLarge,
-                            "region of " + std::to_string(rq.size) + " bytes: npfd serves regions of up to " +
-                                std::to_string(uint64_t{NPF_MAX_REGION_PAGES} * NPF_PAGE_SIZE),
-                            0, m.id);
+    RegionGeometry geo;
+    std::string bad;
+    switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
+    case RegionGeometry::Error::None:
+        break;
+    case RegionGeometry::Error::TooLarge:
+        throw ProtocolError(ErrorCode::TooLarge, "region " + bad, 0, m.id);
+    default:
+        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL, m.id);
+    }
     // The rule's totals first: the bitmap and the page state below cost
     // npfd memory in proportion to the size.
     if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
@@ -181,7 +175,7 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
         bool keep = false;
         ~GiveBack() { if (!keep) l.giveRegion(); }
     } giveBack{lease_};
-    ctl::ResidentMap bitmap = ctl::ResidentMap::create(rq.size / NPF_PAGE_SIZE);
+    dataplane::ResidentMap bitmap = dataplane::ResidentMap::create(geo.bitmapPages());
     RegionConfig rc;
     rc.size = rq.size;
     rc.pageSize = rq.pageSize;
@@ -203,16 +197,18 @@ std::string Session::region(const sidecar::Message& m, std::vector<Fd>& fds)
     giveBack.keep = true;
     bitmap_.emplace(std::move(bitmap));
     region_ = std::move(region);
-    d_.home().addRegion(*region_);
-    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages", describe().c_str(),
-             static_cast<unsigned long long>(rq.size >> 20), static_cast<unsigned long long>(rq.budget >> 20),
-             rq.pageSize == kHugePageSize ? "2 MiB" : "4 KiB");
-    return sidecar::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
+    faultServer_ = &d_.faultServer(netns_);
+    faultServer_->service->addRegion(*region_);
+    NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages, faults served by %s's pagers",
+             describe().c_str(), static_cast<unsigned long long>(rq.size >> 20),
+             static_cast<unsigned long long>(rq.budget >> 20), geo.huge() ? "2 MiB" : "4 KiB",
+             faultServer_->label.c_str());
+    return ipc::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
 }
 
-std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFds)
+std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
 {
-    sidecar::OpenFlowRequest rq = sidecar::OpenFlowRequest::decode(m);
+    ipc::OpenFlowRequest rq = ipc::OpenFlowRequest::decode(m);
     if (!region_)
         throw ProtocolError(ErrorCode::NoRegion, "open_flow before region", 0, m.id);
     std::string ifname = rq.iface;
@@ -225,87 +221,94 @@ std::string Session::openFlow(const sidecar::Message& m, std::vector<int>& outFd
                                 0, m.id);
         ifname = here.front();
     }
-    Served* itf = d_.served(ifname, netns_);
+    Iface* itf = d_.iface(ifname, netns_);
     if (!itf)
         throw ProtocolError(ErrorCode::NotAllowed,
                             "npfd serves no " + ifname + " in this client's network namespace (it serves " +
-                                d_.describeServed() + ")",
+                                d_.describeIfaces() + ")",
                             ENODEV, m.id);
     Service* svc = itf->service.get();
     const std::string& iface = itf->label;
-    ctl::FlowSpec spec;
+    dataplane::FlowSpec spec;
     try {
-        spec = ctl::parseFlowSpec(std::to_string(rq.port), rq.addr);
+        spec = dataplane::parseFlowSpec(std::to_string(rq.port), rq.addr);
     } catch (const std::exception& e) {
         throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
     }
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
-        throw ProtocolError(ErrorCode::NotAllowed, ctl::toString(spec) + " is not allowed for this client", EACCES,
+        throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client", EACCES,
                             m.id);
-    const std::string key = flowKey(iface, spec);
-    const Session* owner = d_.flowOwner(key);
-    if (!owner)
-        owner = d_.portOwner(iface, spec.port, this);
-    if (owner)
+    if (const Session* owner = d_.flowClaims().claim(*itf, spec, this))
         throw ProtocolError(ErrorCode::Busy,
-                            ctl::toString(spec) + " on " + iface + " is held by " +
+                            dataplane::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : owner->describe()),
                             0, m.id);
+    struct Undo { // unless the flow is opened
+        Session& s;
+        Iface& itf;
+        const dataplane::FlowSpec& spec;
+        bool leased = false, keep = false;
+        ~Undo()
+        {
+            if (keep)
+                return;
+            s.d_.flowClaims().release(itf, spec);
+            if (leased)
+                s.lease_.giveFlow();
+        }
+    } undo{*this, *itf, spec};
     if (std::string why; !lease_.takeFlow(&why))
         throw ProtocolError(ErrorCode::NoSpace, why, 0, m.id);
-    ServedFlow* served = nullptr;
+    undo.leased = true;
+    ServedFlow* flow = nullptr;
     try {
         // A ring map nobody else has mapped, whatever was there before.
-        served = &svc->openFlow(spec, *region_, ctl::RegionBinding{bitmap_->fd(), region_->size()}, true);
-    } catch (const ctl::StateError& e) {
-        lease_.giveFlow();
+        flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
+    } catch (const StateError& e) {
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
                             e.code().value(), m.id);
-    } catch (...) {
-        lease_.giveFlow();
-        throw;
     }
-    d_.claimFlow(key, this);
-    flows_.push_back({itf, served, key});
-    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), served->id, ctl::toString(spec).c_str(), iface.c_str());
-    sidecar::OpenFlowReply r;
-    r.flow = served->id;
-    r.gen = served->gen;
+    flows_.push_back({itf, flow, spec});
+    undo.keep = true;
+    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), flow->id, dataplane::toString(spec).c_str(), iface.c_str());
+    ipc::OpenFlowReply r;
+    r.flow = flow->id;
+    r.gen = flow->gen;
     r.port = spec.port;
-    r.completionEntries = served->ring.size();
-    outFds = {served->ringMap.fd(), served->ring.memfd(), served->ring.notifyFd()};
+    r.completionEntries = flow->ring.size();
+    outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
     return r.encode(m.id);
 }
 
 void Session::close(OpenFlow& f) noexcept
 {
-    const uint32_t id = f.served->id;
-    f.iface->service->closeFlow(*f.served);
-    d_.releaseFlow(f.key);
+    const uint32_t id = f.flow->id;
+    f.iface->service->closeFlow(*f.flow);
+    d_.flowClaims().release(*f.iface, f.spec);
     lease_.giveFlow();
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
 
-std::string Session::closeFlow(const sidecar::Message& m)
+std::string Session::closeFlow(const ipc::Message& m)
 {
-    sidecar::CloseFlowRequest rq = sidecar::CloseFlowRequest::decode(m);
+    ipc::CloseFlowRequest rq = ipc::CloseFlowRequest::decode(m);
     for (auto it = flows_.begin(); it != flows_.end(); ++it)
-        if (it->served->id == rq.flow) {
+        if (it->flow->id == rq.flow) {
             close(*it);
             flows_.erase(it);
-            return sidecar::OkReply{}.encode(m.id);
+            return ipc::OkReply{}.encode(m.id);
         }
     throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(rq.flow) + " on this connection", 0, m.id);
 }
 
-std::string Session::pages(const sidecar::Message& m, bool release)
+std::string Session::pages(const ipc::Message& m, bool release)
 {
     uint64_t offset, len;
     if (release) {
-        sidecar::ReleaseRequest rq = sidecar::ReleaseRequest::decode(m);
+        ipc::ReleaseRequest rq = ipc::ReleaseRequest::decode(m);
         offset = rq.offset, len = rq.len;
     } else {
-        sidecar::PopulateRequest rq = sidecar::PopulateRequest::decode(m);
+        ipc::PopulateRequest rq = ipc::PopulateRequest::decode(m);
         offset = rq.offset, len = rq.len;
     }
     if (!region_)
@@ -331,21 +334,21 @@ std::string Session::pages(const sidecar::Message& m, bool release)
     const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
-    return sidecar::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
+    return ipc::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
 }
 
 void Session::flowStats(std::vector<FlowStats>& out) const
 {
     for (const OpenFlow& f : flows_) {
-        const SequencerStats q = f.served->seq.stats();
-        out.push_back({f.iface->label, f.served->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
+        const SequencerStats q = f.flow->seq.stats();
+        out.push_back({f.iface->label, f.flow->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
                        cred_.uid, q.ok, q.truncated, q.lost, q.badCsum});
     }
 }
 
-std::string Session::stats(const sidecar::Message& m)
+std::string Session::stats(const ipc::Message& m)
 {
-    (void)sidecar::StatsRequest::decode(m);
+    (void)ipc::StatsRequest::decode(m);
     // This client's own numbers: its flows' completions, its region. The
     // counters of the shared dataplane (fast/fault path, sockets) are the
     // operator's (npfctl stats).
@@ -354,7 +357,7 @@ std::string Session::stats(const sidecar::Message& m)
     std::string iface = here.empty() ? "" : here.front();
     SequencerStats q;
     for (const OpenFlow& f : flows_) {
-        q += f.served->seq.stats();
+        q += f.flow->seq.stats();
         iface = f.iface->ifname;
     }
     addCompletions(s, q);
@@ -364,9 +367,9 @@ std::string Session::stats(const sidecar::Message& m)
     const RegionStats region = region_ ? region_->stats() : RegionStats{};
     if (region_)
         addRegionCounters(s, region, region_->pageSize());
-    sidecar::StatsReply r;
-    r.stats = ctl::engineStatsJson(s, iface, cred_.pid, monotonicNs());
-    ctl::addRegionStats(r.stats, region);
+    ipc::StatsReply r;
+    r.stats = counters::engineStatsJson(s, iface, cred_.pid, monotonicNs());
+    counters::addRegionStats(r.stats, region);
     return r.encode(m.id);
 }
 

@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/flows.h"
 #include "daemon/quota.h"
+#include "dataplane/flow_ring.h"
+#include "ipc/protocol.h"
+#include "ipc/unix_socket.h"
 #include "region/region.h"
-#include "sidecar/config.h"
-#include "sidecar/protocol.h"
-#include "sidecar/unix_socket.h"
 #include "sys/fd.h"
 
 namespace npf {
@@ -25,12 +26,12 @@ class ServedFlow;
 namespace daemon {
 
 class Daemon;
-struct Served;
+struct Iface;
 struct FlowStats;
 
 // Who is at the other end of a connection, read when npfd accepts it.
 struct Peer {
-    sidecar::PeerCred cred{};
+    ipc::PeerCred cred{};
     std::string cgroup; // cgroup v2 path, "" when unknown
     uint64_t netns = 0; // its network namespace (cookie): the interfaces it may name
     // Throws when the client is gone already.
@@ -52,7 +53,7 @@ public:
     int64_t helloDeadline() const noexcept { return helloDeadline_; }
     // Handles one message; false when the connection must end (EOF, a
     // protocol violation, bye). Never throws.
-    bool handle(sidecar::WireMessage msg) noexcept;
+    bool handle(ipc::WireMessage msg) noexcept;
     // The client hung up or is gone: why, for the log.
     std::string describe() const;
     // Its open flows' completions, for the metrics (control thread's lock held).
@@ -60,33 +61,34 @@ public:
 
 private:
     struct OpenFlow {
-        Served* iface;
-        ServedFlow* served;
-        std::string key; // ownership key in the daemon
+        Iface* iface;
+        ServedFlow* flow;
+        dataplane::FlowSpec spec; // as claimed in the daemon's FlowClaims
     };
 
-    std::string reply(const sidecar::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
-    std::string hello(const sidecar::Message& m);
-    std::string region(const sidecar::Message& m, std::vector<Fd>& fds);
-    std::string openFlow(const sidecar::Message& m, std::vector<int>& outFds);
-    std::string closeFlow(const sidecar::Message& m);
-    std::string pages(const sidecar::Message& m, bool release);
-    std::string stats(const sidecar::Message& m);
+    std::string reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
+    std::string hello(const ipc::Message& m);
+    std::string region(const ipc::Message& m, std::vector<Fd>& fds);
+    std::string openFlow(const ipc::Message& m, std::vector<int>& outFds);
+    std::string closeFlow(const ipc::Message& m);
+    std::string pages(const ipc::Message& m, bool release);
+    std::string stats(const ipc::Message& m);
     void close(OpenFlow& f) noexcept;
 
     Daemon& d_;
     Fd fd_;
     const uint64_t id_;
-    const sidecar::PeerCred cred_;
+    const ipc::PeerCred cred_;
     const std::string cgroup_;
     const uint64_t netns_;
     std::string name_;
     Quotas::Lease lease_;
-    const sidecar::ClientRule* const rule_; // lease_'s; nullptr: hello is refused
+    const ClientRule* const rule_; // lease_'s; nullptr: hello is refused
     const int64_t helloDeadline_;
     bool helloDone_ = false;
-    std::optional<ctl::ResidentMap> bitmap_;
+    std::optional<dataplane::ResidentMap> bitmap_;
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
+    Iface* faultServer_ = nullptr;  // whose pagers serve region_'s faults
     std::vector<OpenFlow> flows_;
 };
 

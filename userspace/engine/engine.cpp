@@ -5,11 +5,10 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "ctl/errors.h"
-#include "ctl/pins.h"
-#include "ctl/xsk_slots.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
+#include "dataplane/pins.h"
+#include "dataplane/xsk_slots.h"
 #include "engine/engine_impl.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -18,7 +17,6 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "ctl/errors.h"
 #include "engine/engine_impl.h"
 #include "engine/flow_impl.h"
 #include "sys/error.h"
@@ -27,27 +25,25 @@
 namespace npf {
 namespace {
 
-void checkRegion(const EngineConfig& cfg)
+RegionGeometry checkRegion(const EngineConfig& cfg)
 {
-    auto bad = [&](const std::string& what) { throw ctl::ArgumentError("engine on " + cfg.ifname + ": " + what); };
-    if (cfg.pageSize != NPF_PAGE_SIZE && cfg.pageSize != kHugePageSize)
-        bad("page size " + std::to_string(cfg.pageSize) + " is neither 4096 nor 2 MiB");
-    if (cfg.regionSize == 0 || cfg.regionSize % cfg.pageSize)
-        bad("region size " + std::to_string(cfg.regionSize) + " is not a positive multiple of the page size (" +
-            std::to_string(cfg.pageSize) + ")");
-    if (cfg.regionSize / NPF_PAGE_SIZE > NPF_MAX_REGION_PAGES)
-        bad("region size " + std::to_string(cfg.regionSize) + " exceeds the 1 TiB limit");
+    RegionGeometry g;
+    std::string why;
+    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &g,
+                              &why) != RegionGeometry::Error::None)
+        throw ArgumentError("engine on " + cfg.ifname + ": region " + why);
+    return g;
 }
 
 } // namespace
 
 Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
 {
-    checkRegion(cfg);
+    const RegionGeometry geo = checkRegion(cfg);
     if (cfg.ifname.empty())
-        throw ctl::ArgumentError("engine: no interface given");
+        throw ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
-    bitmap.emplace(ctl::ResidentMap::create(cfg.regionSize / NPF_PAGE_SIZE));
+    bitmap.emplace(dataplane::ResidentMap::create(geo.bitmapPages()));
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
@@ -90,8 +86,8 @@ Engine::~Engine() = default;
 Flow& Engine::openFlow(uint16_t port, const std::string& addr)
 {
     Impl& e = *impl_;
-    ServedFlow& served = e.service->openFlow(ctl::parseFlowSpec(std::to_string(port), addr), *e.region,
-                                             ctl::RegionBinding{e.bitmap->fd(), e.region->size()});
+    ServedFlow& served = e.service->openFlow(dataplane::parseFlowSpec(std::to_string(port), addr), *e.region,
+                                             dataplane::RegionBinding{e.bitmap->fd(), e.region->size()});
     Flow::Impl::Parts parts;
     parts.id = served.id;
     parts.port = served.spec.port;
@@ -115,19 +111,23 @@ EngineStats Engine::stats() const { return impl_->service->stats(); }
 std::string Engine::statsJson() const { return impl_->service->statsJson(); }
 std::array<uint64_t, NPF_STAT_MAX> Engine::xdpCounters() const { return impl_->service->xdpCounters(); }
 
+// A region call's result: pages, or an exception naming what failed.
+static uint64_t pagesOr(int rc, const char* what, uint64_t offset, uint64_t len)
+{
+    if (rc < 0)
+        throwErrno(-rc, std::string(what) + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                            ") of the region");
+    return static_cast<uint64_t>(rc);
+}
+
 void Engine::release(uint64_t offset, uint64_t len)
 {
-    int rc = impl_->region->release(offset, len);
-    if (rc < 0)
-        throwErrno(-rc, "release [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
+    (void)pagesOr(impl_->region->release(offset, len), "release", offset, len);
 }
 
 uint64_t Engine::populate(uint64_t offset, uint64_t len)
 {
-    int rc = impl_->region->prefetch(offset, len);
-    if (rc < 0)
-        throwErrno(-rc, "populate [" + std::to_string(offset) + ", +" + std::to_string(len) + ") of the region");
-    return static_cast<uint64_t>(rc);
+    return pagesOr(impl_->region->prefetch(offset, len), "populate", offset, len);
 }
 
 uint64_t Engine::evictAll()

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
 #include "engine/service.h"
 #include "npf/engine.h"
 #include "region/region.h"
@@ -22,7 +22,7 @@ struct Engine::Impl {
     // Destroyed in reverse: the flows' application side, then the service
     // (threads stopped, flows withdrawn and removed), then the region, whose
     // bitmap XDP may read until the flows are gone.
-    std::optional<ctl::ResidentMap> bitmap; // the region's, shared with XDP
+    std::optional<dataplane::ResidentMap> bitmap; // the region's, shared with XDP
     std::unique_ptr<Region> region;
     std::unique_ptr<Service> service;
     std::vector<std::unique_ptr<Flow>> flows;

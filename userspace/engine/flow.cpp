@@ -8,7 +8,7 @@ namespace npf {
 
 Flow::Impl::Impl(Parts p)
     : parts(std::move(p)),
-      posts(std::make_unique<PostProducer>(parts.ring->posts, &parts.ring->cursor)),
+      posts(std::make_unique<dataplane::PostProducer>(parts.ring->posts, &parts.ring->cursor)),
       completions(*parts.completions),
       polled(posts->start()),
       postedLen(new uint32_t[NPF_POST_RING_SIZE]())
@@ -37,7 +37,7 @@ bool Flow::post(uint64_t offset, uint32_t len)
         return false;
     if (f.parts.region)
         f.parts.region->protect(offset, len);
-    f.postedLen[f.posts->produced() & PostSlots::kMask] = len;
+    f.postedLen[f.posts->produced() & dataplane::PostSlots::kMask] = len;
     f.posts->post(offset, len);
     if (f.posts->unpublished() >= kPostBurst)
         flush();
@@ -53,7 +53,7 @@ size_t Flow::poll(std::span<npf_completion> out) noexcept
     size_t n = f.completions.poll(out.size(), out.data());
     for (size_t i = 0; i < n; i++) {
         if (f.parts.region)
-            f.parts.region->unprotect(out[i].offset, f.postedLen[out[i].seq & PostSlots::kMask]);
+            f.parts.region->unprotect(out[i].offset, f.postedLen[out[i].seq & dataplane::PostSlots::kMask]);
         f.polled++;
     }
     return n;

@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
-#include "ctl/flow_ring.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/post_ring.h"
 #include "npf/engine.h"
 #include "order/completion_ring.h"
-#include "order/post_ring.h"
 
 namespace npf {
 
@@ -31,7 +31,7 @@ struct Flow::Impl {
         Region* region = nullptr; // in-process: posted buffers are protected from eviction; npfd: nullptr
         // npfd client: the mappings it owns, the connection that hangs up
         // when npfd is gone, and why the flow stopped ("" while served).
-        std::optional<ctl::FlowRing> ringMap;
+        std::optional<dataplane::FlowRing> ringMap;
         std::unique_ptr<CompletionRing> ownCompletions;
         int hangupFd = -1;
         std::function<std::string()> failure;
@@ -39,7 +39,7 @@ struct Flow::Impl {
     explicit Impl(Parts p);
 
     Parts parts;
-    std::unique_ptr<PostProducer> posts;
+    std::unique_ptr<dataplane::PostProducer> posts;
     CompletionConsumer completions;
     uint64_t polled; // completions taken: posts - polled buffers are outstanding
     std::unique_ptr<uint32_t[]> postedLen; // per slot: the length protect() covered

@@ -2,32 +2,33 @@
 
 #include <algorithm>
 
-#include "ctl/errors.h"
 #include "region/region.h"
+#include "sys/error.h"
 #include "sys/log.h"
 
 namespace npf {
 
-FlowTable::FlowTable(ctl::Dataplane& dp, const EngineConfig& cfg) : dp_(dp), cfg_(cfg) {}
+FlowTable::FlowTable(dataplane::Dataplane& dp, const EngineConfig& cfg) : dp_(dp), cfg_(cfg) {}
 
 void FlowTable::withdrawStale()
 {
-    for (const ctl::FlowInfo& f : ctl::listFlows(dp_))
-        if (std::optional<ctl::FlowRing> ring = ctl::FlowRing::open(dp_, f.id))
-            PostProducer::withdraw(ring->cursor());
+    for (const dataplane::FlowInfo& f : dataplane::listFlows(dp_))
+        if (std::optional<dataplane::FlowRing> ring = dataplane::FlowRing::open(dp_, f.id))
+            dataplane::PostProducer::withdraw(ring->cursor());
 }
 
-ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh)
+ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
+                            bool fresh)
 {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& o : open_)
         if (o->spec == spec)
-            throw ctl::StateError(EEXIST, "flow " + ctl::toString(spec) + " is already open on " + cfg_.ifname);
-    ctl::EngineFlow opened = ctl::openEngineFlow(dp_, spec, binding, fresh);
-    const ctl::FlowEntry entry = opened.entry;
-    const ctl::FlowOrigin origin = opened.origin;
+            throw StateError(EEXIST, "flow " + dataplane::toString(spec) + " is already open on " + cfg_.ifname);
+    dataplane::EngineFlow opened = dataplane::openEngineFlow(dp_, spec, binding, fresh);
+    const dataplane::FlowEntry entry = opened.entry;
+    const dataplane::FlowOrigin origin = opened.origin;
     // Posts a previous producer left are discarded: both sides start at cons.
-    PostProducer::withdraw(opened.ring.cursor());
+    dataplane::PostProducer::withdraw(opened.ring.cursor());
     auto served =
         std::make_unique<ServedFlow>(std::move(opened), spec, region, cfg_.reorderTimeout, cfg_.completionRingSize);
     ServedFlow& ref = *served;
@@ -39,7 +40,7 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
     static constexpr const char* kOrigin[] = {
         "", " (taken over from an engine that exited: removed when this one exits)",
         " (added by npfctl: left in place when this engine exits)"};
-    NPF_INFO("flow %u: %s on %s%s", entry.id, ctl::toString(spec).c_str(), cfg_.ifname.c_str(),
+    NPF_INFO("flow %u: %s on %s%s", entry.id, dataplane::toString(spec).c_str(), cfg_.ifname.c_str(),
              kOrigin[static_cast<int>(origin)]);
     return ref;
 }
@@ -47,13 +48,13 @@ ServedFlow& FlowTable::open(const ctl::FlowSpec& spec, Region& region, const ctl
 void FlowTable::removeEntry(const ServedFlow& f) noexcept
 {
     // Withdraw the posts: they point into a region that may be about to go.
-    PostProducer::withdraw(f.cursor);
+    dataplane::PostProducer::withdraw(f.cursor);
     try {
-        const ctl::FlowEntry entry{f.id, f.gen};
+        const dataplane::FlowEntry entry{f.id, f.gen};
         if (f.ownsEntry)
-            ctl::delFlow(dp_, f.spec, entry);
+            dataplane::delFlow(dp_, f.spec, entry);
         else
-            ctl::unbindRegion(dp_, f.spec, entry);
+            dataplane::unbindRegion(dp_, f.spec, entry);
     } catch (const std::exception& e) {
         NPF_WARN("removing flow %u: %s", f.id, e.what());
     }
@@ -78,7 +79,7 @@ void FlowTable::close(ServedFlow& flow, const std::function<void()>& barrier) no
     flow.wakeApplication();
     barrier();
     gone->releaseProtection(); // no engine thread holds it now
-    NPF_INFO("flow %u: %s on %s closed", gone->id, ctl::toString(gone->spec).c_str(), cfg_.ifname.c_str());
+    NPF_INFO("flow %u: %s on %s closed", gone->id, dataplane::toString(gone->spec).c_str(), cfg_.ifname.c_str());
 }
 
 void FlowTable::closeAll() noexcept

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flow_ring.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flow_ring.h"
 #include "engine/served_flow.h"
 #include "npf/engine.h"
 #include "xsk/meta.h"
@@ -25,7 +25,7 @@ class Region;
 
 class FlowTable {
 public:
-    FlowTable(ctl::Dataplane& dp, const EngineConfig& cfg);
+    FlowTable(dataplane::Dataplane& dp, const EngineConfig& cfg);
     FlowTable(const FlowTable&) = delete;
     FlowTable& operator=(const FlowTable&) = delete;
 
@@ -38,8 +38,9 @@ public:
     // new entry and ring map even if one exists (npfd: a ring no other process
     // has mapped). Its posts are withdrawn: the sequencer and the
     // application's producer both start at the ring's cons. Throws
-    // ctl::StateError(EEXIST) if this table has it open.
-    ServedFlow& open(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding, bool fresh = false);
+    // StateError(EEXIST) if this table has it open.
+    ServedFlow& open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
+                     bool fresh = false);
     // Closes one flow while the engine runs: withdraws its posts, removes (or
     // unbinds) its entry, unpublishes it, runs `barrier` (after which no
     // engine thread holds it), frees it.
@@ -78,7 +79,7 @@ public:
 private:
     void removeEntry(const ServedFlow& f) noexcept;
 
-    ctl::Dataplane& dp_;
+    dataplane::Dataplane& dp_;
     const EngineConfig& cfg_;
     xsk::FlowSet set_;
     std::array<std::atomic<ServedFlow*>, NPF_MAX_FLOWS> byId_{};

@@ -7,12 +7,12 @@
 
 namespace npf {
 
-ServedFlow::ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& s, Region& r,
+ServedFlow::ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& s, Region& r,
                        std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize)
     : id(flow.entry.id),
       gen(flow.entry.gen),
       spec(s),
-      ownsEntry(flow.origin != ctl::FlowOrigin::FromOperator),
+      ownsEntry(flow.origin != dataplane::FlowOrigin::FromOperator),
       ringMap(std::move(flow.ring)),
       region(r),
       regionSize(r.size()),
@@ -37,7 +37,7 @@ void ServedFlow::syncProtection() noexcept
     // Published: the application has the buffer back (or will have it).
     const uint64_t head = seq.head();
     for (; releasedTo_ < head; releasedTo_++) {
-        Protected& p = protected_[releasedTo_ & PostSlots::kMask];
+        Protected& p = protected_[releasedTo_ & dataplane::PostSlots::kMask];
         if (p.len)
             region.unprotect(p.offset, p.len);
         p.len = 0;
@@ -49,8 +49,8 @@ void ServedFlow::syncProtection() noexcept
     if (protectedTo_ < head)
         protectedTo_ = head;
     for (; protectedTo_ < prod; protectedTo_++) {
-        const Post post = posts.slot(protectedTo_);
-        Protected& p = protected_[protectedTo_ & PostSlots::kMask];
+        const dataplane::Post post = posts.slot(protectedTo_);
+        Protected& p = protected_[protectedTo_ & dataplane::PostSlots::kMask];
         if (p.len || post.len == 0 || post.offset > regionSize || post.len > regionSize - post.offset)
             continue;
         region.protect(post.offset, post.len);
@@ -63,7 +63,7 @@ void ServedFlow::releaseProtection() noexcept
     if (!protected_)
         return;
     for (uint64_t s = releasedTo_; s < protectedTo_; s++) {
-        Protected& p = protected_[s & PostSlots::kMask];
+        Protected& p = protected_[s & dataplane::PostSlots::kMask];
         if (p.len)
             region.unprotect(p.offset, p.len);
         p.len = 0;

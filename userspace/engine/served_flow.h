@@ -11,12 +11,12 @@
 #include <memory>
 #include <mutex>
 
-#include "ctl/flow_ring.h"
-#include "ctl/flows.h"
+#include "dataplane/flow_ring.h"
+#include "dataplane/flows.h"
+#include "dataplane/post_ring.h"
 #include "npf/abi.h"
 #include "npf/counters.h"
 #include "order/completion_ring.h"
-#include "order/post_ring.h"
 #include "order/sequencer.h"
 #include "sys/tally.h"
 
@@ -31,7 +31,7 @@ using EngineTally = Tally<kEngineCounters>;
 class ServedFlow {
 public:
     // The flow receives into `region`; its sequencer starts at the ring's cons.
-    ServedFlow(ctl::EngineFlow flow, const ctl::FlowSpec& spec, Region& region,
+    ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& spec, Region& region,
                std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize);
     ServedFlow(const ServedFlow&) = delete;
     ServedFlow& operator=(const ServedFlow&) = delete;
@@ -55,13 +55,13 @@ public:
 
     const uint32_t id;
     const uint32_t gen; // of the id when this flow took it: npf_meta.gen must match
-    const ctl::FlowSpec spec;
+    const dataplane::FlowSpec spec;
     const bool ownsEntry; // the engine added the npf_flows entry (and removes it)
-    const ctl::FlowRing ringMap; // the post ring map, mapped (shared with XDP and the application)
+    const dataplane::FlowRing ringMap; // the post ring map, mapped (shared with XDP and the application)
     Region& region;              // where its datagrams land
     const uint64_t regionSize;
     npf_cursor* const cursor;
-    const PostReader posts;
+    const dataplane::PostReader posts;
     Sequencer seq;
     CompletionRing ring; // the shared memory; Flow::Impl consumes it
 
@@ -111,7 +111,7 @@ inline bool ServedFlow::claim(const npf_meta& m, uint64_t* s, EngineTally& c) no
         c.add<&EngineStats::rejected>();
         return false;
     }
-    const Post p = posts.slot(cl.seq);
+    const dataplane::Post p = posts.slot(cl.seq);
     if (p.offset != m.offset || m.len > p.len) {
         c.add<&EngineStats::mismatch>();
         seq.complete(cl.seq, 0, NPF_CS_LOST, 0);

@@ -7,13 +7,12 @@
 #include <optional>
 #include <thread>
 
-#include "ctl/attach.h"
-#include "ctl/engine_stats.h"
-#include "ctl/errors.h"
-#include "ctl/iface.h"
-#include "ctl/pins.h"
-#include "ctl/stats.h"
-#include "ctl/xsk_slots.h"
+#include "counters/engine_stats.h"
+#include "dataplane/attach.h"
+#include "dataplane/iface.h"
+#include "dataplane/pins.h"
+#include "dataplane/stats.h"
+#include "dataplane/xsk_slots.h"
 #include "region/region.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -23,23 +22,23 @@
 namespace npf {
 namespace {
 
-ctl::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
+dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
 {
-    ctl::ensureBpffs();
+    dataplane::ensureBpffs();
     try {
-        return ctl::Dataplane::open(cfg.ifname);
-    } catch (const ctl::StateError& e) {
+        return dataplane::Dataplane::open(cfg.ifname);
+    } catch (const StateError& e) {
         if (e.code().value() != ENOENT)
             throw;
     }
-    ctl::AttachOptions opt;
+    dataplane::AttachOptions opt;
     opt.ifname = cfg.ifname;
-    opt.mode = cfg.mode == XdpMode::Native ? ctl::AttachMode::Native : ctl::AttachMode::Skb;
-    ctl::AttachResult r = ctl::attach(opt);
-    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), ctl::toString(r.mode),
+    opt.mode = cfg.mode == XdpMode::Native ? dataplane::AttachMode::Native : dataplane::AttachMode::Skb;
+    dataplane::AttachResult r = dataplane::attach(opt);
+    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), dataplane::toString(r.mode),
              r.progId, r.queues);
     *attached = true;
-    return ctl::Dataplane::open(cfg.ifname);
+    return dataplane::Dataplane::open(cfg.ifname);
 }
 
 // More would only contend for the regions' locks.
@@ -51,15 +50,15 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
     : cfg_(c), ownEpochs_(epochs ? nullptr : std::make_unique<EpochDomain>()), epochs_(epochs ? *epochs : *ownEpochs_)
 {
     if (cfg_.ifname.empty())
-        throw ctl::ArgumentError("engine: no interface given");
+        throw ArgumentError("engine: no interface given");
     if (cfg_.completionRingSize < NPF_POST_RING_SIZE || (cfg_.completionRingSize & (cfg_.completionRingSize - 1)))
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": completion ring size must be a power of two >= " +
-                                 std::to_string(NPF_POST_RING_SIZE));
+        throw ArgumentError("engine on " + cfg_.ifname + ": completion ring size must be a power of two >= " +
+                            std::to_string(NPF_POST_RING_SIZE));
     if (cfg_.reorderTimeout.count() <= 0)
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
+        throw ArgumentError("engine on " + cfg_.ifname + ": reorder timeout must be positive");
     if (cfg_.pagerThreads < 1 || cfg_.pagerThreads > kMaxPagers)
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": pager threads must be 1.." +
-                                 std::to_string(kMaxPagers) + ", not " + std::to_string(cfg_.pagerThreads));
+        throw ArgumentError("engine on " + cfg_.ifname + ": pager threads must be 1.." +
+                            std::to_string(kMaxPagers) + ", not " + std::to_string(cfg_.pagerThreads));
     netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!netns_)
         throwErrno("open /proc/thread-self/ns/net");
@@ -79,17 +78,17 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
 
 void Service::setUp()
 {
-    if (!ctl::xskSlots(*dp_).empty())
-        throw ctl::StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
-                                         " (npfctl status " + cfg_.ifname + ")");
+    if (!dataplane::xskSlots(*dp_).empty())
+        throw StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
+                                    " (npfctl status " + cfg_.ifname + ")");
     flows_ = std::make_unique<FlowTable>(*dp_, cfg_);
     flows_->withdrawStale();
 
     uint32_t nq = cfg_.queues ? cfg_.queues : dp_->queues();
     if (nq > dp_->queues())
-        throw ctl::ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
-                                 " queues requested, the program serves " + std::to_string(dp_->queues()));
-    const uint32_t mtu = ctl::linkMtu(cfg_.ifname); // in this (the service's) network namespace
+        throw ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
+                            " queues requested, the program serves " + std::to_string(dp_->queues()));
+    const uint32_t mtu = dataplane::linkMtu(cfg_.ifname); // in this (the service's) network namespace
     const xsk::QueueSizes sizes =
         xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);
     NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,
@@ -106,8 +105,8 @@ void Service::setUp()
         qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
         queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_->set(), dp_->xsks()));
     }
-    statsPath_ = cfg_.statsPath.empty() ? ctl::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
-    Pager::Hooks hooks;
+    statsPath_ = cfg_.statsPath.empty() ? counters::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
+    PagerHooks hooks;
     hooks.tick = [this] { writeStatsFile(); };
     hooks.gone = [this] {
         ifaceGone_.store(true, std::memory_order_release);
@@ -115,10 +114,11 @@ void Service::setUp()
             w->requestStop();
     };
     const uint32_t np = cfg_.pagerThreads;
+    wakers_ = std::make_unique<PagerWakers>(np);
+    pagerCtx_ = std::make_unique<PagerContext>(
+        PagerContext{cfg_, regions_, *flows_, queues_, *wakers_, sizes.frameSize * sizes.framesPerPacket, std::move(hooks)});
     for (uint32_t k = 0; k < np; k++)
-        pagers_.push_back(std::make_unique<Pager>(cfg_, PagerShard{k, np, nq}, pagers_, regions_, *flows_, queues_,
-                                                  sizes.frameSize * sizes.framesPerPacket,
-                                                  k == 0 ? std::move(hooks) : Pager::Hooks{}));
+        pagers_.push_back(std::make_unique<Pager>(*pagerCtx_, PagerShard{k, np, nq}));
     if (np > 1)
         NPF_INFO("%s: %u pagers (queue q's backup ring: pager q %% %u; regions round robin after the queues)",
                  cfg_.ifname.c_str(), np, np);
@@ -179,7 +179,7 @@ void Service::detachOnExit() noexcept
     // An interface that is gone took the program with it: force removes the
     // pins this service created.
     try {
-        ctl::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
+        dataplane::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
     } catch (const std::exception& e) {
         NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
     }
@@ -197,7 +197,7 @@ void Service::removeRegion(Region& r) noexcept
     addCounters(kRegionCounters, retiredRegions_, s);
 }
 
-ServedFlow& Service::openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+ServedFlow& Service::openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                               bool fresh)
 {
     return flows_->open(spec, region, binding, fresh);
@@ -226,11 +226,6 @@ void Service::closeFlow(ServedFlow& f) noexcept
     });
 }
 
-void Service::wakeApplications() noexcept
-{
-    flows_->forEach([](ServedFlow& f) { f.wakeApplication(); });
-}
-
 std::string Service::failure() const
 {
     if (ifaceGone_.load(std::memory_order_acquire))
@@ -238,6 +233,6 @@ std::string Service::failure() const
     return "";
 }
 
-std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return ctl::readXdpStats(*dp_); }
+std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return dataplane::readXdpStats(*dp_); }
 
 } // namespace npf

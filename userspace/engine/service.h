@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "ctl/dataplane.h"
-#include "ctl/flow_ring.h"
+#include "dataplane/dataplane.h"
+#include "dataplane/flow_ring.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/region_set.h"
@@ -57,11 +57,8 @@ public:
     void removeRegion(Region& r) noexcept;
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
-    // The pagers serve the faults of the regions added to this service; they
-    // install payloads into any flow's region.
-    RegionSet& regions() noexcept { return regions_; }
 
-    ServedFlow& openFlow(const ctl::FlowSpec& spec, Region& region, const ctl::RegionBinding& binding,
+    ServedFlow& openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                          bool fresh = false);
     // While the engine runs: the flow's datagrams pass to the kernel from
     // now on, and no engine thread holds it when this returns.
@@ -75,13 +72,9 @@ public:
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
     bool attachedByUs() const noexcept { return attachedByUs_; }
-    const ctl::Dataplane& dataplane() const noexcept { return *dp_; }
-    const EngineConfig& config() const noexcept { return cfg_; }
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
     void syncPagers() noexcept;
-    // Every served flow's application side (Flow::wait) wakes, e.g. to see failure().
-    void wakeApplications() noexcept;
 
 private:
     void setUp();
@@ -94,12 +87,14 @@ private:
     Fd netns_; // the network namespace the service was created in (teardown runs there)
     bool attachedByUs_ = false;
     bool started_ = false;
-    std::optional<ctl::Dataplane> dp_;
+    std::optional<dataplane::Dataplane> dp_;
     std::unique_ptr<EpochDomain> ownEpochs_;
     EpochDomain& epochs_;
     RegionSet regions_;
     std::unique_ptr<FlowTable> flows_;
     std::vector<std::unique_ptr<xsk::QueueSockets>> queues_;
+    std::unique_ptr<PagerWakers> wakers_;
+    std::unique_ptr<PagerContext> pagerCtx_;
     std::vector<std::unique_ptr<Pager>> pagers_;   // [0] is the lead
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
     std::atomic<bool> ifaceGone_{false};           // set once, by the lead pager

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ctl/engine_stats.h"
-#include "ctl/stats.h"
+#include "counters/engine_stats.h"
+#include "dataplane/stats.h"
 #include "engine/service.h"
 #include "engine/stats.h"
 #include "region/region.h"
@@ -48,10 +48,11 @@ EngineStats Service::stats() const
     LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fast;
     for (const auto& p : pagers_) {
         p->counters().addTo(s);
-        steerToPickup.merge(p->steerToPickup);
-        pickupToImage.merge(p->pickupToImage);
-        imageToCopy.merge(p->imageToCopy);
-        faultTotal.merge(p->faultTotal);
+        const FaultPath::Latencies& l = p->latencies();
+        steerToPickup.merge(l.steerToPickup);
+        pickupToImage.merge(l.pickupToImage);
+        imageToCopy.merge(l.imageToCopy);
+        faultTotal.merge(l.faultTotal);
     }
     for (const auto& w : workers_) {
         w->counters().addTo(s);
@@ -95,8 +96,8 @@ RegionStats Service::regionStats() const
 
 std::string Service::statsJson() const
 {
-    ctl::Json j = ctl::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
-    ctl::addRegionStats(j, regionStats());
+    counters::Json j = counters::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
+    counters::addRegionStats(j, regionStats());
     return j.dump();
 }
 

@@ -36,117 +36,33 @@ void Worker::stop() noexcept
         thread_.join();
 }
 
+// The batch's flows, each once (a batch holds at most kMaxBatch datagrams;
+// a node serves up to NPF_MAX_FLOWS flows).
+void Worker::Batch::touch(ServedFlow* f) noexcept
+{
+    for (size_t j = nTouched; j-- > 0;)
+        if (touched[j] == f)
+            return;
+    touched[nTouched++] = f;
+}
+
 template <bool kBlock>
 void Worker::loop() noexcept
 {
     pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(queue_.queue())).c_str());
     pinThread(cpu_, "npf worker");
     EpochDomain::Reader reader(epochs_);
-    const bool verify = cfg_.verifyUdpChecksum;
-    // Flows completed in this batch, each once (a batch holds at most
-    // kMaxBatch datagrams; a node serves up to NPF_MAX_FLOWS flows).
-    ServedFlow* touched[xsk::kMaxBatch];
-    size_t nTouched = 0;
-    auto touch = [&](ServedFlow* f) noexcept {
-        for (size_t j = nTouched; j-- > 0;)
-            if (touched[j] == f)
-                return;
-        touched[nTouched++] = f;
-    };
-    uint64_t placed = 0;  // datagrams placed in this batch
-    uint64_t now = 0;     // time of the batch
-    bool deferredAny = false;
-    // Copies the payload to dst (gathered from every frame of a multi-buffer
-    // packet); false if its checksum is wrong.
-    auto copy = [verify](uint8_t* dst, const xsk::RxPacket& p) noexcept {
-        const uint64_t sum = xsk::copyPlaced(dst, p, verify);
-        return !verify || xsk::csumHolds(p, sum);
-    };
-    // One call per batch. Claims come first: a claim is a locked CAS, and a
-    // locked instruction waits until every earlier store has left the store
-    // buffer -- after a copy to cold cache lines that is most of the copy's
-    // cost again. Claiming the whole batch up front keeps the copies free to
-    // overlap; completions are plain release stores.
-    auto sink = [&](std::span<const xsk::RxPacket> pkts) noexcept {
-        ServedFlow* flows[xsk::kMaxBatch];
-        uint64_t seqs[xsk::kMaxBatch];
-        uint16_t status[xsk::kMaxBatch];
-        bool done[xsk::kMaxBatch];
-        for (size_t i = 0; i < pkts.size(); i++)
-            flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_);
-        now = monotonicNs();
-        for (size_t i = 0; i < pkts.size(); i++) {
-            const npf_meta& m = pkts[i].meta;
-            done[i] = false;
-            if (!flows[i])
-                continue;
-            touch(flows[i]);
-            // Inside the epoch section: a set bit cannot be cleared and the
-            // page punched until this batch ends (region.h). A clear bit means
-            // the page was evicted after XDP steered the packet: the pager
-            // places it. Block: write anyway; a missing page faults this
-            // thread and the pager serves it through the userfaultfd.
-            Region& region = flows[i]->region;
-            if (kBlock || region.isResident(m.offset, m.len)) {
-                status[i] = copy(region.base() + m.offset, pkts[i]) ? statusOf(m) : NPF_CS_BAD_CSUM;
-                done[i] = true;
-                continue;
-            }
-            const int rc = pager_.deferred().push(
-                Deferred{flows[i], seqs[i], m.offset, xsk::steeredAtNs(m, now), statusOf(m), m.len, nullptr},
-                [&](uint8_t* dst) noexcept { return copy(dst, pkts[i]); });
-            if (rc > 0) {
-                counters_.add<&EngineStats::deferred>();
-                deferredAny = true;
-                continue;
-            }
-            // Refused by the copy: a wrong checksum. Full: counted, LOST.
-            status[i] = rc == 0 ? NPF_CS_BAD_CSUM : NPF_CS_LOST;
-            if (rc < 0) {
-                counters_.add<&EngineStats::deferDrops>();
-                NPF_WARN_RL("npf worker %u: the pager's deferred queue is full: datagram completed LOST",
-                            queue_.queue());
-            }
-            done[i] = true;
-        }
-        for (size_t i = 0; i < pkts.size(); i++) {
-            if (!done[i])
-                continue;
-            const npf_meta& m = pkts[i].meta;
-            if (status[i] == NPF_CS_BAD_CSUM || status[i] == NPF_CS_LOST) {
-                if (status[i] == NPF_CS_BAD_CSUM)
-                    counters_.add<&EngineStats::csumErrors>();
-                flows[i]->seq.complete(seqs[i], 0, status[i], 0, now);
-                continue;
-            }
-            flows[i]->region.markReferenced(m.offset, m.len);
-            flows[i]->seq.complete(seqs[i], m.len, status[i], 0, now);
-            if (const uint64_t steered = xsk::steeredAtNs(m, now))
-                fastTotal_.recordSingleWriter(now - steered);
-            placed++;
-        }
-    };
-
+    auto sink = [this](std::span<const xsk::RxPacket> pkts) noexcept { placeBatch<kBlock>(pkts); };
     int idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
-        nTouched = 0;
-        placed = 0;
-        deferredAny = false;
+        batch_.reset();
         // The epoch section spans the ring peek, every region write of the
         // batch and the publishing: the pager punches no page this batch may
         // still write, and a flow closed meanwhile is freed only after it
         // (FlowTable::close).
         reader.enter();
         const uint32_t n = queue_.pollPrimary(xsk::kMaxBatch, sink);
-        if (placed)
-            counters_.add<&EngineStats::fastPath>(placed);
-        if (deferredAny)
-            pager_.wake();
-        if (nTouched) {
-            now = monotonicNs();
-            for (size_t j = 0; j < nTouched; j++)
-                touched[j]->publish(now);
-        }
+        finishBatch();
         reader.exit();
         if (n) {
             idle = 0;
@@ -159,6 +75,99 @@ void Worker::loop() noexcept
             continue;
         }
         queue_.waitPrimary(10);
+    }
+}
+
+// One call per batch. Claims come first: a claim is a locked CAS, and a
+// locked instruction waits until every earlier store has left the store
+// buffer -- after a copy to cold cache lines that is most of the copy's
+// cost again. Claiming the whole batch up front keeps the copies free to
+// overlap; completions are plain release stores.
+template <bool kBlock>
+void Worker::placeBatch(std::span<const xsk::RxPacket> pkts) noexcept
+{
+    ServedFlow* flows[xsk::kMaxBatch];
+    uint64_t seqs[xsk::kMaxBatch];
+    uint16_t status[xsk::kMaxBatch];
+    for (size_t i = 0; i < pkts.size(); i++)
+        flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_);
+    batch_.now = monotonicNs();
+    for (size_t i = 0; i < pkts.size(); i++) {
+        status[i] = kDeferred;
+        if (flows[i]) {
+            batch_.touch(flows[i]);
+            status[i] = place<kBlock>(*flows[i], seqs[i], pkts[i]);
+        }
+    }
+    for (size_t i = 0; i < pkts.size(); i++)
+        if (flows[i] && status[i] != kDeferred)
+            complete(*flows[i], seqs[i], status[i], pkts[i].meta);
+}
+
+// Copies the payload to dst (gathered from every frame of a multi-buffer
+// packet); false if its checksum is wrong.
+bool Worker::copy(uint8_t* dst, const xsk::RxPacket& p) const noexcept
+{
+    const bool verify = cfg_.verifyUdpChecksum;
+    const uint64_t sum = xsk::copyPlaced(dst, p, verify);
+    return !verify || xsk::csumHolds(p, sum);
+}
+
+// Inside the epoch section: a set bit cannot be cleared and the page
+// punched until this batch ends (region.h). A clear bit means the page was
+// evicted after XDP steered the packet: the pager places it. Block: write
+// anyway; a missing page faults this thread and the pager serves it through
+// the userfaultfd. Returns the completion status, or kDeferred.
+template <bool kBlock>
+uint16_t Worker::place(ServedFlow& f, uint64_t seq, const xsk::RxPacket& p) noexcept
+{
+    const npf_meta& m = p.meta;
+    Region& region = f.region;
+    if (kBlock || region.isResident(m.offset, m.len))
+        return copy(region.base() + m.offset, p) ? statusOf(m) : NPF_CS_BAD_CSUM;
+    const int rc =
+        pager_.deferred().push(Deferred{&f, seq, m.offset, xsk::steeredAtNs(m, batch_.now), statusOf(m), m.len, nullptr},
+                               [&](uint8_t* dst) noexcept { return copy(dst, p); });
+    if (rc > 0) {
+        counters_.add<&EngineStats::deferred>();
+        batch_.deferredAny = true;
+        return kDeferred;
+    }
+    // Refused by the copy: a wrong checksum. Full: counted, LOST.
+    if (rc < 0) {
+        counters_.add<&EngineStats::deferDrops>();
+        NPF_WARN_RL("npf worker %u: the pager's deferred queue is full: datagram completed LOST", queue_.queue());
+    }
+    return rc == 0 ? NPF_CS_BAD_CSUM : NPF_CS_LOST;
+}
+
+void Worker::complete(ServedFlow& f, uint64_t seq, uint16_t status, const npf_meta& m) noexcept
+{
+    if (status == NPF_CS_BAD_CSUM || status == NPF_CS_LOST) {
+        if (status == NPF_CS_BAD_CSUM)
+            counters_.add<&EngineStats::csumErrors>();
+        f.seq.complete(seq, 0, status, 0, batch_.now);
+        return;
+    }
+    f.region.markReferenced(m.offset, m.len);
+    f.seq.complete(seq, m.len, status, 0, batch_.now);
+    if (const uint64_t steered = xsk::steeredAtNs(m, batch_.now))
+        fastTotal_.recordSingleWriter(batch_.now - steered);
+    batch_.placed++;
+}
+
+// After the batch: its counts, the pager woken for what it deferred, the
+// touched flows' completions published.
+void Worker::finishBatch() noexcept
+{
+    if (batch_.placed)
+        counters_.add<&EngineStats::fastPath>(batch_.placed);
+    if (batch_.deferredAny)
+        pager_.wake();
+    if (batch_.nTouched) {
+        const uint64_t now = monotonicNs();
+        for (size_t j = 0; j < batch_.nTouched; j++)
+            batch_.touched[j]->publish(now);
     }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <span>
 #include <thread>
 
 #include "engine/flow_table.h"
@@ -39,6 +40,25 @@ private:
     // chosen at construction, not per packet.
     template <bool kBlock>
     void loop() noexcept;
+    template <bool kBlock>
+    void placeBatch(std::span<const xsk::RxPacket> pkts) noexcept;
+    static constexpr uint16_t kDeferred = 0xffff; // place(): handed to the pager
+    template <bool kBlock>
+    uint16_t place(ServedFlow& f, uint64_t seq, const xsk::RxPacket& p) noexcept;
+    bool copy(uint8_t* dst, const xsk::RxPacket& p) const noexcept;
+    void complete(ServedFlow& f, uint64_t seq, uint16_t status, const npf_meta& m) noexcept;
+    void finishBatch() noexcept;
+
+    // The batch being placed (one pollPrimary call).
+    struct Batch {
+        ServedFlow* touched[xsk::kMaxBatch]; // its flows, each once: published after it
+        size_t nTouched = 0;
+        uint64_t placed = 0; // datagrams placed
+        uint64_t now = 0;    // its time
+        bool deferredAny = false;
+        void touch(ServedFlow* f) noexcept;
+        void reset() noexcept { nTouched = 0, placed = 0, now = 0, deferredAny = false; }
+    };
 
     const EngineConfig& cfg_;
     xsk::QueueSockets& queue_;
@@ -48,6 +68,7 @@ private:
     const int cpu_;
     EngineTally counters_;
     LatencyHistogram fastTotal_; // steered by XDP -> completed, ns
+    Batch batch_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };

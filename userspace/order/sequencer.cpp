@@ -6,7 +6,7 @@
 
 namespace npf {
 
-Sequencer::Sequencer(PostSlots posts, SequencerConfig cfg)
+Sequencer::Sequencer(dataplane::PostSlots posts, SequencerConfig cfg)
     : posts_(posts),
       timeoutNs_(cfg.reorderTimeout.count() < 0 ? 0 : static_cast<uint64_t>(cfg.reorderTimeout.count())),
       slots_(std::make_unique<Slot[]>(kWindow)),

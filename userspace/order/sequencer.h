@@ -15,8 +15,8 @@
 #include <memory>
 #include <span>
 
+#include "dataplane/post_ring.h"
 #include "npf/abi.h"
-#include "order/post_ring.h"
 #include "sys/latency_histogram.h"
 
 namespace npf {
@@ -78,7 +78,7 @@ public:
     // read at publish time for the completion's offset and to bound len. The
     // owner must not reuse a slot before its seq is published:
     // post producer - head() <= NPF_POST_RING_SIZE.
-    explicit Sequencer(PostSlots posts, SequencerConfig cfg = {});
+    explicit Sequencer(dataplane::PostSlots posts, SequencerConfig cfg = {});
     Sequencer(const Sequencer&) = delete;
     Sequencer& operator=(const Sequencer&) = delete;
 
@@ -151,7 +151,7 @@ private:
     uint64_t lostDeadline(uint64_t seq) noexcept;
     void account(const npf_completion& c, uint64_t nowNs, uint64_t doneNs) noexcept;
 
-    const PostSlots posts_;
+    const dataplane::PostSlots posts_;
     const uint64_t timeoutNs_;
     std::unique_ptr<Slot[]> slots_;
 
@@ -255,7 +255,7 @@ size_t Sequencer::publish(uint64_t nowNs, uint64_t claimedCons, S& sink) noexcep
                     ready = true;
                     break;
                 }
-                const Post post = posts_.at(h);
+                const dataplane::Post post = posts_.at(h);
                 c = {h, post.offset, s.len, s.status, s.flags};
                 if (c.len > post.len) {
                     bump(invalid_);

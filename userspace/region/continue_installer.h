@@ -10,8 +10,7 @@
 
 #include "region/batch_timing.h"
 #include "region/install_batch.h"
-#include "region/region_fwd.h"
-#include "region/region_stats.h"
+#include "region/region_parts.h"
 
 namespace npf {
 
@@ -20,10 +19,9 @@ public:
     // Installs into the mapping of `io` through `uffd` (registered over it
     // in MINOR mode); `alias` maps the same memfd, not registered.
     // Keeps references: the region's parts, filled in before the first install.
-    ContinueInstaller(const Userfaultfd& uffd, const PageIo& io, const MmapArea& alias, PageState& state,
-                      const SpillFile& spill, const PatchPlan& plan, RegionCounters& c,
-                      const std::string& name) noexcept
-        : uffd_(uffd), io_(io), alias_(alias), state_(state), spill_(spill), plan_(plan), c_(c), name_(name)
+    ContinueInstaller(const RegionParts& parts, const MmapArea& alias) noexcept
+        : uffd_(parts.uffd), io_(parts.io), alias_(alias), state_(parts.state), spill_(parts.spill),
+          plan_(parts.plan), c_(parts.counters), name_(parts.name)
     {
     }
 

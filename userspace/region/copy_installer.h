@@ -10,8 +10,7 @@
 
 #include "region/batch_timing.h"
 #include "region/install_batch.h"
-#include "region/region_fwd.h"
-#include "region/region_stats.h"
+#include "region/region_parts.h"
 
 namespace npf {
 
@@ -20,11 +19,9 @@ public:
     // Installs into the mapping of `io` through `uffd` (registered over it),
     // up to batchPages pages per ioctl (staging holds that many images).
     // Keeps references: the region's parts, filled in before the first install.
-    CopyInstaller(const Userfaultfd& uffd, const PageIo& io, PageState& state, const SpillFile& spill,
-                  const PatchPlan& plan, const MmapArea& staging, uint32_t batchPages, RegionCounters& c,
-                  const std::string& name) noexcept
-        : uffd_(uffd), io_(io), state_(state), spill_(spill), plan_(plan), staging_(staging),
-          batchPages_(batchPages), c_(c), name_(name)
+    CopyInstaller(const RegionParts& parts, const MmapArea& staging, uint32_t batchPages) noexcept
+        : uffd_(parts.uffd), io_(parts.io), state_(parts.state), spill_(parts.spill), plan_(parts.plan),
+          staging_(staging), batchPages_(batchPages), c_(parts.counters), name_(parts.name)
     {
     }
 

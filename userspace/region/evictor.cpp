@@ -11,9 +11,8 @@
 
 namespace npf {
 
-Evictor::Evictor(PageState& state, const PageIo& io, const SpillFile& spill, RegionCounters& c, Host& host,
-                 uint32_t batchPages, const std::string& name)
-    : state_(state), io_(io), spill_(spill), c_(c), host_(host), name_(name), victims_(batchPages),
+Evictor::Evictor(const RegionParts& parts, Host& host, uint32_t batchPages)
+    : state_(parts.state), io_(parts.io), spill_(parts.spill), c_(parts.counters), host_(host), name_(parts.name), victims_(batchPages),
       save_(batchPages), failed_(batchPages)
 {
 }

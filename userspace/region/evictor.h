@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "region/region_stats.h"
+#include "region/region_parts.h"
 
 namespace npf {
 
@@ -47,8 +47,7 @@ public:
 
     // Evicts at most batchPages pages per batch. Keeps references: the
     // region's parts, filled in before the first eviction.
-    Evictor(PageState& state, const PageIo& io, const SpillFile& spill, RegionCounters& c, Host& host,
-            uint32_t batchPages, const std::string& name);
+    Evictor(const RegionParts& parts, Host& host, uint32_t batchPages);
 
     // Evicts in batches until at most targetResident pages are resident, but
     // no more than were over it at the call; ignoreReferenced: no second

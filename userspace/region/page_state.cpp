@@ -9,12 +9,11 @@ PageState::PageState(uint64_t size, uint32_t pageShift, uint64_t* residentBitmap
 {
     const size_t bitmapWords = PageState::bitmapWords(size_), words = (pages_ + 63) / 64;
     if (residentBitmap) {
-        bitmap_ = residentBitmap;
-        for (size_t i = 0; i < bitmapWords; ++i)
-            __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
+        bitmap_ = dataplane::ResidentBits(residentBitmap, bitmapWords);
+        bitmap_.clearAll();
     } else {
         ownBitmap_ = LazyArray<uint64_t>(bitmapWords, "resident bitmap of " + who);
-        bitmap_ = ownBitmap_.data();
+        bitmap_ = dataplane::ResidentBits(ownBitmap_.data(), bitmapWords);
     }
     present_ = LazyArray<uint64_t>(words, "present bitmap of " + who);
     referenced_ = LazyArray<uint64_t>(words, "referenced bitmap of " + who);
@@ -37,7 +36,7 @@ PageState& PageState::operator=(PageState&& o) noexcept
     pages_ = std::exchange(o.pages_, 0);
     pageShift_ = o.pageShift_;
     ownBitmap_ = std::move(o.ownBitmap_);
-    bitmap_ = std::exchange(o.bitmap_, nullptr);
+    bitmap_ = std::exchange(o.bitmap_, {});
     present_ = std::move(o.present_);
     referenced_ = std::move(o.referenced_);
     saved_ = std::move(o.saved_);
@@ -51,15 +50,7 @@ PageState& PageState::operator=(PageState&& o) noexcept
     return *this;
 }
 
-void PageState::clearResidentBitmap() noexcept
-{
-    if (!bitmap_)
-        return;
-    const size_t words = bitmapWords(size_);
-    for (size_t i = 0; i < words; ++i)
-        if (bitmap_[i])
-            __atomic_store_n(&bitmap_[i], 0, __ATOMIC_RELEASE);
-}
+void PageState::clearResidentBitmap() noexcept { bitmap_.clearAll(); }
 
 bool PageState::isResident(uint64_t offset, uint64_t len) const noexcept
 {
@@ -68,29 +59,25 @@ bool PageState::isResident(uint64_t offset, uint64_t len) const noexcept
     if (!len)
         return true;
     for (uint64_t p = offset >> NPF_PAGE_SHIFT, last = (offset + len - 1) >> NPF_PAGE_SHIFT; p <= last; ++p)
-        if (!bits::testAcquire(bitmap_, p))
+        if (!bitmap_.test(p))
             return false;
     return true;
 }
 
 void PageState::setResident(uint64_t page) noexcept
 {
-    if (pageShift_ == NPF_PAGE_SHIFT) {
-        bits::setAtomic(bitmap_, page, __ATOMIC_RELEASE);
-        return;
-    }
-    for (uint64_t w = page * wordsPerPage(); w < (page + 1) * wordsPerPage(); ++w)
-        __atomic_store_n(&bitmap_[w], ~uint64_t{0}, __ATOMIC_RELEASE);
+    if (pageShift_ == NPF_PAGE_SHIFT)
+        bitmap_.set(page);
+    else
+        bitmap_.setWords(page * wordsPerPage(), wordsPerPage());
 }
 
 void PageState::clearResident(uint64_t page) noexcept
 {
-    if (pageShift_ == NPF_PAGE_SHIFT) {
-        bits::clearAtomic(bitmap_, page, __ATOMIC_SEQ_CST);
-        return;
-    }
-    for (uint64_t w = page * wordsPerPage(); w < (page + 1) * wordsPerPage(); ++w)
-        __atomic_store_n(&bitmap_[w], 0, __ATOMIC_SEQ_CST);
+    if (pageShift_ == NPF_PAGE_SHIFT)
+        bitmap_.clear(page);
+    else
+        bitmap_.clearWords(page * wordsPerPage(), wordsPerPage());
 }
 
 void PageState::markInstalled(uint64_t page) noexcept
@@ -108,7 +95,7 @@ void PageState::markEvicted(uint64_t page) noexcept
     bits::clearAtomic(discard_.data(), page, __ATOMIC_RELAXED);
     if (released_.data()) // it comes back whole, nothing of it released
         for (uint64_t w = page * wordsPerPage(); w < (page + 1) * wordsPerPage(); ++w)
-            __atomic_store_n(&released_.data()[w], 0, __ATOMIC_RELAXED);
+            std::atomic_ref<uint64_t>(released_[w]).store(0, std::memory_order_relaxed);
     bits::clear(present_.data(), page);
     resident_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -149,7 +136,7 @@ void PageState::unrelease(uint64_t offset, uint64_t len) noexcept
 bool PageState::wholePageReleased(uint64_t page) const noexcept
 {
     for (uint64_t w = page * wordsPerPage(); w < (page + 1) * wordsPerPage(); ++w)
-        if (__atomic_load_n(&released_.data()[w], __ATOMIC_ACQUIRE) != ~uint64_t{0})
+        if (std::atomic_ref<uint64_t>(released_[w]).load(std::memory_order_acquire) != ~uint64_t{0})
             return false;
     return true;
 }

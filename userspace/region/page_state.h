@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "dataplane/resident_bits.h"
 #include "npf/abi.h"
 #include "sys/lazy_array.h"
 
@@ -37,7 +38,7 @@ public:
 
     static size_t bitmapWords(uint64_t size) noexcept { return (size / NPF_PAGE_SIZE + 63) / 64; }
     uint64_t pages() const noexcept { return pages_; }
-    const uint64_t* residentBitmap() const noexcept { return bitmap_; }
+    const uint64_t* residentBitmap() const noexcept { return bitmap_.words(); }
 
     // True if every 4 KiB page of [offset, offset + len) has its resident bit set.
     bool isResident(uint64_t offset, uint64_t len) const noexcept;
@@ -122,7 +123,7 @@ private:
     uint32_t pageShift_ = NPF_PAGE_SHIFT;
 
     LazyArray<uint64_t> ownBitmap_;
-    uint64_t* bitmap_ = nullptr;        // resident bits (shared with XDP)
+    dataplane::ResidentBits bitmap_;    // resident bits (shared with XDP)
     LazyArray<uint64_t> present_;       // page is in the memfd (pager's view)
     LazyArray<uint64_t> referenced_;    // clock second-chance bits
     LazyArray<uint64_t> saved_;         // content is in the spill file

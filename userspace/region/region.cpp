@@ -52,21 +52,14 @@ void checkHugePages(uint64_t need, const std::string& who)
                            " > /proc/sys/vm/nr_hugepages` (or hugepages=N on the kernel command line)");
 }
 
-// Checks a config; returns its page shift.
-uint32_t checkedPageShift(const RegionConfig& cfg)
+RegionGeometry checkedGeometry(const RegionConfig& cfg)
 {
-    const std::string& who = cfg.name;
-    const bool huge = cfg.pageSize == kHugePageSize;
-    if (cfg.pageSize != kPage && !huge)
-        throwErrno(EINVAL, "region " + who + ": page size " + sizeStr(cfg.pageSize) + " must be 4096 or 2 MiB");
-    if (cfg.size == 0 || cfg.size % cfg.pageSize)
-        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg.size) + " must be a non-zero multiple of " +
-                               (huge ? "2 MiB (its page size)" : "4096"));
-    if (cfg.size / kPage > NPF_MAX_REGION_PAGES)
-        throwErrno(EINVAL, "region " + who + ": size " + sizeStr(cfg.size) + " exceeds the 1 TiB maximum");
-    if (cfg.maxBatchPages == 0 || cfg.maxBatchPages > 1024)
-        throwErrno(EINVAL, "region " + who + ": maxBatchPages must be 1..1024");
-    return huge ? 21 : NPF_PAGE_SHIFT;
+    RegionGeometry g;
+    std::string why;
+    if (RegionGeometry::check(cfg.size, cfg.pageSize, cfg.residentBudget, cfg.maxBatchPages, &g, &why) !=
+        RegionGeometry::Error::None)
+        throwErrno(EINVAL, "region " + cfg.name + ": " + why);
+    return g;
 }
 
 } // namespace
@@ -76,16 +69,13 @@ Region::Region(const RegionConfig& cfg) : Region(cfg, nullptr) {}
 Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &client) {}
 
 Region::Region(const RegionConfig& cfg, ClientMemory* client)
-    : cfg_(cfg), pageShift_(checkedPageShift(cfg_)), size_(cfg_.size), pages_(size_ >> pageShift_),
-      batchPages_(std::max<uint32_t>(1, static_cast<uint32_t>((uint64_t{cfg_.maxBatchPages} * kPage) >> pageShift_))),
-      budgetPages_(cfg_.residentBudget ? std::max<uint64_t>(1, cfg_.residentBudget >> pageShift_) : 0),
+    : cfg_(cfg), geo_(checkedGeometry(cfg_)),
       c_(std::make_unique<RegionCounters>()),
-      copy_(uffd_, io_, state_, spill_, plan_, staging_, batchPages_, *c_, cfg_.name),
-      continue_(uffd_, io_, alias_, state_, spill_, plan_, *c_, cfg_.name),
-      evictor_(state_, io_, spill_, *c_, *this, batchPages_, cfg_.name)
+      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, geo_.batchPages),
+      continue_(parts_, alias_), evictor_(parts_, *this, geo_.batchPages)
 {
     const std::string& who = cfg_.name;
-    const bool huge = pageShift_ != NPF_PAGE_SHIFT;
+    const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
     if (client) {
         adoptMemfd(std::move(client->memfd));
     } else {
@@ -94,13 +84,13 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
             throwErrno(huge ? "memfd_create(MFD_HUGETLB | MFD_HUGE_2MB) for region " + who +
                                   " (does the kernel have hugetlbfs?)"
                             : "memfd_create for region " + who);
-        if (::ftruncate(memfd_.get(), static_cast<off_t>(size_)) != 0)
-            throwErrno("size region memfd " + who + " to " + sizeStr(size_));
+        if (::ftruncate(memfd_.get(), static_cast<off_t>(geo_.size)) != 0)
+            throwErrno("size region memfd " + who + " to " + sizeStr(geo_.size));
     }
     if (huge) // a client's hugetlbfs memfd takes its pages from the same pool
-        checkHugePages(budgetPages_ ? budgetPages_ + batchPages_ : pages_, who);
-    map_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
-                         "region " + who + " (" + sizeStr(size_) + ")");
+        checkHugePages(geo_.budgetPages ? geo_.budgetPages + geo_.batchPages : geo_.pages(), who);
+    map_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
+                         "region " + who + " (" + sizeStr(geo_.size) + ")");
 
     uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
                                   (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
@@ -109,12 +99,12 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     // that a page in the page cache but not yet mapped here still faults.
     const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (huge ? UFFDIO_REGISTER_MODE_MINOR : 0);
     if (huge)
-        alias_ = MmapArea::map(size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
+        alias_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                                "alias of region " + who);
     wp_ = cfg_.writeProtectFence && (uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
     if (wp_) {
         try {
-            uffd_.registerRange(base(), size_, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
+            uffd_.registerRange(base(), geo_.size, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
         } catch (const std::system_error& e) {
             NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
                      who.c_str(), e.what());
@@ -122,21 +112,21 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         }
     }
     if (!wp_)
-        uffd_.registerRange(base(), size_, modes, "region " + who);
+        uffd_.registerRange(base(), geo_.size, modes, "region " + who);
 
     if (client && client->spill)
-        spill_ = SpillFile::adopt(std::move(client->spill), size_, "region " + who);
+        spill_ = SpillFile::adopt(std::move(client->spill), geo_.size, "region " + who);
     else
-        spill_ = SpillFile::open(size_, cfg_.spillDir, who + "-spill");
+        spill_ = SpillFile::open(geo_.size, cfg_.spillDir, who + "-spill");
 
-    state_ = PageState(size_, pageShift_, cfg_.residentBitmap, who);
+    state_ = PageState(geo_.size, geo_.pageShift, cfg_.residentBitmap, who);
 
-    staging_ = MmapArea::map(bytes(batchPages_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+    staging_ = MmapArea::map(bytes(geo_.batchPages), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
                              "staging pages of " + who);
     std::memset(staging_.get(), 0, staging_.size());
     // With client memory, saves read through staging: free, as installs
     // hold the lock too.
-    io_ = PageIo(base(), pageShift_, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
+    io_ = PageIo(base(), geo_.pageShift, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
     scratchPages_.reserve(4096);
     scratchBegin_.reserve(4096);
     scratchEnd_.reserve(4096);
@@ -145,8 +135,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     if (client && client->uffd)
         adoptClientUffd(std::move(client->uffd), client->base);
     NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, write-protect fence %s%s", who.c_str(),
-              static_cast<unsigned long long>(pages_), huge ? "2 MiB" : "4 KiB",
-              static_cast<unsigned long long>(budgetPages_),
+              static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
+              static_cast<unsigned long long>(geo_.budgetPages),
               wp_ ? "on" : "off",
               !adopted_      ? ""
               : !clientUffd_ ? ", client memory (its faults not served)"
@@ -183,7 +173,7 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
     std::lock_guard lk(mu_);
     if (t)
         *t = BatchTiming{monotonicNs()};
-    int rc = plan_.build(patches, size_, pageShift_, results);
+    int rc = plan_.build(patches, geo_.size, geo_.pageShift, results);
     if (rc < 0)
         return rc;
     auto pieces = plan_.pieces();
@@ -317,9 +307,9 @@ int Region::serviceFaultsLocked(BatchTiming* t) noexcept
             if (msg.event != UFFD_EVENT_PAGEFAULT)
                 continue;
             uintptr_t a = static_cast<uintptr_t>(msg.arg.pagefault.address);
-            if (a < lo || a - lo >= size_)
+            if (a < lo || a - lo >= geo_.size)
                 continue;
-            uint64_t page = (a - lo) >> pageShift_;
+            uint64_t page = (a - lo) >> geo_.pageShift;
             ++served;
             c_->add<&RegionStats::cpuFaults>();
             // WP: left over from an eviction whose fence is lifted; the
@@ -389,13 +379,13 @@ size_t Region::preallocate(uint64_t first, uint64_t last, std::span<uint64_t> he
 
 int Region::prefetch(uint64_t offset, uint64_t len) noexcept
 {
-    if (offset > size_ || len > size_ - offset)
+    if (offset > geo_.size || len > geo_.size - offset)
         return -EINVAL;
     if (!len)
         return 0;
-    const uint64_t first = offset >> pageShift_, last = (offset + len - 1) >> pageShift_;
+    const uint64_t first = offset >> geo_.pageShift, last = (offset + len - 1) >> geo_.pageShift;
     std::array<uint64_t, kPreallocMax> held;
-    const size_t nHeld = pageShift_ > NPF_PAGE_SHIFT ? preallocate(first, last, held) : 0;
+    const size_t nHeld = geo_.pageShift > NPF_PAGE_SHIFT ? preallocate(first, last, held) : 0;
     const int rc = prefetchLocked(first, last);
     for (size_t i = 0; i < nHeld; ++i)
         state_.unhold(held[i]);
@@ -410,7 +400,7 @@ int Region::prefetchLocked(uint64_t first, uint64_t last) noexcept
         scratchPages_.clear();
         // One batch at a time, evicting after each: residency stays within
         // the budget plus one batch however long the range is.
-        for (; p <= last && scratchPages_.size() < batchPages_; ++p)
+        for (; p <= last && scratchPages_.size() < geo_.batchPages; ++p)
             if (!state_.present(p) && !pushBack(scratchPages_, p))
                 return installed ? installed : -ENOMEM;
         if (scratchPages_.empty())
@@ -429,7 +419,7 @@ int Region::prefetchLocked(uint64_t first, uint64_t last) noexcept
 
 int Region::release(uint64_t offset, uint64_t len) noexcept
 {
-    if (offset > size_ || len > size_ - offset)
+    if (offset > geo_.size || len > geo_.size - offset)
         return -EINVAL;
     std::lock_guard lk(mu_);
     return state_.release(offset, len, [&](uint64_t page) { spill_.drop(bytes(page), bytes(1)); });

@@ -40,6 +40,7 @@
 #include "region/copy_installer.h"
 #include "region/epoch.h"
 #include "region/evictor.h"
+#include "region/geometry.h"
 #include "region/page_io.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
@@ -52,11 +53,6 @@
 #include "sys/ticket_lock.h"
 
 namespace npf {
-
-// Page sizes a region can have: 4 KiB (shmem memfd) and 2 MiB (hugetlbfs
-// memfd, MFD_HUGETLB | MFD_HUGE_2MB: pages come from the kernel's huge page
-// pool, /proc/sys/vm/nr_hugepages).
-constexpr uint64_t kHugePageSize = 2ull << 20;
 
 struct RegionConfig {
     uint64_t size = 1ull << 30;        // bytes, a multiple of pageSize
@@ -73,7 +69,7 @@ struct RegionConfig {
     EpochDomain* epochs = nullptr;     // fast-path writers to wait for; may be null
     std::string spillDir;              // "" = spill into a second memfd
     std::string name = "npf-region";
-    uint32_t maxBatchPages = 64;       // 4 KiB pages per UFFDIO_COPY and per eviction batch (at least one page)
+    uint32_t maxBatchPages = kDefaultBatchPages; // 4 KiB pages per UFFDIO_COPY and per eviction batch (at least one page)
     bool autoEvict = true;             // evict to budget at the end of each install call
     // Write-protect victims between save and punch so that writers outside
     // the epoch protocol (the application) cannot lose a write. Off: only
@@ -111,15 +107,16 @@ public:
     Region& operator=(const Region&) = delete;
 
     uint8_t* base() const noexcept { return map_.as<uint8_t>(); }
-    uint64_t size() const noexcept { return size_; }
-    uint64_t pages() const noexcept { return pages_; } // of pageSize()
-    uint64_t pageSize() const noexcept { return uint64_t{1} << pageShift_; }
+    const RegionGeometry& geometry() const noexcept { return geo_; }
+    uint64_t size() const noexcept { return geo_.size; }
+    uint64_t pages() const noexcept { return geo_.pages(); } // of pageSize()
+    uint64_t pageSize() const noexcept { return uint64_t{1} << geo_.pageShift; }
     int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
     int memfd() const noexcept { return memfd_.get(); }
     const uint64_t* residentBitmap() const noexcept { return state_.residentBitmap(); }
-    size_t residentBitmapWords() const noexcept { return PageState::bitmapWords(size_); }
+    size_t residentBitmapWords() const noexcept { return PageState::bitmapWords(geo_.size); }
     bool writeProtectFence() const noexcept { return wp_; }
-    uint64_t budgetPages() const noexcept { return budgetPages_; }
+    uint64_t budgetPages() const noexcept { return geo_.budgetPages; }
 
     // The client side (a region built from ClientMemory). Any failed ioctl on
     // the client's uffd means the client is gone (it exited, or broke the
@@ -192,7 +189,7 @@ private:
     void clientFailed(int err, const char* what) noexcept;
     uint8_t* clientAddr(uint64_t page) const noexcept
     {
-        return reinterpret_cast<uint8_t*>(clientBase_ + (page << pageShift_));
+        return reinterpret_cast<uint8_t*>(clientBase_ + (page << geo_.pageShift));
     }
 
     // Installs missing pages (sorted, unique), picking the primitive per
@@ -214,14 +211,10 @@ private:
     int raiseFence(uint64_t page, uint64_t n) noexcept override;
     void liftFence(uint64_t page, uint64_t n) noexcept override;
     uint8_t* pageAddr(uint64_t page) const noexcept { return io_.addr(page); }
-    uint64_t bytes(uint64_t pages) const noexcept { return pages << pageShift_; }
+    uint64_t bytes(uint64_t pages) const noexcept { return pages << geo_.pageShift; }
 
     RegionConfig cfg_;
-    uint32_t pageShift_ = NPF_PAGE_SHIFT;
-    uint64_t size_ = 0;
-    uint64_t pages_ = 0;
-    uint32_t batchPages_ = 0;           // pages per install/eviction batch (maxBatchPages in bytes, >= 1)
-    uint64_t budgetPages_ = 0;
+    const RegionGeometry geo_;
     bool wp_ = false;
     bool adopted_ = false;              // the memfd is a client's
     bool clientWp_ = false;             // fence the client's mapping too
@@ -238,13 +231,14 @@ private:
     Userfaultfd clientUffd_;
     SpillFile spill_;
     PageState state_;
-    MmapArea staging_;                  // batchPages_ page images
+    MmapArea staging_;                  // geo_.batchPages page images
     PatchPlan plan_;
     PageIo io_;
     std::unique_ptr<RegionCounters> c_;
 
     // Built in the initializer list with references to the parts above,
     // which the constructor's body fills in.
+    const RegionParts parts_;
     CopyInstaller copy_;
     ContinueInstaller continue_;
     Evictor evictor_;

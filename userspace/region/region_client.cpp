@@ -35,7 +35,7 @@ void Region::adoptMemfd(Fd memfd)
     struct statfs fs{};
     if (::fstatfs(memfd.get(), &fs) != 0)
         throwErrno("fstatfs " + what);
-    const bool huge = pageShift_ != NPF_PAGE_SHIFT;
+    const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
     if (!huge && fs.f_type != TMPFS_MAGIC)
         throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB) as 4 KiB pages need");
     if (huge && (fs.f_type != HUGETLBFS_MAGIC || static_cast<uint64_t>(fs.f_bsize) != kHugePageSize))
@@ -61,9 +61,9 @@ void Region::adoptMemfd(Fd memfd)
     struct stat st{};
     if (::fstat(memfd.get(), &st) != 0)
         throwErrno("fstat " + what);
-    if (static_cast<uint64_t>(st.st_size) < size_)
+    if (static_cast<uint64_t>(st.st_size) < geo_.size)
         throwErrno(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes, less than the region's " +
-                               std::to_string(size_) + ": refused");
+                               std::to_string(geo_.size) + ": refused");
     memfd_ = std::move(memfd);
     adopted_ = true;
 }
@@ -71,10 +71,10 @@ void Region::adoptMemfd(Fd memfd)
 void Region::adoptClientUffd(Fd uffd, uint64_t base)
 {
     const std::string who = "the client of region " + cfg_.name;
-    if (base % bytes(1) || base + size_ < base) {
+    if (base % bytes(1) || base + geo_.size < base) {
         char hex[32];
         std::snprintf(hex, sizeof(hex), "0x%llx", static_cast<unsigned long long>(base));
-        throwErrno(EINVAL, who + ": base " + hex + " is not the page-aligned start of " + std::to_string(size_) +
+        throwErrno(EINVAL, who + ": base " + hex + " is not the page-aligned start of " + std::to_string(geo_.size) +
                                " bytes");
     }
     clientUffd_ = Userfaultfd::adopt(std::move(uffd), who);
@@ -86,7 +86,7 @@ void Region::adoptClientUffd(Fd uffd, uint64_t base)
     // ENOENT: not registered for WP (or not at all) there.
     int rc = 0;
     for (int again = 0; again < 100; ++again) {
-        rc = clientUffd_.writeProtect(clientAddr(0), size_, false, false);
+        rc = clientUffd_.writeProtect(clientAddr(0), geo_.size, false, false);
         if (rc != -EAGAIN)
             break;
         serviceClientFaultsLocked(nullptr); // reads the event that holds the client's mappings
@@ -171,13 +171,13 @@ int Region::serviceClientFaultsLocked(BatchTiming* t) noexcept
                 continue;
             }
             uint64_t a = msg.arg.pagefault.address;
-            if (a < clientBase_ || a - clientBase_ >= size_) {
+            if (a < clientBase_ || a - clientBase_ >= geo_.size) {
                 c_->add<&RegionStats::clientIgnored>();
                 NPF_WARN_RL("region %s: client fault at 0x%llx outside its region: ignored", cfg_.name.c_str(),
                             static_cast<unsigned long long>(a));
                 continue;
             }
-            uint64_t page = (a - clientBase_) >> pageShift_;
+            uint64_t page = (a - clientBase_) >> geo_.pageShift;
             ++served;
             c_->add<&RegionStats::clientFaults>();
             // WP: left over from an eviction whose fence is lifted (the lift

@@ -14,10 +14,10 @@ namespace npf {
 int Region::evictToBudget() noexcept
 {
     std::lock_guard lk(mu_);
-    if (!budgetPages_ || residentPages() <= budgetPages_)
+    if (!geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return 0;
-    uint64_t slack = std::min<uint64_t>(batchPages_, budgetPages_ / 4);
-    return evictor_.evictTo(budgetPages_ - slack, false);
+    uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
+    return evictor_.evictTo(geo_.budgetPages - slack, false);
 }
 
 int Region::evictAll() noexcept
@@ -28,10 +28,10 @@ int Region::evictAll() noexcept
 
 void Region::autoEvictLocked() noexcept
 {
-    if (!cfg_.autoEvict || !budgetPages_ || residentPages() <= budgetPages_)
+    if (!cfg_.autoEvict || !geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return;
-    uint64_t slack = std::min<uint64_t>(batchPages_, budgetPages_ / 4);
-    evictor_.evictTo(budgetPages_ - slack, false);
+    uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
+    evictor_.evictTo(geo_.budgetPages - slack, false);
 }
 
 void Region::waitGrace() noexcept

@@ -67,19 +67,21 @@ bool userfaultfdAvailable(std::string* why)
     return ok;
 }
 
-Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::string& who)
+Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::string& who, int flags)
 {
     Userfaultfd u;
-    u.fd_.reset(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+    u.fd_.reset(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK | flags));
     if (!u.fd_)
-        throwErrno("userfaultfd for " + who +
-                   " (needs root, or access to /dev/userfaultfd, or vm.unprivileged_userfaultfd=1)");
+        throwErrno((flags & UFFD_USER_MODE_ONLY)
+                       ? "userfaultfd (user-mode only) for " + who
+                       : "userfaultfd for " + who +
+                             " (needs root, or access to /dev/userfaultfd, or vm.unprivileged_userfaultfd=1)");
 
     // Probe what the kernel offers on a throwaway fd: UFFDIO_API may be
     // called only once per fd.
     uint64_t offered = 0;
     {
-        Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+        Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK | flags));
         uffdio_api api{};
         api.api = UFFD_API;
         if (probe && ::ioctl(probe.get(), UFFDIO_API, &api) == 0)

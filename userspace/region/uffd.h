@@ -32,8 +32,10 @@ public:
     Userfaultfd() noexcept = default;
 
     // Opens a non-blocking uffd and negotiates `wanted` features; the ones in
-    // `optional` are dropped silently when the kernel lacks them.
-    static Userfaultfd open(uint64_t wanted, uint64_t optional, const std::string& who);
+    // `optional` are dropped silently when the kernel lacks them. `flags`:
+    // more userfaultfd(2) flags, e.g. UFFD_USER_MODE_ONLY, which an
+    // unprivileged process (npfd's client) may always have.
+    static Userfaultfd open(uint64_t wanted, uint64_t optional, const std::string& who, int flags = 0);
     // Takes over a userfaultfd another process created, negotiated and
     // registered (npfd's client, through SCM_RIGHTS) and makes it
     // non-blocking (poll() reports POLLERR on a blocking one). Throws if `fd`

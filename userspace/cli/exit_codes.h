@@ -1,0 +1,21 @@
+// Exit codes of npf's command-line tools, npfctl and npf-recv (documented in
+// docs/cli.md and README.md).
+#pragma once
+
+#include <exception>
+
+namespace npf::cli {
+
+enum ExitCode : int {
+    kExitOk = 0,
+    kExitFailure = 1,    // runtime failure
+    kExitUsage = 2,      // usage / bad arguments
+    kExitPermission = 3, // not root / EPERM
+    kExitNoDevice = 4,   // no such interface
+    kExitConflict = 5,   // already attached / foreign program / not attached / flow conflicts
+};
+
+// The exit code for an exception thrown by a command.
+int exitCodeFor(const std::exception& e);
+
+} // namespace npf::cli

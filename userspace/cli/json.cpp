@@ -1,0 +1,61 @@
+#include "cli/json.h"
+
+namespace npf::cli {
+
+Json toJson(const dataplane::InstanceStatus& s)
+{
+    Json j;
+    j["interface"] = s.ifname;
+    j["ifindex"] = s.ifindex;
+    j["state"] = toString(s.state);
+    j["mode"] = s.mode ? Json(toString(*s.mode)) : Json(nullptr);
+    j["prog_id"] = s.progId;
+    j["flows"] = s.flows;
+    j["queues"] = s.queues;
+    j["regions"] = s.regions;
+    j["bound_queues"] = s.boundQueues;
+    Json slots = Json::array();
+    for (const dataplane::XskSlot& x : s.slots)
+        slots.push_back({{"slot", x.slot}, {"queue", x.queue}, {"role", x.backup() ? "backup" : "primary"}});
+    j["xsk_slots"] = slots;
+    Json socks = Json::array();
+    for (const dataplane::XdpSocket& x : s.sockets)
+        socks.push_back({{"inode", x.inode}, {"queue", x.queue}, {"umem_id", x.umemId}, {"uid", x.uid}});
+    j["sockets"] = socks;
+    Json foreign = Json::array();
+    for (const dataplane::XdpProgram& p : s.foreign)
+        foreign.push_back({{"id", p.id}, {"name", p.name}, {"mode", toString(p.slot)}});
+    j["foreign_programs"] = foreign;
+    if (!s.problem.empty())
+        j["problem"] = s.problem;
+    return j;
+}
+
+Json toJson(const dataplane::FlowInfo& f)
+{
+    std::string addr = addrString(f.spec);
+    return Json{{"id", f.id},
+                {"port", f.spec.port},
+                {"addr", addr.empty() ? Json(nullptr) : Json(addr)},
+                {"family", f.spec.family},
+                {"posted", f.prod},
+                {"consumed", f.cons}};
+}
+
+Json toJson(const std::vector<dataplane::FlowInfo>& flows)
+{
+    Json a = Json::array();
+    for (const dataplane::FlowInfo& f : flows)
+        a.push_back(toJson(f));
+    return a;
+}
+
+Json toJson(const counters::Counters& c)
+{
+    Json j = Json::object();
+    for (const counters::Counter& x : c)
+        j[x.group][x.name] = x.value;
+    return j;
+}
+
+} // namespace npf::cli

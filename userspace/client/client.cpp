@@ -1,0 +1,309 @@
+// npf::Client: the application side of npfd (include/npf/client.h).
+#include "npf/client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "counters/engine_stats.h"
+#include "dataplane/flow_ring.h"
+#include "engine/flow_impl.h"
+#include "ipc/channel.h"
+#include "order/completion_ring.h"
+#include "region/geometry.h"
+#include "region/uffd.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+
+namespace npf {
+namespace {
+
+constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), missing from Debian 12's glibc
+
+// A userfaultfd this (unprivileged) process may have: user-mode faults only
+// (a syscall that touches a missing page gets EFAULT: touch it first), with
+// the mapping registered for MISSING, and WP where shmem supports it (npfd
+// then fences the client's writes while it evicts).
+Userfaultfd registerUffd(void* base, uint64_t size, bool huge)
+{
+    const uint64_t missing = huge ? UFFD_FEATURE_MISSING_HUGETLBFS : UFFD_FEATURE_MISSING_SHMEM;
+    const std::string who = "the npf region";
+    Userfaultfd uffd = Userfaultfd::open(missing, UFFD_FEATURE_WP_HUGETLBFS_SHMEM, who, UFFD_USER_MODE_ONLY);
+    if (uffd.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) {
+        try {
+            uffd.registerRange(base, size, UFFDIO_REGISTER_MODE_MISSING | UFFDIO_REGISTER_MODE_WP, who);
+            return uffd;
+        } catch (const std::system_error&) {
+            // No WP for this mapping: MISSING alone, on a uffd without WP.
+            uffd = Userfaultfd::open(missing, 0, who, UFFD_USER_MODE_ONLY);
+        }
+    }
+    uffd.registerRange(base, size, UFFDIO_REGISTER_MODE_MISSING, who);
+    return uffd;
+}
+
+} // namespace
+
+// One connection's fate, shared with its flows. When it is lost (npfd
+// exited, restarted, or dropped the client: in every case npfd no longer
+// uses the region), the content npfd had evicted is brought back from the
+// client's spill file into the memfd, once, as soon as anyone notices.
+struct Link {
+    Link(int memfd, int spill, uint64_t size, uint64_t pageSize)
+        : memfd(memfd), spill(spill), size(size), pageSize(pageSize)
+    {
+    }
+    std::atomic<int> gone{0};
+    std::once_flag recovered;
+    const int memfd, spill; // the Client's, which outlives its flows
+    const uint64_t size, pageSize;
+    std::atomic<uint64_t> restoredPages{0};
+
+    void lost() noexcept
+    {
+        gone.store(1, std::memory_order_release);
+        std::call_once(recovered, [this] { restoredPages.store(restore(), std::memory_order_release); });
+    }
+    bool isGone() const noexcept { return gone.load(std::memory_order_acquire) != 0; }
+    // Every page the spill holds and the memfd does not (a hole): copied in.
+    //
+    // 2 MiB pages: hugetlbfs has no write(2) and no SEEK_DATA. Content goes
+    // in through a second mapping of the memfd (never registered with a
+    // userfaultfd), and every page the spill holds is taken as evicted (npfd
+    // drops a page's spill content as soon as it restores it).
+    uint64_t restore() noexcept
+    {
+        const bool huge = pageSize != NPF_PAGE_SIZE;
+        void* alias = nullptr;
+        if (huge && (alias = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0)) ==
+                        MAP_FAILED)
+            return 0;
+        std::vector<uint8_t> buf(huge ? 0 : pageSize);
+        const auto whole = static_cast<ssize_t>(pageSize);
+        auto copy = [&](off_t p) {
+            if (huge)
+                return ::pread(spill, static_cast<uint8_t*>(alias) + p, pageSize, p) == whole;
+            if (::lseek(memfd, p, SEEK_DATA) == p)
+                return false; // the memfd has it: npfd had restored it
+            return ::pread(spill, buf.data(), pageSize, p) == whole && ::pwrite(memfd, buf.data(), pageSize, p) == whole;
+        };
+        uint64_t n = 0;
+        const off_t mask = static_cast<off_t>(pageSize - 1);
+        for (off_t off = 0;;) {
+            const off_t data = ::lseek(spill, off, SEEK_DATA);
+            if (data < 0)
+                break; // ENXIO: no more data
+            const off_t hole = ::lseek(spill, data, SEEK_HOLE);
+            if (hole <= data)
+                break;
+            for (off_t p = data & ~mask; p < hole && static_cast<uint64_t>(p) < size; p += whole)
+                n += copy(p);
+            (void)::fallocate(spill, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, data, hole - data);
+            off = (hole + mask) & ~mask;
+        }
+        if (alias)
+            ::munmap(alias, size);
+        return n;
+    }
+    // npfd closed the connection: POLLHUP on the socket.
+    bool hungUp(int sock) noexcept
+    {
+        pollfd p{sock, 0, 0};
+        if (!isGone() && ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)))
+            lost();
+        return isGone();
+    }
+};
+
+struct Client::Impl {
+    ClientConfig cfg;
+    Fd memfd, spill;
+    MmapArea map;
+    uint64_t budget = 0;
+    std::optional<ipc::Channel> ch;
+    std::mutex mu; // the channel: one request at a time
+    std::vector<std::unique_ptr<Flow>> flows;
+    std::shared_ptr<Link> link;
+
+    void connect();
+    template <typename Req>
+    auto call(const Req& rq, std::span<const int> fds = {})
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        try {
+            return ch->call(rq, fds, cfg.timeout);
+        } catch (const std::system_error& e) {
+            if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+                link->lost();
+            throw;
+        }
+    }
+};
+
+void Client::Impl::connect()
+{
+    ch.emplace(ipc::Channel::connect(cfg.socket));
+    link = std::make_shared<Link>(memfd.get(), spill.get(), cfg.regionSize, cfg.pageSize);
+    ipc::HelloRequest hello;
+    hello.name = cfg.name;
+    ipc::HelloReply h = call(hello).reply;
+    budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
+    if (budget > cfg.regionSize)
+        budget = cfg.regionSize;
+    // The mapping is registered with a fresh userfaultfd each time: npfd
+    // gets it, and this process keeps no copy (were npfd to die, the
+    // registration goes with its copy, and a thread touching a page npfd
+    // had evicted gets zeros instead of waiting forever).
+    Userfaultfd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
+    ipc::RegionRequest rq;
+    rq.size = cfg.regionSize;
+    rq.budget = budget;
+    rq.base = reinterpret_cast<uint64_t>(map.get());
+    rq.pageSize = static_cast<uint32_t>(cfg.pageSize);
+    const int fds[3] = {memfd.get(), uffd.fd(), spill.get()};
+    (void)call(rq, fds);
+}
+
+Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
+{
+    Impl& c = *impl_;
+    c.cfg = cfg;
+    RegionGeometry geo;
+    std::string why;
+    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &geo,
+                              &why) != RegionGeometry::Error::None)
+        throwErrno(EINVAL, "npf client: region " + why);
+    const bool huge = geo.huge();
+    c.memfd.reset(::memfd_create("npf-client-region",
+                                 MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2M : 0)));
+    if (!c.memfd)
+        throwErrno(huge ? "memfd_create(MFD_HUGETLB) for the npf region (a kernel with hugetlbfs?)"
+                        : "memfd_create for the npf region");
+    checkErrno(::ftruncate(c.memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
+    // MAP_NORESERVE: a hugetlbfs mapping would otherwise reserve the whole
+    // region's huge pages up front; npfd keeps it within its budget.
+    c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, c.memfd.get(), 0,
+                          "the npf region");
+    // Where npfd saves what it evicts: this process's, so it survives npfd.
+    c.spill.reset(::memfd_create("npf-client-spill", MFD_CLOEXEC));
+    if (!c.spill)
+        throwErrno("memfd_create for the npf region's spill");
+    checkErrno(::ftruncate(c.spill.get(), static_cast<off_t>(cfg.regionSize)), "size the npf spill memfd");
+    c.connect();
+}
+
+Client::~Client()
+{
+    impl_->flows.clear();
+    if (impl_->ch && !impl_->link->isGone()) {
+        try {
+            (void)impl_->call(ipc::ByeRequest{});
+        } catch (const std::exception&) {
+            // npfd is gone or refused: closing the socket says the same.
+        }
+    }
+}
+
+Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
+{
+    Impl& c = *impl_;
+    ipc::OpenFlowRequest rq;
+    rq.iface = iface;
+    rq.port = port;
+    rq.addr = addr;
+    auto r = c.call(rq);
+    Flow::Impl::Parts parts;
+    parts.id = r.reply.flow;
+    parts.port = r.reply.port;
+    parts.ringMap.emplace(dataplane::FlowRing::adopt(std::move(r.fds[0])));
+    parts.ring = parts.ringMap->ring();
+    parts.ownCompletions = std::make_unique<CompletionRing>(
+        CompletionRing::attach(std::move(r.fds[1]), std::move(r.fds[2]), "npf flow " + std::to_string(port)));
+    parts.completions = parts.ownCompletions.get();
+    parts.regionSize = c.cfg.regionSize;
+    parts.hangupFd = c.ch->fd();
+    std::shared_ptr<Link> link = c.link;
+    const int sock = c.ch->fd();
+    parts.failure = [link, sock] {
+        return link->hungUp(sock) ? std::string("npfd closed the connection (it exited or restarted): reconnect "
+                                                "and open the flow again")
+                                  : std::string();
+    };
+    c.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
+    return *c.flows.back();
+}
+
+uint8_t* Client::region() const noexcept { return impl_->map.as<uint8_t>(); }
+uint64_t Client::regionSize() const noexcept { return impl_->cfg.regionSize; }
+uint64_t Client::residentBudget() const noexcept { return impl_->budget; }
+
+void Client::release(uint64_t offset, uint64_t len)
+{
+    Impl& c = *impl_;
+    if (offset > c.cfg.regionSize || len > c.cfg.regionSize - offset)
+        throwErrno(EINVAL, "release [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                               ") is outside the region of " + std::to_string(c.cfg.regionSize) + " bytes");
+    // A hint npfd applies in order with the client's other requests: no need
+    // to wait for it (a round trip per call would cost the receive loop).
+    std::lock_guard<std::mutex> lock(c.mu);
+    try {
+        c.ch->send(ipc::ReleaseRequest{offset, len});
+    } catch (const std::system_error& e) {
+        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+            c.link->lost();
+        throw;
+    }
+}
+
+uint64_t Client::populate(uint64_t offset, uint64_t len)
+{
+    return impl_->call(ipc::PopulateRequest{offset, len}).reply.pages;
+}
+
+EngineStats Client::stats() const
+{
+    auto r = impl_->call(ipc::StatsRequest{});
+    return counters::parseEngineStats(r.reply.stats);
+}
+
+std::string Client::failure() const
+{
+    return impl_->link->hungUp(impl_->ch->fd()) ? "npfd closed the connection (it exited or restarted): reconnect()"
+                                                : "";
+}
+
+uint64_t Client::restoredPages() const noexcept
+{
+    return impl_->link->restoredPages.load(std::memory_order_acquire);
+}
+
+void Client::reconnect()
+{
+    Impl& c = *impl_;
+    {
+        std::lock_guard<std::mutex> lock(c.mu);
+        // Closing our end ends npfd's session (if it still has one) only
+        // after it is through with the region: wait for its side to close
+        // before the evicted content comes back.
+        if (!c.link->isGone()) {
+            ::shutdown(c.ch->fd(), SHUT_WR);
+            pollfd p{c.ch->fd(), POLLIN, 0};
+            (void)::poll(&p, 1, static_cast<int>(c.cfg.timeout.count()));
+        }
+        c.link->lost(); // the old flows are dead for good; evicted content comes home
+        c.ch.reset();
+    }
+    c.connect();
+}
+
+} // namespace npf

@@ -1,0 +1,48 @@
+// The engine's counters in JSON and text, all from the tables of
+// npf/counters.h: the snapshot a running npf::Engine writes every 500 ms to
+// engineStatsPath(ifname), what `npfctl stats` reads back, and npf-recv's
+// name=value summary.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "counters/counter_list.h"
+#include "npf/counters.h"
+#include "region/region_stats.h"
+
+namespace npf::counters {
+
+// /run/npf/netns-<inode>/<ifname>/engine.json
+std::string engineStatsPath(const std::string& ifname);
+
+// {"interface", "pid", "time_ns",
+//  "counters": {<kEngineCounters name>: n, ...},
+//  "latency": {<kEngineLatencies name>: {"count", "p50_ns", "p99_ns", "p999_ns", "max_ns"}, ...}}
+Json engineStatsJson(const EngineStats& s, const std::string& ifname, pid_t pid, uint64_t timeNs);
+
+// Adds the counters of the regions behind those stats as member "region":
+// {<kRegionCounters name>: n, ...}.
+void addRegionStats(Json& j, const RegionStats& r);
+
+// The counters and latencies of such an object; a key that is missing or
+// not an unsigned number reads as 0.
+EngineStats parseEngineStats(const Json& j);
+
+// Counters of the engine serving `ifname` as group "engine" (its latency
+// quantiles as group "latency", e.g. fault_total_p99_ns; its regions'
+// counters as group "region"), in table order;
+// keys the snapshot lacks are left out. Empty when no live engine wrote a
+// snapshot (missing file, or its pid is gone).
+Counters engineCounters(const std::string& ifname);
+
+// "fast_path=1 fault_path=2": the named counters of `s`, in the order given.
+using EngineCounter = uint64_t EngineStats::*;
+std::string formatCounters(const EngineStats& s, std::initializer_list<EngineCounter> which);
+// The same as JSON members of `out` (an object).
+void addCounters(Json& out, const EngineStats& s, std::initializer_list<EngineCounter> which);
+
+} // namespace npf::counters

@@ -1,0 +1,54 @@
+// Handle on a running npf instance: the fds of its pinned maps.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "dataplane/mode.h"
+#include "npf/abi.h"
+#include "sys/fd.h"
+
+namespace npf::dataplane {
+
+class Dataplane {
+public:
+    // Opens the instance attached to `ifname` in this network namespace.
+    // Throws ENODEV for an unknown interface, StateError(ENOENT) if npf is not
+    // attached, StateError if the pins are missing or belong to another
+    // instance, and an error naming the map if a pin does not match the ABI.
+    static Dataplane open(const std::string& ifname);
+
+    int flows() const noexcept { return flows_.get(); }
+    int rings() const noexcept { return rings_.get(); }     // flow id -> post ring map
+    // flow id -> resident bitmap map, one outer array per bitmap size class
+    int regions(uint32_t cls) const noexcept { return regions_[cls].get(); }
+    int xsks() const noexcept { return xsks_.get(); }
+    int stats() const noexcept { return stats_.get(); }
+
+    const std::string& ifname() const noexcept { return ifname_; }
+    // The pin directory, of the namespace the instance was opened in.
+    const std::string& pinDir() const noexcept { return pinDir_; }
+    int ifindex() const noexcept { return ifindex_; }
+    uint32_t progId() const noexcept { return progId_; }
+    AttachMode mode() const noexcept { return mode_; }
+    uint32_t queues() const noexcept { return queues_; }           // npf_xsks max_entries / 2
+
+private:
+    Dataplane() = default;
+
+    Fd flows_, rings_, xsks_, stats_;
+    std::array<Fd, NPF_BITMAP_CLASSES> regions_;
+    std::string ifname_, pinDir_;
+    int ifindex_ = 0;
+    uint32_t progId_ = 0;
+    AttachMode mode_ = AttachMode::Native;
+    uint32_t queues_ = 0;
+};
+
+// The npf_xdp program that uses the maps pinned for `ifname`, if one is loaded
+// (attached here, or to a same-named interface in another namespace).
+std::optional<uint32_t> pinsOwner(const std::string& ifname);
+
+} // namespace npf::dataplane

@@ -1,0 +1,38 @@
+#include "dataplane/skeleton.h"
+
+#include <string>
+
+#include "sys/error.h"
+
+namespace npf::dataplane {
+
+Skeleton Skeleton::open(const LoadConfig& cfg)
+{
+    if (cfg.queues == 0 || cfg.queues > NPF_MAX_QUEUES)
+        throwErrno(EINVAL, "npf_xdp: " + std::to_string(cfg.queues) + " queues (must be 1 .. " +
+                               std::to_string(NPF_MAX_QUEUES) + ")");
+    Skeleton s;
+    s.cfg_ = cfg;
+    s.skel_.reset(npf_xdp__open());
+    if (!s.skel_)
+        throwErrno("open BPF object npf_xdp");
+    checkNeg(bpf_map__set_max_entries(s.skel_->maps.npf_xsks, s.cfg_.queues * 2), "size npf_xsks");
+    return s;
+}
+
+int Skeleton::regionsFd(uint32_t cls) const
+{
+    bpf_map* maps[] = {skel_->maps.npf_regions_0, skel_->maps.npf_regions_1, skel_->maps.npf_regions_2,
+                       skel_->maps.npf_regions_3, skel_->maps.npf_regions_4};
+    static_assert(std::size(maps) == NPF_BITMAP_CLASSES);
+    if (cls >= NPF_BITMAP_CLASSES)
+        throwErrno(EINVAL, "bitmap size class " + std::to_string(cls));
+    return bpf_map__fd(maps[cls]);
+}
+
+void Skeleton::load()
+{
+    checkNeg(npf_xdp__load(skel_.get()), "load BPF program npf_xdp (run with -v for the verifier log)");
+}
+
+} // namespace npf::dataplane

@@ -1,0 +1,33 @@
+// XDP counters of a running instance: the per-CPU npf_stats map, summed, and
+// the names of its entries. (As rows of `npfctl stats`, beside the engine's:
+// counters/counter_list.h.)
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <iterator>
+
+#include "npf/abi.h"
+
+namespace npf::dataplane {
+
+class Dataplane;
+
+// Names and help lines of enum npf_stat, in enum order: from NPF_STATS (npf/abi.h).
+#define NPF_STAT_NAME(id, name, help) name,
+inline constexpr const char* kStatNames[] = {NPF_STATS(NPF_STAT_NAME)};
+#undef NPF_STAT_NAME
+#define NPF_STAT_HELP(id, name, help) help,
+inline constexpr const char* kStatHelp[] = {NPF_STATS(NPF_STAT_HELP)};
+#undef NPF_STAT_HELP
+static_assert(std::size(kStatNames) == NPF_STAT_MAX && std::size(kStatHelp) == NPF_STAT_MAX);
+
+// "PASS" for XDP_PASS, ... (an XDP program's verdict), "?" for another value.
+const char* xdpVerdictName(int verdict);
+
+using XdpStats = std::array<uint64_t, NPF_STAT_MAX>;
+
+// npf_stats summed over all possible CPUs.
+XdpStats readXdpStats(const Dataplane& dp);
+
+} // namespace npf::dataplane

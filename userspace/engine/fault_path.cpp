@@ -1,0 +1,180 @@
+#include "engine/fault_path.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sys/clock.h"
+#include "sys/log.h"
+#include "xsk/payload.h"
+
+namespace npf {
+
+// Deferred datagrams that may wait for the pager at a time.
+constexpr uint32_t kDeferredCapacity = 256;
+
+FaultPath::FaultPath(const PagerContext& ctx, const RegionShare& share)
+    : ctx_(ctx),
+      share_(share),
+      place_(ctx.cfg.faultPolicy == FaultPolicy::Drop ? &FaultPath::dropAndFetch : &FaultPath::install),
+      deferred_(kDeferredCapacity, ctx.maxDatagram)
+{
+    // The batch scratch never grows on the pager's (noexcept) path.
+    const size_t most = std::max<size_t>(size_t(xsk::kMaxBatch) * xsk::kMaxFrags, kDeferredCapacity);
+    patches_.reserve(most);
+    placements_.reserve(most);
+    patchesTmp_.reserve(most);
+    placementsTmp_.reserve(most);
+    results_.reserve(most);
+    frames_.reserve(most);
+}
+
+uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept
+{
+    patches_.clear();
+    placements_.clear();
+    frames_.clear();
+    const uint64_t pickup = monotonicNs();
+    uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
+        frames_.insert(frames_.end(), p.frames.begin(), p.frames.begin() + p.nframes);
+        uint64_t seq;
+        ServedFlow* f = ctx_.flows.claim(p.meta, &seq, counters_);
+        if (!f)
+            return;
+        if (ctx_.cfg.verifyUdpChecksum && !xsk::csumHolds(p, xsk::sumPayload(p, 0, p.meta.len))) {
+            counters_.add<&EngineStats::csumErrors>();
+            f->seq.complete(seq, 0, NPF_CS_BAD_CSUM, NPF_CF_FAULT, pickup);
+            return;
+        }
+        const uint64_t steered = xsk::steeredAtNs(p.meta, pickup); // 0: not stamped
+        if (steered)
+            lat_.steerToPickup.recordSingleWriter(pickup - steered);
+        // One patch per frame the payload lies in (a jumbo datagram spans
+        // several); the placements of the patches after the first have no
+        // flow: they belong to the datagram before them (see install()).
+        uint32_t at = 0, i = 0;
+        do {
+            const uint8_t* data = i < p.pieces ? p.piece[i].data : p.payload;
+            const uint32_t len = i < p.pieces ? std::min(p.piece[i].len, p.meta.len - at) : 0;
+            patches_.push_back({p.meta.offset + at, data, len});
+            placements_.push_back(i == 0 ? Placement{f, seq, statusOf(p.meta), steered, &f->region}
+                                         : Placement{nullptr, 0, 0, 0, &f->region});
+            at += len;
+        } while (++i < p.pieces && at < p.meta.len);
+    });
+    if (n == 0)
+        return 0;
+    (this->*place_)(pickup);
+    // The payloads are in the region now: the frames go back at once, so
+    // the shared fill ring never starves while faults are being served.
+    q.releaseBackup(frames_.data(), static_cast<uint32_t>(frames_.size()));
+    return n;
+}
+
+void FaultPath::drainDeferred() noexcept
+{
+    const std::span<const Deferred> batch = deferred_.take();
+    if (batch.empty())
+        return;
+    const uint64_t pickup = monotonicNs();
+    patches_.clear();
+    placements_.clear();
+    for (const Deferred& d : batch) {
+        patches_.push_back({d.offset, d.bytes, d.len});
+        placements_.push_back({d.flow, d.seq, d.status, d.tstamp, &d.flow->region});
+    }
+    (this->*place_)(pickup);
+}
+
+// FaultPolicy::Drop: a NIC without network page faults. The datagram is
+// gone; the OS brings the page in for the next one.
+void FaultPath::dropAndFetch(uint64_t) noexcept
+{
+    const uint64_t now = monotonicNs();
+    for (size_t i = 0; i < patches_.size(); i++) {
+        (void)placements_[i].region->prefetch(patches_[i].offset, patches_[i].len);
+        if (!placements_[i].flow)
+            continue;
+        placements_[i].flow->seq.complete(placements_[i].seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
+        counters_.add<&EngineStats::faultDrops>();
+    }
+}
+
+// A datagram in several patches completes once, OK only if every one of its
+// patches was placed.
+void FaultPath::groupByRegion() noexcept
+{
+    const size_t n = patches_.size();
+    bool mixed = false;
+    for (size_t i = 1; i < n && !mixed; i++)
+        mixed = placements_[i].region != placements_[0].region;
+    if (!mixed)
+        return;
+    // Few regions per batch: one pass per distinct region, in first-seen order.
+    patchesTmp_.clear();
+    placementsTmp_.clear();
+    for (size_t i = 0; i < n; i++) {
+        Region* r = placements_[i].region;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = placements_[j].region == r;
+        if (seen)
+            continue;
+        for (size_t j = i; j < n; j++)
+            if (placements_[j].region == r) {
+                patchesTmp_.push_back(patches_[j]);
+                placementsTmp_.push_back(placements_[j]);
+            }
+    }
+    patches_.swap(patchesTmp_);
+    placements_.swap(placementsTmp_);
+}
+
+void FaultPath::install(uint64_t pickupNs) noexcept
+{
+    groupByRegion();
+    results_.assign(patches_.size(), 0);
+    for (size_t b = 0, e; b < patches_.size(); b = e) {
+        Region* region = placements_[b].region;
+        for (e = b + 1; e < patches_.size() && placements_[e].region == region; e++) {
+        }
+        BatchTiming t;
+        const std::span<int> res = std::span(results_).subspan(b, e - b);
+        int rc = region->applyPatches(std::span<const Patch>(patches_).subspan(b, e - b), res, &t);
+        if (rc < 0)
+            std::fill(res.begin(), res.end(), rc);
+        if (t.imageReady)
+            lat_.pickupToImage.recordSingleWriter(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
+        if (t.copyDone && t.imageReady)
+            lat_.imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
+    }
+    completeBatch();
+}
+
+void FaultPath::completeBatch() noexcept
+{
+    const uint64_t now = monotonicNs();
+    for (size_t i = 0, end; i < patches_.size(); i = end) {
+        const Placement& p = placements_[i];
+        int rc = results_[i];
+        uint32_t len = patches_[i].len;
+        for (end = i + 1; end < patches_.size() && !placements_[end].flow; end++) {
+            rc = rc ? rc : results_[end];
+            len += patches_[end].len;
+        }
+        if (rc == 0) {
+            p.flow->seq.complete(p.seq, len, p.status, NPF_CF_FAULT, now);
+            if (p.tstamp) // 0: a deferred datagram XDP did not stamp
+                lat_.faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
+            counters_.add<&EngineStats::faultPath>();
+        } else {
+            NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", len,
+                        static_cast<unsigned long long>(patches_[i].offset), strerror(-rc));
+            p.flow->seq.complete(p.seq, 0, NPF_CS_LOST, NPF_CF_FAULT, now);
+            counters_.add<&EngineStats::placeErrors>();
+        }
+        if (!p.flow->faulted.exchange(true, std::memory_order_relaxed) && !share_.owns(p.region))
+            share_.wakeOwner(p.region);
+    }
+}
+
+} // namespace npf

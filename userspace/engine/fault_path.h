@@ -1,0 +1,70 @@
+// A pager's fault path: datagrams whose destination page is not resident,
+// from its queues' backup rings and from its workers' deferred queue, placed
+// in batches -- installed with their pages (npf), or dropped while the page
+// is brought in (FaultPolicy::Drop, the baseline of a NIC without NPF).
+// Counts into its own tally and histograms; everything else is the pager
+// thread's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/deferred.h"
+#include "engine/pager_context.h"
+#include "engine/region_share.h"
+#include "engine/served_flow.h"
+#include "region/region.h"
+#include "sys/latency_histogram.h"
+#include "xsk/queue.h"
+
+namespace npf {
+
+class FaultPath {
+public:
+    FaultPath(const PagerContext& ctx, const RegionShare& share);
+
+    // One batch of the backup ring; returns the packets taken.
+    uint32_t drainBackup(xsk::QueueSockets& q) noexcept;
+    void drainDeferred() noexcept;
+    // The workers of the pager's queues hand it primary datagrams whose page
+    // was evicted meanwhile.
+    DeferredQueue& deferred() noexcept { return deferred_; }
+
+    struct Latencies { // written by the pager only
+        LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
+    };
+    const Latencies& latencies() const noexcept { return lat_; }
+    const EngineTally& counters() const noexcept { return counters_; }
+
+private:
+    using PlaceFn = void (FaultPath::*)(uint64_t pickupNs) noexcept;
+    void install(uint64_t pickupNs) noexcept;
+    void dropAndFetch(uint64_t pickupNs) noexcept;
+    // Sorts the batch by region (stable: a datagram's patches stay together
+    // and in order), so each region gets one applyPatches call.
+    void groupByRegion() noexcept;
+    // Completes the datagrams of the batch from the patches' results.
+    void completeBatch() noexcept;
+
+    const PagerContext& ctx_;
+    const RegionShare& share_;
+    const PlaceFn place_; // chosen once, from EngineConfig::faultPolicy
+    DeferredQueue deferred_;
+    EngineTally counters_;
+    Latencies lat_;
+
+    // One batch of payloads to place: patches_[i] belongs to placements_[i].
+    struct Placement {
+        ServedFlow* flow; // nullptr: continues the datagram before it (a payload in several frames)
+        uint64_t seq;
+        uint16_t status;
+        uint64_t tstamp; // steered, CLOCK_MONOTONIC ns; 0: not stamped
+        Region* region;  // the flow's (set on continuations too)
+    };
+    std::vector<Patch> patches_, patchesTmp_;
+    std::vector<Placement> placements_, placementsTmp_;
+    std::vector<int> results_;
+    std::vector<uint64_t> frames_;
+};
+
+} // namespace npf

@@ -1,0 +1,516 @@
+#include "ipc/protocol.h"
+
+#include <arpa/inet.h>
+
+#include <array>
+#include <cerrno>
+#include <limits>
+
+namespace npf::ipc {
+namespace {
+
+struct CodeInfo {
+    ErrorCode code;
+    std::string_view name;
+    int err;
+};
+
+constexpr std::array<CodeInfo, 11> kCodes{{
+    {ErrorCode::BadMessage, "bad_message", EBADMSG},
+    {ErrorCode::BadVersion, "bad_version", EPROTO},
+    {ErrorCode::NotAllowed, "not_allowed", EACCES},
+    {ErrorCode::Busy, "busy", EBUSY},
+    {ErrorCode::NoSpace, "no_space", ENOSPC},
+    {ErrorCode::BadFd, "bad_fd", EBADF},
+    {ErrorCode::TooLarge, "too_large", EFBIG},
+    {ErrorCode::NoRegion, "no_region", ENXIO},
+    {ErrorCode::NoFlow, "no_flow", ENOENT},
+    {ErrorCode::Internal, "internal", EIO},
+    {ErrorCode::ShuttingDown, "shutting_down", ESHUTDOWN},
+}};
+
+const CodeInfo& info(ErrorCode c) noexcept
+{
+    for (const CodeInfo& i : kCodes)
+        if (i.code == c)
+            return i;
+    return kCodes[static_cast<size_t>(ErrorCode::Internal)];
+}
+
+bool hasControl(std::string_view s) noexcept
+{
+    for (unsigned char c : s)
+        if (c < 0x20 || c == 0x7f)
+            return true;
+    return false;
+}
+
+bool validAddr(const std::string& s) noexcept
+{
+    if (s.empty())
+        return true;
+    unsigned char buf[16];
+    return s.size() <= kMaxAddr &&
+           (::inet_pton(AF_INET, s.c_str(), buf) == 1 || ::inet_pton(AF_INET6, s.c_str(), buf) == 1);
+}
+
+bool powerOfTwo(uint64_t v) noexcept { return v && !(v & (v - 1)); }
+
+void expectType(const Message& m, std::string_view type, std::string_view what)
+{
+    if (m.type != type)
+        throw ProtocolError(ErrorCode::BadMessage,
+                            std::string(what) + ": expected type '" + std::string(type) + "', got '" + m.type + "'",
+                            0, m.id);
+}
+
+// Typed, bounded reads of one message's fields; every failure names the
+// message and the field.
+class Fields {
+public:
+    Fields(const Message& m, std::string_view type, std::string_view what) : m_(m), what_(what)
+    {
+        expectType(m, type, what);
+    }
+
+    [[noreturn]] void fail(std::string_view key, const std::string& problem) const
+    {
+        throw ProtocolError(ErrorCode::BadMessage,
+                            std::string(what_) + ": \"" + std::string(key) + "\": " + problem, 0, m_.id);
+    }
+
+    // The field, or nullptr when it is absent (or null, for optional ones).
+    const Json* find(std::string_view key, bool required) const
+    {
+        auto it = m_.body.find(key);
+        if (it == m_.body.end() || (!required && it->is_null())) {
+            if (required)
+                fail(key, "missing");
+            return nullptr;
+        }
+        return &*it;
+    }
+
+    uint64_t number(std::string_view key, const Json& v, uint64_t min, uint64_t max) const
+    {
+        if (!v.is_number_unsigned())
+            fail(key, "must be an unsigned integer, got " + describeValue(v));
+        uint64_t n = v.get<uint64_t>();
+        if (n < min || n > max)
+            fail(key, "must be in " + std::to_string(min) + ".." + std::to_string(max) + ", got " +
+                          std::to_string(n));
+        return n;
+    }
+
+    uint64_t u64(std::string_view key, uint64_t min = 0,
+                 uint64_t max = std::numeric_limits<uint64_t>::max()) const
+    {
+        return number(key, *find(key, true), min, max);
+    }
+
+    uint32_t u32(std::string_view key, uint32_t min = 0,
+                 uint32_t max = std::numeric_limits<uint32_t>::max()) const
+    {
+        return static_cast<uint32_t>(u64(key, min, max));
+    }
+
+    std::optional<uint64_t> optU64(std::string_view key, uint64_t min, uint64_t max) const
+    {
+        const Json* v = find(key, false);
+        if (!v)
+            return std::nullopt;
+        return number(key, *v, min, max);
+    }
+
+    std::string text(std::string_view key, const Json& v, size_t max) const
+    {
+        if (!v.is_string())
+            fail(key, "must be a string, got " + describeValue(v));
+        const std::string& s = v.get_ref<const std::string&>();
+        if (s.size() > max)
+            fail(key, "longer than " + std::to_string(max) + " bytes (" + std::to_string(s.size()) + ")");
+        return s;
+    }
+
+    std::string str(std::string_view key, size_t max, bool required) const
+    {
+        const Json* v = find(key, required);
+        return v ? text(key, *v, max) : std::string();
+    }
+
+    const Json& object(std::string_view key) const
+    {
+        const Json& v = *find(key, true);
+        if (!v.is_object())
+            fail(key, "must be an object, got " + describeValue(v));
+        return v;
+    }
+
+    const Json& array(std::string_view key) const
+    {
+        const Json& v = *find(key, true);
+        if (!v.is_array())
+            fail(key, "must be an array, got " + describeValue(v));
+        return v;
+    }
+
+private:
+    const Message& m_;
+    std::string_view what_;
+};
+
+// The fields of a nested object, read with the same rules.
+Message nested(const Message& m, const Json& body)
+{
+    return Message{m.type, m.id, body};
+}
+
+std::string encodeOk(uint32_t id, const Json& fields) { return encodeMessage("ok", id, fields); }
+
+} // namespace
+
+std::string describeValue(const Json& v)
+{
+    switch (v.type()) {
+    case Json::value_t::object:
+        return "an object";
+    case Json::value_t::array:
+        return "an array";
+    case Json::value_t::number_float:
+        return "a non-integer number (" + v.dump() + ")";
+    case Json::value_t::number_integer:
+        return "a negative number (" + v.dump() + ")";
+    default: {
+        std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+        return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+    }
+    }
+}
+
+bool isInterfaceName(std::string_view s) noexcept
+{
+    if (s.empty() || s.size() > kMaxIfname || s == "." || s == "..")
+        return false;
+    for (unsigned char c : s)
+        if (c <= ' ' || c == '/' || c == ':' || c == 0x7f)
+            return false;
+    return true;
+}
+
+std::string_view toString(ErrorCode c) noexcept { return info(c).name; }
+
+std::optional<ErrorCode> parseErrorCode(std::string_view name) noexcept
+{
+    for (const CodeInfo& i : kCodes)
+        if (i.name == name)
+            return i.code;
+    return std::nullopt;
+}
+
+int defaultErrno(ErrorCode c) noexcept { return info(c).err; }
+
+ProtocolError::ProtocolError(ErrorCode code, const std::string& message, int err, uint32_t id)
+    : std::runtime_error(message), code_(code), err_(err ? err : defaultErrno(code)), id_(id)
+{
+}
+
+Message parse(std::string_view bytes)
+{
+    Json j = Json::parse(bytes.begin(), bytes.end(), nullptr, false);
+    if (j.is_discarded())
+        throw ProtocolError(ErrorCode::BadMessage, "message is not JSON");
+    if (!j.is_object())
+        throw ProtocolError(ErrorCode::BadMessage, "message is " + describeValue(j) + ", not a JSON object");
+    Message m;
+    auto id = j.find("id");
+    if (id == j.end())
+        throw ProtocolError(ErrorCode::BadMessage, "message has no \"id\"");
+    if (!id->is_number_unsigned() || id->get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+        throw ProtocolError(ErrorCode::BadMessage, "message \"id\" must be a uint32, got " + describeValue(*id));
+    m.id = static_cast<uint32_t>(id->get<uint64_t>());
+    auto type = j.find("type");
+    if (type == j.end())
+        throw ProtocolError(ErrorCode::BadMessage, "message has no \"type\"", 0, m.id);
+    if (!type->is_string() || type->get_ref<const std::string&>().empty() ||
+        type->get_ref<const std::string&>().size() > kMaxName)
+        throw ProtocolError(ErrorCode::BadMessage,
+                            "message \"type\" must be a string of 1.." + std::to_string(kMaxName) +
+                                " bytes, got " + describeValue(*type),
+                            0, m.id);
+    m.type = type->get<std::string>();
+    m.body = std::move(j);
+    return m;
+}
+
+std::string encodeMessage(std::string_view type, uint32_t id, const Json& fields)
+{
+    if (!fields.is_object())
+        throw std::invalid_argument("encodeMessage: fields of a '" + std::string(type) + "' message must be an object");
+    Json out = Json::object();
+    out["type"] = type;
+    out["id"] = id;
+    for (const auto& [k, v] : fields.items())
+        if (k != "type" && k != "id")
+            out[k] = v;
+    return out.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// ---- replies ----------------------------------------------------------
+
+std::string OkReply::encode(uint32_t id) const { return encodeOk(id, Json::object()); }
+
+OkReply OkReply::decode(const Message& m)
+{
+    expectType(m, kType, "ok reply");
+    return {};
+}
+
+ErrorReply ErrorReply::from(const ProtocolError& e)
+{
+    return {e.code(), static_cast<uint32_t>(e.err()), e.what()};
+}
+
+std::string ErrorReply::encode(uint32_t id) const
+{
+    return encodeMessage(kType, id, {{"code", toString(code)}, {"errno", err}, {"message", message}});
+}
+
+ErrorReply ErrorReply::decode(const Message& m)
+{
+    Fields f(m, kType, "error reply");
+    ErrorReply r;
+    std::string name = f.str("code", kMaxName, true);
+    r.code = parseErrorCode(name).value_or(ErrorCode::Internal);
+    r.err = f.u32("errno");
+    r.message = f.str("message", kMaxText, true);
+    return r;
+}
+
+std::string HelloReply::encode(uint32_t id) const
+{
+    Json l = {{"region_bytes", limits.regionBytes},
+              {"resident_bytes", limits.residentBytes},
+              {"flows", limits.flows}};
+    return encodeOk(id, {{"protocol", protocol},
+                         {"abi", abi},
+                         {"daemon_pid", daemonPid},
+                         {"ifaces", ifaces},
+                         {"limits", std::move(l)}});
+}
+
+HelloReply HelloReply::decode(const Message& m)
+{
+    Fields f(m, kType, "hello reply");
+    HelloReply r;
+    r.protocol = f.u32("protocol");
+    r.abi = f.u32("abi");
+    r.daemonPid = f.u32("daemon_pid", 1, std::numeric_limits<int32_t>::max());
+    const Json& ifaces = f.array("ifaces");
+    if (ifaces.size() > kMaxIfaces)
+        f.fail("ifaces", "more than " + std::to_string(kMaxIfaces) + " interfaces");
+    for (const Json& i : ifaces) {
+        std::string name = f.text("ifaces", i, kMaxIfname);
+        if (!isInterfaceName(name))
+            f.fail("ifaces", "'" + name + "' is not an interface name");
+        r.ifaces.push_back(std::move(name));
+    }
+    Message lm = nested(m, f.object("limits"));
+    Fields l(lm, kType, "hello reply limits");
+    r.limits.regionBytes = l.u64("region_bytes");
+    r.limits.residentBytes = l.u64("resident_bytes");
+    r.limits.flows = l.u32("flows");
+    return r;
+}
+
+std::string RegionReply::encode(uint32_t id) const { return encodeOk(id, {{"region", region}}); }
+
+RegionReply RegionReply::decode(const Message& m)
+{
+    Fields f(m, kType, "region reply");
+    return {f.u32("region")};
+}
+
+std::string OpenFlowReply::encode(uint32_t id) const
+{
+    return encodeOk(id, {{"flow", flow},
+                         {"gen", gen},
+                         {"port", port},
+                         {"ring_size", ringSize},
+                         {"completion_entries", completionEntries}});
+}
+
+OpenFlowReply OpenFlowReply::decode(const Message& m)
+{
+    Fields f(m, kType, "open_flow reply");
+    OpenFlowReply r;
+    r.flow = f.u32("flow");
+    r.gen = f.u32("gen");
+    r.port = static_cast<uint16_t>(f.u32("port", 1, 65535));
+    r.ringSize = f.u32("ring_size", 1);
+    if (!powerOfTwo(r.ringSize))
+        f.fail("ring_size", "must be a power of two, got " + std::to_string(r.ringSize));
+    r.completionEntries = f.u32("completion_entries", 2, kMaxCompletionEntries);
+    if (!powerOfTwo(r.completionEntries))
+        f.fail("completion_entries", "must be a power of two, got " + std::to_string(r.completionEntries));
+    return r;
+}
+
+std::string PagesReply::encode(uint32_t id) const { return encodeOk(id, {{"pages", pages}}); }
+
+PagesReply PagesReply::decode(const Message& m)
+{
+    Fields f(m, kType, "pages reply");
+    return {f.u64("pages")};
+}
+
+std::string StatsReply::encode(uint32_t id) const { return encodeOk(id, {{"stats", stats}}); }
+
+StatsReply StatsReply::decode(const Message& m)
+{
+    Fields f(m, kType, "stats reply");
+    return {f.object("stats")};
+}
+
+// ---- requests ---------------------------------------------------------
+
+std::string HelloRequest::encode(uint32_t id) const
+{
+    Json j = {{"protocol", protocol}, {"abi", abi}};
+    if (!name.empty())
+        j["name"] = name;
+    return encodeMessage(kType, id, j);
+}
+
+HelloRequest HelloRequest::decode(const Message& m)
+{
+    Fields f(m, kType, "hello");
+    HelloRequest r;
+    r.protocol = f.u32("protocol");
+    r.abi = f.u32("abi");
+    r.name = f.str("name", kMaxName, false);
+    if (hasControl(r.name))
+        f.fail("name", "contains control characters");
+    return r;
+}
+
+void checkVersion(const HelloRequest& h)
+{
+    if (h.protocol != kProtocolVersion || h.abi != NPF_ABI_VERSION)
+        throw ProtocolError(ErrorCode::BadVersion,
+                            "client speaks protocol " + std::to_string(h.protocol) + " with ABI " +
+                                std::to_string(h.abi) + ", npfd speaks protocol " +
+                                std::to_string(kProtocolVersion) + " with ABI " +
+                                std::to_string(NPF_ABI_VERSION) + ": use a client and npfd of the same release");
+}
+
+std::string RegionRequest::encode(uint32_t id) const
+{
+    return encodeMessage(kType, id, {{"size", size}, {"budget", budget}, {"base", base}, {"page_size", pageSize}});
+}
+
+RegionRequest RegionRequest::decode(const Message& m)
+{
+    Fields f(m, kType, "region");
+    RegionRequest r;
+    r.pageSize = f.u32("page_size", 4096, 1u << 30);
+    if (!powerOfTwo(r.pageSize))
+        f.fail("page_size", "must be a power of two, got " + std::to_string(r.pageSize));
+    r.size = f.u64("size", 1);
+    if (r.size % r.pageSize)
+        f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
+    r.budget = f.u64("budget", r.pageSize);
+    r.base = f.u64("base", 1);
+    if (r.base % r.pageSize)
+        f.fail("base", std::to_string(r.base) + " is not aligned to page_size " + std::to_string(r.pageSize));
+    if (r.base + r.size < r.base)
+        f.fail("size", "base + size overflows");
+    return r;
+}
+
+std::string OpenFlowRequest::encode(uint32_t id) const
+{
+    Json j = Json::object();
+    if (!iface.empty())
+        j["iface"] = iface;
+    j["port"] = port;
+    j["addr"] = addr;
+    if (completionEntries)
+        j["completion_ring"] = completionEntries;
+    return encodeMessage(kType, id, j);
+}
+
+OpenFlowRequest OpenFlowRequest::decode(const Message& m)
+{
+    Fields f(m, kType, "open_flow");
+    OpenFlowRequest r;
+    r.iface = f.str("iface", kMaxIfname, false);
+    if (!r.iface.empty() && !isInterfaceName(r.iface))
+        f.fail("iface", "'" + r.iface + "' is not an interface name");
+    r.port = static_cast<uint16_t>(f.u32("port", 1, 65535));
+    r.addr = f.str("addr", kMaxAddr, false);
+    if (!validAddr(r.addr))
+        f.fail("addr", "'" + r.addr + "' is not an IPv4 or IPv6 address");
+    r.completionEntries =
+        static_cast<uint32_t>(f.optU64("completion_ring", 0, kMaxCompletionEntries).value_or(0));
+    if (r.completionEntries && (r.completionEntries < NPF_POST_RING_SIZE || !powerOfTwo(r.completionEntries)))
+        f.fail("completion_ring", "must be 0 (default) or a power of two >= " +
+                                      std::to_string(NPF_POST_RING_SIZE) + ", got " +
+                                      std::to_string(r.completionEntries));
+    return r;
+}
+
+std::string CloseFlowRequest::encode(uint32_t id) const { return encodeMessage(kType, id, {{"flow", flow}}); }
+
+CloseFlowRequest CloseFlowRequest::decode(const Message& m)
+{
+    Fields f(m, kType, "close_flow");
+    return {f.u32("flow")};
+}
+
+namespace {
+
+template <typename R>
+R decodeRange(const Message& m)
+{
+    Fields f(m, R::kType, R::kType);
+    R r;
+    r.offset = f.u64("offset");
+    r.len = f.u64("len", 1);
+    if (r.offset + r.len < r.offset)
+        f.fail("len", "offset + len overflows");
+    return r;
+}
+
+} // namespace
+
+std::string ReleaseRequest::encode(uint32_t id) const
+{
+    return encodeMessage(kType, id, {{"offset", offset}, {"len", len}});
+}
+
+ReleaseRequest ReleaseRequest::decode(const Message& m) { return decodeRange<ReleaseRequest>(m); }
+
+std::string PopulateRequest::encode(uint32_t id) const
+{
+    return encodeMessage(kType, id, {{"offset", offset}, {"len", len}});
+}
+
+PopulateRequest PopulateRequest::decode(const Message& m) { return decodeRange<PopulateRequest>(m); }
+
+std::string StatsRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }
+
+StatsRequest StatsRequest::decode(const Message& m)
+{
+    expectType(m, kType, "stats");
+    return {};
+}
+
+std::string ByeRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }
+
+ByeRequest ByeRequest::decode(const Message& m)
+{
+    expectType(m, kType, "bye");
+    return {};
+}
+
+} // namespace npf::ipc

@@ -1,0 +1,285 @@
+// The npfd protocol's messages: one JSON object per SOCK_SEQPACKET message,
+// typed request and reply structs with encode() and a strict decode(), and
+// the error codes. docs/protocol.md is the reference; this file is its code.
+//
+// Every message has "type" (string) and "id" (uint32, chosen by the client,
+// echoed in the reply). Every request gets exactly one reply, of type "ok"
+// (the struct named <Request>::Reply) or "error" (ErrorReply).
+//
+// decode() is strict about what it reads and lenient about what it does not:
+// a missing or mistyped required field, a number that is negative, a float,
+// or out of range, a string that is too long, all throw ProtocolError
+// (ErrorCode::BadMessage) naming the message and the field; fields it does
+// not know are ignored (a newer peer may send more); null reads as absent
+// for an optional field.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ipc/unix_socket.h" // kMaxMessage, kMaxFds
+#include "npf/abi.h"
+
+namespace npf::ipc {
+
+// Key order is kept ("type" and "id" first), so messages read well in logs.
+using Json = nlohmann::ordered_json;
+
+// An incompatible change bumps it; new optional fields, replies' new fields
+// and new error codes do not. 2: the completion notifier is a pipe's read
+// end (was an eventfd, whose flags a client shared with npfd).
+inline constexpr uint32_t kProtocolVersion = 2;
+
+// Bounds decode() enforces (bytes).
+inline constexpr size_t kMaxName = 64;     // hello "name"
+inline constexpr size_t kMaxIfname = 15;   // IFNAMSIZ - 1
+inline constexpr size_t kMaxAddr = 45;     // INET6_ADDRSTRLEN - 1
+inline constexpr size_t kMaxText = 4096;   // error "message"
+inline constexpr size_t kMaxIfaces = 64;   // hello reply "ifaces"
+// open_flow "completion_ring": 0 (daemon default) or a power of two in
+// [NPF_POST_RING_SIZE, kMaxCompletionEntries].
+inline constexpr uint32_t kMaxCompletionEntries = 1u << 20;
+
+enum class ErrorCode {
+    BadMessage,   // bad_message: not JSON, not an object, missing or mistyped field, hello not first
+    BadVersion,   // bad_version: protocol or ABI version differs
+    NotAllowed,   // not_allowed: the client's rule refuses it (no rule, port, address)
+    Busy,         // busy: the port is held by another client
+    NoSpace,      // no_space: flows, regions or other limits exhausted
+    BadFd,        // bad_fd: descriptors missing, too many, or of the wrong type
+    TooLarge,     // too_large: region or budget above the client's limit
+    NoRegion,     // no_region: a flow, release or populate before the region
+    NoFlow,       // no_flow: no such flow on this connection
+    Internal,     // internal: the daemon failed (errno says how)
+    ShuttingDown, // shutting_down: the daemon is stopping
+};
+
+// "bad_message", ...; parseErrorCode returns nullopt for an unknown name.
+std::string_view toString(ErrorCode c) noexcept;
+std::optional<ErrorCode> parseErrorCode(std::string_view name) noexcept;
+// The errno an error reply carries unless the daemon has a better one:
+// EBADMSG, EPROTO, EACCES, EBUSY, ENOSPC, EBADF, EFBIG, ENXIO, ENOENT, EIO, ESHUTDOWN.
+int defaultErrno(ErrorCode c) noexcept;
+
+// A message that breaks the protocol (thrown by parse and decode), or a
+// request the daemon refuses (thrown by its handlers; ErrorReply::from turns
+// it into the reply). what() is the human message.
+class ProtocolError : public std::runtime_error {
+public:
+    // err 0 = defaultErrno(code). id: the request's id when known (parse
+    // reads it before anything else can fail), else 0.
+    ProtocolError(ErrorCode code, const std::string& message, int err = 0, uint32_t id = 0);
+    ErrorCode code() const noexcept { return code_; }
+    int err() const noexcept { return err_; }
+    uint32_t id() const noexcept { return id_; }
+
+private:
+    ErrorCode code_;
+    int err_;
+    uint32_t id_;
+};
+
+// One received message: its type, id and the whole object (fields included).
+struct Message {
+    std::string type;
+    uint32_t id = 0;
+    Json body;
+};
+
+// Parses one message: JSON, an object, "id" a uint32 and "type" a string.
+// Throws ProtocolError(BadMessage); its id() is the message's id if that
+// much could be read.
+Message parse(std::string_view bytes);
+
+// {"type": type, "id": id, ...fields} as bytes. fields must be an object.
+std::string encodeMessage(std::string_view type, uint32_t id, const Json& fields);
+
+// Shared with the config parser: a value as error messages show it (scalars
+// as JSON, shortened; containers by kind, never dumped), and the interface
+// name rule (1..kMaxIfname bytes, no '/', ':', whitespace or control).
+std::string describeValue(const Json& v);
+bool isInterfaceName(std::string_view s) noexcept;
+
+// ---- replies ----------------------------------------------------------
+
+// {"type":"ok"} with no fields: the reply to close_flow and bye.
+struct OkReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    std::string encode(uint32_t id) const;
+    static OkReply decode(const Message& m);
+};
+
+// {"type":"error","code":"<ErrorCode>","errno":E,"message":"..."}. An error
+// code this version does not know decodes as Internal.
+struct ErrorReply {
+    static constexpr std::string_view kType = "error";
+    static constexpr size_t kFds = 0;
+    ErrorCode code = ErrorCode::Internal;
+    uint32_t err = 0; // errno
+    std::string message;
+
+    static ErrorReply from(const ProtocolError& e);
+    std::string encode(uint32_t id) const;
+    static ErrorReply decode(const Message& m);
+};
+
+// What the client's rule allows it (hello reply "limits").
+struct Limits {
+    uint64_t regionBytes = 0;   // "region_bytes": largest region
+    uint64_t residentBytes = 0; // "resident_bytes": largest budget
+    uint32_t flows = 0;         // "flows": flows open at once
+};
+
+struct HelloReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    uint32_t protocol = kProtocolVersion;
+    uint32_t abi = NPF_ABI_VERSION;
+    uint32_t daemonPid = 0;          // "daemon_pid"
+    std::vector<std::string> ifaces; // interfaces npfd serves
+    Limits limits;
+    std::string encode(uint32_t id) const;
+    static HelloReply decode(const Message& m);
+};
+
+struct RegionReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    uint32_t region = 0;
+    std::string encode(uint32_t id) const;
+    static RegionReply decode(const Message& m);
+};
+
+// fds, in order: the flow's post ring (BPF map), the completion ring
+// (memfd), the completion notifier (a pipe's read end; npfd keeps the write end).
+struct OpenFlowReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 3;
+    uint32_t flow = 0;
+    uint32_t gen = 0;
+    uint16_t port = 0;
+    uint32_t ringSize = NPF_POST_RING_SIZE; // "ring_size": post ring entries
+    uint32_t completionEntries = 0;         // "completion_entries"
+    std::string encode(uint32_t id) const;
+    static OpenFlowReply decode(const Message& m);
+};
+
+// The reply to release and populate.
+struct PagesReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    uint64_t pages = 0;
+    std::string encode(uint32_t id) const;
+    static PagesReply decode(const Message& m);
+};
+
+struct StatsReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    Json stats = Json::object(); // the engine's stats object
+    std::string encode(uint32_t id) const;
+    static StatsReply decode(const Message& m);
+};
+
+// ---- requests ---------------------------------------------------------
+// kFds is the number of descriptors the request carries.
+
+// The first request of every connection.
+struct HelloRequest {
+    static constexpr std::string_view kType = "hello";
+    static constexpr size_t kFds = 0;
+    using Reply = HelloReply;
+    uint32_t protocol = kProtocolVersion;
+    uint32_t abi = NPF_ABI_VERSION;
+    std::string name; // optional, <= kMaxName bytes, no control characters
+    std::string encode(uint32_t id) const;
+    static HelloRequest decode(const Message& m);
+};
+
+// Throws ProtocolError(BadVersion) naming both sides' versions unless the
+// hello's protocol and ABI versions are this build's.
+void checkVersion(const HelloRequest& h);
+
+// fds, in order: the region's memfd, the userfaultfd it is registered with,
+// and optionally the client's spill file (npfd saves evicted content there,
+// so it survives npfd). kFds counts the two that must be there.
+struct RegionRequest {
+    static constexpr std::string_view kType = "region";
+    static constexpr size_t kFds = 2;
+    using Reply = RegionReply;
+    uint64_t size = 0;        // > 0, a multiple of pageSize
+    uint64_t budget = 0;      // resident bytes, >= pageSize
+    uint64_t base = 0;        // the client's mapping address, != 0, page aligned
+    uint32_t pageSize = 4096; // "page_size": a power of two, 4 KiB .. 1 GiB
+    std::string encode(uint32_t id) const;
+    static RegionRequest decode(const Message& m);
+};
+
+struct OpenFlowRequest {
+    static constexpr std::string_view kType = "open_flow";
+    static constexpr size_t kFds = 0;
+    using Reply = OpenFlowReply;
+    std::string iface;               // "" = the daemon's only interface
+    uint16_t port = 0;               // 1..65535
+    std::string addr;                // "" = any, else IPv4 or IPv6 text
+    uint32_t completionEntries = 0;  // "completion_ring": 0 = daemon default
+    std::string encode(uint32_t id) const;
+    static OpenFlowRequest decode(const Message& m);
+};
+
+struct CloseFlowRequest {
+    static constexpr std::string_view kType = "close_flow";
+    static constexpr size_t kFds = 0;
+    using Reply = OkReply;
+    uint32_t flow = 0;
+    std::string encode(uint32_t id) const;
+    static CloseFlowRequest decode(const Message& m);
+};
+
+// [offset, offset + len) of the region: len > 0, no overflow.
+struct ReleaseRequest {
+    static constexpr std::string_view kType = "release";
+    static constexpr size_t kFds = 0;
+    using Reply = PagesReply;
+    uint64_t offset = 0;
+    uint64_t len = 0;
+    std::string encode(uint32_t id) const;
+    static ReleaseRequest decode(const Message& m);
+};
+
+struct PopulateRequest {
+    static constexpr std::string_view kType = "populate";
+    static constexpr size_t kFds = 0;
+    using Reply = PagesReply;
+    uint64_t offset = 0;
+    uint64_t len = 0;
+    std::string encode(uint32_t id) const;
+    static PopulateRequest decode(const Message& m);
+};
+
+struct StatsRequest {
+    static constexpr std::string_view kType = "stats";
+    static constexpr size_t kFds = 0;
+    using Reply = StatsReply;
+    std::string encode(uint32_t id) const;
+    static StatsRequest decode(const Message& m);
+};
+
+// The daemon replies ok, then closes the connection.
+struct ByeRequest {
+    static constexpr std::string_view kType = "bye";
+    static constexpr size_t kFds = 0;
+    using Reply = OkReply;
+    std::string encode(uint32_t id) const;
+    static ByeRequest decode(const Message& m);
+};
+
+} // namespace npf::ipc
