@@ -95,11 +95,11 @@ TEST(EngineCounters, NamesUniqueSnakeCase)
 TEST(XdpCounters, NamesUniqueSnakeCaseHelpOneLine)
 {
     std::set<std::string> seen;
-    for (size_t i = 0; i < std::size(kStatNames); i++) {
-        EXPECT_TRUE(snakeCase(kStatNames[i])) << kStatNames[i];
-        EXPECT_TRUE(seen.insert(kStatNames[i]).second) << "duplicate " << kStatNames[i];
-        EXPECT_GT(std::strlen(kStatHelp[i]), 0u) << kStatNames[i];
-        EXPECT_EQ(std::strpbrk(kStatHelp[i], "\n|"), nullptr) << kStatNames[i] << ": help is one line, no '|'";
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
+        EXPECT_TRUE(snakeCase(dataplane::kStatNames[i])) << dataplane::kStatNames[i];
+        EXPECT_TRUE(seen.insert(dataplane::kStatNames[i]).second) << "duplicate " << dataplane::kStatNames[i];
+        EXPECT_GT(std::strlen(dataplane::kStatHelp[i]), 0u) << dataplane::kStatNames[i];
+        EXPECT_EQ(std::strpbrk(dataplane::kStatHelp[i], "\n|"), nullptr) << dataplane::kStatNames[i] << ": help is one line, no '|'";
     }
 }
 
@@ -238,8 +238,8 @@ std::string expectedDocRows()
     for (const LatencyDef& d : kEngineLatencies)
         out += std::string("| `") + d.name + "` | " + d.help + " |\n";
     out += "\n| xdp counter | help |\n|---|---|\n";
-    for (size_t i = 0; i < std::size(kStatNames); i++)
-        out += std::string("| `") + kStatNames[i] + "` | " + kStatHelp[i] + " |\n";
+    for (size_t i = 0; i < std::size(dataplane::kStatNames); i++)
+        out += std::string("| `") + dataplane::kStatNames[i] + "` | " + dataplane::kStatHelp[i] + " |\n";
     return out;
 }
 

@@ -70,7 +70,9 @@ TEST(ClaimSettler, SettlesOnlyAfterGraceThenRings)
     EXPECT_EQ(src.calls, (std::vector<std::string>{"sample", "grace", "mark", "settle"}));
 }
 
-TEST(ClaimSettler, RingsAlreadyReleasedSettleInTheGraceRound)
+// With the rings released already, a sample settles in the round its grace
+// period ends; the next sample waits for a grace period of its own.
+TEST(ClaimSettler, EachSampleWaitsForAGracePeriodOfItsOwn)
 {
     ClaimSettler s;
     Script src;
@@ -79,15 +81,6 @@ TEST(ClaimSettler, RingsAlreadyReleasedSettleInTheGraceRound)
     s.step(src);
     EXPECT_EQ(s.state(), State::Idle);
     EXPECT_EQ(src.calls, (std::vector<std::string>{"sample", "grace", "mark", "settle"}));
-}
-
-TEST(ClaimSettler, EachSampleWaitsForAGracePeriodOfItsOwn)
-{
-    ClaimSettler s;
-    Script src;
-    src.pending = src.over = src.released = true;
-    s.step(src);
-    s.step(src); // settled the first sample
     src.over = false; // the next sample's grace period is not over
     s.step(src);
     s.step(src);

@@ -98,16 +98,9 @@ std::vector<Interface> listInterfaces()
 rtnl_link_stats64 linkStats(int ifindex)
 {
     const std::string what = "read the counters of interface " + std::to_string(ifindex);
-    struct {
-        nlmsghdr nh;
-        ifinfomsg ifi;
-    } req{};
-    req.nh.nlmsg_len = sizeof(req);
-    req.nh.nlmsg_type = RTM_GETLINK;
-    req.nh.nlmsg_flags = NLM_F_REQUEST;
-    req.nh.nlmsg_seq = 1;
-    req.ifi.ifi_family = AF_UNSPEC;
-    req.ifi.ifi_index = ifindex;
+    NetlinkRequest<ifinfomsg> req(RTM_GETLINK, NLM_F_REQUEST);
+    req.body.ifi_family = AF_UNSPEC;
+    req.body.ifi_index = ifindex;
     std::optional<rtnl_link_stats64> stats;
     netlinkRequest(NETLINK_ROUTE, req.nh, what, [&](const nlmsghdr& h) {
         if (h.nlmsg_type != RTM_NEWLINK || h.nlmsg_len < NLMSG_LENGTH(sizeof(ifinfomsg)))

@@ -6,6 +6,7 @@
 #include <linux/netlink.h>
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -13,6 +14,20 @@
 #include "sys/fd.h"
 
 namespace npf::dataplane {
+
+// A request: the header, then the family's request body.
+template <typename Body>
+struct NetlinkRequest {
+    NetlinkRequest(uint16_t type, uint16_t flags) noexcept : nh{}, body{}
+    {
+        nh.nlmsg_len = sizeof(*this);
+        nh.nlmsg_type = type;
+        nh.nlmsg_flags = flags;
+        nh.nlmsg_seq = 1;
+    }
+    nlmsghdr nh;
+    Body body;
+};
 
 // Sends `req` (header and payload, nlmsg_len bytes) on a new socket of
 // netlink `protocol` and calls each(h) for every reply message until the

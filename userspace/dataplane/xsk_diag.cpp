@@ -58,16 +58,9 @@ void parseAttrs(const xdp_diag_msg* m, size_t len, XdpSocket* s)
 
 std::vector<XdpSocket> xdpSockets()
 {
-    struct {
-        nlmsghdr nh;
-        xdp_diag_req req;
-    } msg{};
-    msg.nh.nlmsg_len = sizeof(msg);
-    msg.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    msg.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-    msg.nh.nlmsg_seq = 1;
-    msg.req.sdiag_family = AF_XDP;
-    msg.req.xdiag_show = XDP_SHOW_INFO | XDP_SHOW_UMEM;
+    NetlinkRequest<xdp_diag_req> msg(SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP);
+    msg.body.sdiag_family = AF_XDP;
+    msg.body.xdiag_show = XDP_SHOW_INFO | XDP_SHOW_UMEM;
 
     std::vector<XdpSocket> out;
     try {

@@ -32,7 +32,7 @@ void Prefetcher::ahead(ServedFlow& f, bool busy) noexcept
         // Between two backup batches: one page a round, so the backup
         // ring keeps draining; the flow stays marked for the next round.
         for (uint64_t s = cons; s < end; s++) {
-            const Post p = f.posts.slot(s);
+            const dataplane::Post p = f.posts.slot(s);
             if (f.region.isResident(p.offset, p.len))
                 continue;
             (void)f.region.prefetch(p.offset & ~(page - 1), page);
@@ -45,7 +45,7 @@ void Prefetcher::ahead(ServedFlow& f, bool busy) noexcept
     // run with one call (one batch of UFFDIO_COPYs, one eviction pass).
     uint64_t runOff = 0, runEnd = 0;
     for (uint64_t s = cons; s < end; s++) {
-        const Post p = f.posts.slot(s);
+        const dataplane::Post p = f.posts.slot(s);
         if (f.region.isResident(p.offset, p.len))
             continue;
         if (runEnd > runOff && p.offset == runEnd) {

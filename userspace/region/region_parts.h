@@ -1,6 +1,7 @@
 // The parts of a Region that its installers and its evictor work on, by
 // reference: they belong to the region (or to a test's stand-in) and are
-// filled in before the first install or eviction.
+// filled in before the first install or eviction. The forward declarations
+// of the region's parts, for the headers that name them.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 
 namespace npf {
 
+class MmapArea;
 class PageIo;
 class PageState;
 class PatchPlan;
