@@ -178,7 +178,7 @@ struct npf_ring {
  * enum order. It makes enum npf_stat (NPF_STAT_<ID>) here, and in userspace
  * the names (dataplane::kStatNames: `npfctl stats` rows xdp.<name>, Prometheus
  * npf_xdp_<name>_total) and help lines (docs/cli.md "Counters", checked by
- * tests/ctl/counters_test.cpp). Values and names are ABI: append only. A
+ * tests/counters/counters_test.cpp). Values and names are ABI: append only. A
  * help line is one line without '|' (it goes into a Markdown table). */
 #define NPF_STATS(X)                                                                                    \
 	X(RX_TOTAL, "rx_total", "every packet the program saw")                                         \
