@@ -10,8 +10,6 @@
 
 namespace npf {
 
-constexpr int kMaxSleepMs = 100;
-
 bool Housekeeper::round(uint64_t nowNs) noexcept
 {
     if (nowNs < nextTick_)

@@ -21,6 +21,8 @@ public:
     // yet published (a missing one is seen promptly); at most 100 ms.
     int timeoutMs(uint64_t nowNs) const noexcept;
     void lastTick() noexcept { ctx_.hooks.tick(); }
+    // The longest any pager sleeps (the tick's resolution).
+    static constexpr int kMaxSleepMs = 100;
 
 private:
     bool socketGone(int fd) noexcept;

@@ -86,8 +86,9 @@ void Pager::loop() noexcept
         prefetcher_.run(busy);
         if (shard_.lead())
             settler_.step(*settleSource_);
-        publish();
-        if (shard_.lead() && !housekeeper_.round(monotonicNs())) {
+        const uint64_t now = monotonicNs();
+        publish(now);
+        if (shard_.lead() && !housekeeper_.round(now)) {
             stopSyncs(); // the interface is gone
             return;
         }
@@ -116,7 +117,7 @@ void Pager::waitForWork(std::vector<pollfd>& fds, bool now) noexcept
     }
     const int timeout = now || ctx_.cfg.pagerBusyPoll ? 0
                         : shard_.lead()               ? housekeeper_.timeoutMs(monotonicNs())
-                                                      : 100;
+                                                      : Housekeeper::kMaxSleepMs;
     if (::poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR)
         NPF_WARN_RL("npf pager: poll: %s", strerror(errno));
     if (!fds.empty() && (fds[0].revents & POLLIN))
@@ -131,9 +132,8 @@ bool Pager::drainBackupRings() noexcept
     return busy;
 }
 
-void Pager::publish() noexcept
+void Pager::publish(uint64_t now) noexcept
 {
-    const uint64_t now = monotonicNs();
     ctx_.flows.forEach([&](ServedFlow& f) { f.publish(now); });
 }
 

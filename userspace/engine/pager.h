@@ -49,7 +49,7 @@ private:
     void loop() noexcept;
     void waitForWork(std::vector<pollfd>& fds, bool now) noexcept;
     bool drainBackupRings() noexcept; // true if a ring had a full batch
-    void publish() noexcept;
+    void publish(uint64_t now) noexcept;
     // sync(): the round that starts takes the syncs asked for so far; when it
     // ends they return. True if more came meanwhile (run the next round at once).
     uint64_t syncsAsked() noexcept;

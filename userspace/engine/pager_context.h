@@ -39,7 +39,6 @@ public:
     void wake(uint32_t pager) const noexcept;
     int fd(uint32_t pager) const noexcept { return fds_[pager].get(); }
     void drain(uint32_t pager) const noexcept; // pager k, on waking
-    uint32_t size() const noexcept { return static_cast<uint32_t>(fds_.size()); }
 
 private:
     std::vector<Fd> fds_;
