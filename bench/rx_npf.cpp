@@ -14,6 +14,7 @@
 #include "huge_pages.h"
 #include "receiver.h"
 #include "sys/log.h"
+#include "dataplane/stats.h"
 
 namespace npf::bench {
 namespace {
@@ -88,6 +89,10 @@ public:
         nlohmann::json d = nlohmann::json::parse(eng_->statsJson());
         if (pool_)
             d["hugePoolWarmSeconds"] = warmSeconds_;
+        // XDP's outcome counters on the receiving interface (a fresh veth per run).
+        const auto xdp = eng_->xdpCounters();
+        for (size_t i = 0; i < xdp.size(); i++)
+            d["xdp"][dataplane::kStatNames[i]] = xdp[i];
         return d;
     }
 

@@ -9,7 +9,7 @@
 #include "counters/engine_stats.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
-#include "engine/stats.h"
+#include "engine/service_stats.h"
 #include "engine/service.h"
 #include "sys/clock.h"
 #include "sys/error.h"

@@ -1,4 +1,5 @@
-// Engine counters: a snapshot struct, its JSON form, and the JSON file that
+// A Service's counters: the snapshot (EngineStats) summed from every thread's tally,
+// the regions and the completions; its JSON form; and the JSON file that
 // `npfctl stats` reads (written by the lead pager every 500 ms, atomically).
 #include <unistd.h>
 
@@ -8,7 +9,7 @@
 #include "counters/engine_stats.h"
 #include "dataplane/stats.h"
 #include "engine/service.h"
-#include "engine/stats.h"
+#include "engine/service_stats.h"
 #include "region/region.h"
 #include "sys/clock.h"
 #include "sys/log.h"
