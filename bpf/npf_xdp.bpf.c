@@ -26,6 +26,35 @@ static __always_inline int npf_out(__u32 stat, int verdict)
 	return verdict;
 }
 
+/* Where a flow datagram may go, found before anything is claimed. */
+struct npf_route {
+	struct npf_ring *ring; /* the flow's post ring */
+	__u64 region;          /* region size (npf_flow.region_size) */
+	__u32 fid, gen;        /* flow id and generation */
+	__u32 queue;           /* RX queue: its sockets are NPF_XSK_PRIMARY/BACKUP(queue) */
+};
+
+/* A counter of the flow's own (abi.h: from NPF_STAT_FLOW_FIRST on), in its
+ * npf_flow_stats entry if that is of the datagram's generation. */
+static __always_inline void npf_flow_count(const struct npf_route *r, __u32 stat)
+{
+	struct npf_flow_stats *fs;
+
+	if (stat < NPF_STAT_FLOW_FIRST || stat >= NPF_STAT_MAX)
+		return;
+	fs = bpf_map_lookup_elem(&npf_flow_stats, &r->fid);
+	if (fs && fs->gen == r->gen)
+		fs->n[stat - NPF_STAT_FLOW_FIRST] += 1;
+}
+
+/* The outcome of a datagram whose flow was looked up: npf_stats, and the
+ * flow's own counter. */
+static __always_inline int npf_flow_out(const struct npf_route *r, __u32 stat, int verdict)
+{
+	npf_flow_count(r, stat);
+	return npf_out(stat, verdict);
+}
+
 static __always_inline struct npf_flow *npf_flow_lookup(struct npf_flow_key *key)
 {
 	struct npf_flow *f = bpf_map_lookup_elem(&npf_flows, key);
@@ -141,14 +170,6 @@ static __always_inline int npf_claim(void *regions, __u32 fid, __u32 gen, __u64 
 	return NPF_STAT_DROP_CONTENDED;
 }
 
-/* Where a flow datagram may go, found before anything is claimed. */
-struct npf_route {
-	struct npf_ring *ring; /* the flow's post ring */
-	__u64 region;          /* region size (npf_flow.region_size) */
-	__u32 fid, gen;        /* flow id and generation */
-	__u32 queue;           /* RX queue: its sockets are NPF_XSK_PRIMARY/BACKUP(queue) */
-};
-
 /* The flow of the datagram and its queue, both of whose sockets are bound.
  * -1 with r's fid, gen, region and queue filled, or the PASS_* outcome. */
 static __always_inline int npf_route_flow(struct xdp_md *ctx, struct npf_pkt *pkt, struct npf_route *r)
@@ -263,16 +284,18 @@ static __always_inline int npf_write_meta(struct xdp_md *ctx, const struct npf_r
 
 /* Redirects a datagram with its meta written to the queue's backup socket
  * (a destination page not resident) or primary socket. */
-static __always_inline int npf_redirect(__u32 queue, __u8 flags)
+static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 {
-	__u32 slot = (flags & NPF_META_F_BACKUP) ? NPF_XSK_BACKUP(queue) : NPF_XSK_PRIMARY(queue);
+	__u32 slot = (flags & NPF_META_F_BACKUP) ? NPF_XSK_BACKUP(r->queue) : NPF_XSK_PRIMARY(r->queue);
 
-	if (flags & NPF_META_F_TRUNCATED)
+	if (flags & NPF_META_F_TRUNCATED) {
 		npf_count(NPF_STAT_TRUNCATED);
+		npf_flow_count(r, NPF_STAT_TRUNCATED);
+	}
 	if (bpf_redirect_map(&npf_xsks, slot, XDP_PASS) != XDP_REDIRECT)
-		return npf_out(NPF_STAT_REDIR_FAIL, XDP_PASS);
-	return npf_out((flags & NPF_META_F_BACKUP) ? NPF_STAT_REDIR_BACKUP : NPF_STAT_REDIR_PRIMARY,
-		       XDP_REDIRECT);
+		return npf_flow_out(r, NPF_STAT_REDIR_FAIL, XDP_PASS);
+	return npf_flow_out(r, (flags & NPF_META_F_BACKUP) ? NPF_STAT_REDIR_BACKUP : NPF_STAT_REDIR_PRIMARY,
+			    XDP_REDIRECT);
 }
 
 /*
@@ -287,7 +310,7 @@ SEC("xdp.frags")
 int npf_xdp(struct xdp_md *ctx)
 {
 	struct npf_pkt pkt = {};
-	struct npf_route r;
+	struct npf_route r = {};
 	struct npf_claim c = {};
 	int rc;
 
@@ -295,31 +318,33 @@ int npf_xdp(struct xdp_md *ctx)
 	rc = npf_parse((void *)(long)ctx->data, (void *)(long)ctx->data_end, bpf_xdp_get_buff_len(ctx), &pkt);
 	if (rc >= 0)
 		return npf_out(rc, XDP_PASS);
+	/* From here on every outcome is the flow's too (npf_flow_out; a stale
+	 * entry's generation counts for no flow). */
 	rc = npf_route_flow(ctx, &pkt, &r);
 	if (rc >= 0)
-		return npf_out(rc, XDP_PASS);
+		return npf_flow_out(&r, rc, XDP_PASS);
 
 	/* What the kernel would drop as corrupt is dropped before it can take a
 	 * buffer. The UDP payload's checksum is verified by the service as it
 	 * copies (npf_meta.csum). */
 	if (pkt.csum_bad || npf_ipv4_hdr_bad((void *)(long)ctx->data, (void *)(long)ctx->data_end, &pkt))
-		return npf_out(NPF_STAT_DROP_CSUM, XDP_DROP);
+		return npf_flow_out(&r, NPF_STAT_DROP_CSUM, XDP_DROP);
 
 	rc = npf_route_ring(&r);
 	if (rc >= 0)
-		return npf_out(rc, XDP_PASS);
+		return npf_flow_out(&r, rc, XDP_PASS);
 	rc = npf_meta_room(ctx);
 	if (rc >= 0)
-		return npf_out(rc, XDP_PASS);
+		return npf_flow_out(&r, rc, XDP_PASS);
 	/* Claim the next posted buffer (the metadata stays on a failure; the
 	 * kernel ignores it). */
 	rc = npf_claim_post(&r, pkt.payload_len, &c);
 	if (rc >= 0)
-		return npf_out(rc, rc >= NPF_STAT_DROP_RNR && rc <= NPF_STAT_DROP_CSUM ? XDP_DROP : XDP_PASS);
+		return npf_flow_out(&r, rc, rc >= NPF_STAT_DROP_RNR && rc <= NPF_STAT_DROP_CSUM ? XDP_DROP : XDP_PASS);
 	rc = npf_write_meta(ctx, &r, &pkt, &c);
 	if (rc < 0)
-		return npf_out(NPF_STAT_PASS_META_FAIL, XDP_PASS);
-	return npf_redirect(r.queue, (__u8)rc);
+		return npf_flow_out(&r, NPF_STAT_PASS_META_FAIL, XDP_PASS);
+	return npf_redirect(&r, (__u8)rc);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

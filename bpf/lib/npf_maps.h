@@ -70,4 +70,14 @@ struct {
 	__type(value, __u64);
 } npf_stats SEC(".maps");
 
+/* Flow id -> the outcomes of that flow's datagrams (struct npf_flow_stats:
+ * the counters of npf_stats from NPF_STAT_FLOW_FIRST on, of one generation),
+ * per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NPF_MAX_FLOWS);
+	__type(key, __u32);
+	__type(value, struct npf_flow_stats);
+} npf_flow_stats SEC(".maps");
+
 #endif /* NPF_BPF_MAPS_H */

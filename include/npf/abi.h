@@ -11,7 +11,7 @@
 
 #include <linux/types.h>
 
-#define NPF_ABI_VERSION 3
+#define NPF_ABI_VERSION 4
 
 /* ---- limits --------------------------------------------------------- */
 
@@ -225,6 +225,27 @@ enum npf_stat {
 	NPF_STAT_MAX
 };
 
+/* ---- per-flow counters (npf_flow_stats, per CPU) -------------------- */
+
+/* The outcomes XDP decides once it has found a datagram's flow are counted
+ * twice: in npf_stats, and in the flow's own entry of npf_flow_stats. They
+ * are the tail of enum npf_stat from NPF_STAT_FLOW_FIRST on (pass_no_flow and
+ * pass_bad_flow, just before it, are decided without a flow of the right
+ * generation), so a counter appended to NPF_STATS is a flow's counter too. */
+#define NPF_STAT_FLOW_FIRST NPF_STAT_PASS_BAD_QUEUE
+#define NPF_FLOW_STAT_MAX (NPF_STAT_MAX - NPF_STAT_FLOW_FIRST)
+
+/* Value of npf_flow_stats[flow id], per CPU. XDP counts into it only while
+ * gen is the datagram's flow generation (npf_flow.gen). Whoever hands an id
+ * to a new flow first zeroes the entry on every CPU with the new gen (under
+ * the flow lock, before XDP can find the flow): a flow never inherits another
+ * flow's counts, and datagrams of an older generation count for no flow. */
+struct npf_flow_stats {
+	__u32 gen;
+	__u32 pad;
+	__u64 n[NPF_FLOW_STAT_MAX]; /* n[s - NPF_STAT_FLOW_FIRST]: datagrams with outcome s */
+};
+
 /* ---- completions (service -> application, shared memory) ----------- */
 
 /* npf_completion.status */
@@ -270,6 +291,8 @@ static_assert(sizeof(struct npf_ring) == 128 + 16 * NPF_POST_RING_SIZE);
 static_assert(sizeof(struct npf_post) == 16);
 static_assert(sizeof(struct npf_cursor) == 128);
 static_assert(sizeof(struct npf_completion) == 24);
+static_assert(NPF_STAT_FLOW_FIRST == NPF_STAT_PASS_BAD_FLOW + 1 && NPF_FLOW_STAT_MAX == 12);
+static_assert(sizeof(struct npf_flow_stats) == 8 + 8 * NPF_FLOW_STAT_MAX);
 static_assert(sizeof(struct npf_completion_ring) == 192);
 static_assert((NPF_POST_RING_SIZE & (NPF_POST_RING_SIZE - 1)) == 0);
 #endif

@@ -66,6 +66,21 @@ inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
      "dropped by the kernel at the AF_XDP sockets (rx_dropped + rx_ring_full)"},
 }};
 
+// FlowStats's counters besides its XDP outcomes (those are named by enum
+// npf_stat: dataplane::kStatNames), in the order of its JSON form.
+inline constexpr std::array<CounterDef<FlowStats>, 8> kFlowCounters = {{
+    {"completed_ok", &FlowStats::completedOk, "completions", "seqs completed OK"},
+    {"completed_truncated", &FlowStats::completedTruncated, "completions",
+     "seqs completed TRUNCATED (datagram longer than its buffer)"},
+    {"completed_bad_csum", &FlowStats::completedBadCsum, "completions", "seqs completed BAD_CSUM"},
+    {"completed_lost", &FlowStats::completedLost, "completions", "seqs completed LOST"},
+    {"lost_unarrived", &FlowStats::lostUnarrived, "completions",
+     "of completed_lost: the datagram never reached the service (dropped by XDP after its claim, or by the kernel at the AF_XDP socket)"},
+    {"in_flight", &FlowStats::inFlight, "seqs", "claimed by XDP, not completed yet", true},
+    {"late", &FlowStats::late, "datagrams", "arrived after their seq completed LOST (dropped; the seq is counted LOST)"},
+    {"rejected", &FlowStats::rejected, "datagrams", "refused as no seq of the flow's window (duplicate, out of window)"},
+}};
+
 // One latency histogram of EngineStats (unit ns).
 struct LatencyDef {
     const char* name; // JSON key under "latency"; `npfctl stats` rows latency.<name>_<quantile>
@@ -142,6 +157,9 @@ constexpr bool unitsNamed(const Table& t)
 static_assert(counters_detail::wellFormed(kEngineCounters) && counters_detail::unitsNamed(kEngineCounters),
               "kEngineCounters: names snake_case and unique, each member once, _bytes names for bytes");
 static_assert(counters_detail::wellFormed(kEngineLatencies) && counters_detail::wellFormed(kLatencyFields));
+static_assert(counters_detail::wellFormed(kFlowCounters) && counters_detail::unitsNamed(kFlowCounters));
+static_assert(sizeof(FlowStats) == (kFlowCounters.size() + NPF_FLOW_STAT_MAX) * sizeof(uint64_t),
+              "kFlowCounters must list every counter of FlowStats besides xdp");
 static_assert(sizeof(EngineStats::Latency) == kLatencyFields.size() * sizeof(uint64_t),
               "kLatencyFields must list every field of EngineStats::Latency");
 static_assert(sizeof(EngineStats) == kEngineCounters.size() * sizeof(uint64_t) +

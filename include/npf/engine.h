@@ -126,6 +126,13 @@ public:
     // (npf::Client). wait() returns 0 at once then; the buffers' content
     // completed so far stays in the region.
     std::string failure() const;
+    // Every datagram of this flow since it was opened, accounted once: XDP's
+    // outcomes for it, its completions by status, what is in flight
+    // (npf/stats.h, FlowStats; docs/cli.md "Accounting"). Any thread. In
+    // process from the engine and XDP's per-flow counters; through npfd one
+    // request, answered for this client's own flow only. Throws
+    // std::system_error when they cannot be read (npfd gone, the interface gone).
+    FlowStats stats() const;
 
     struct Impl;
     explicit Flow(std::unique_ptr<Impl> impl);

@@ -3,7 +3,10 @@
 // counter tables (npf/counters.h) need nothing else of the public API.
 #pragma once
 
+#include <array>
 #include <cstdint>
+
+#include "npf/abi.h"
 
 namespace npf {
 
@@ -24,6 +27,69 @@ struct EngineStats {
     };
     Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
     bool operator==(const EngineStats&) const = default;
+};
+
+// One flow's datagrams since it was opened (npf::Flow::stats(), in process
+// and through npfd alike). npf_xdp counts every datagram of the flow that
+// reaches it once, by outcome; every one that claimed a posted buffer (a seq)
+// completes once, or is still in flight:
+//
+//   reached() = passed() + droppedInXdp() + claimed()
+//   claimed() = completedOk + completedTruncated + completedBadCsum + completedLost + inFlight
+//
+// Both hold exactly in every snapshot. A datagram dropped before XDP (by the
+// NIC) never reaches it: no flow can count it. docs/cli.md "Accounting"
+// says where each term comes from.
+struct FlowStats {
+    // The flow's XDP outcomes: xdp[s - NPF_STAT_FLOW_FIRST] for enum npf_stat
+    // s >= NPF_STAT_FLOW_FIRST (npf/abi.h); xdpCount(s) reads one.
+    std::array<uint64_t, NPF_FLOW_STAT_MAX> xdp{};
+    // Completions published to the flow (poll() may not have taken them yet), by status.
+    uint64_t completedOk = 0, completedTruncated = 0, completedBadCsum = 0, completedLost = 0;
+    // Of completedLost, seqs whose datagram never reached the service: XDP
+    // dropped it after claiming the buffer (drop_bad_desc, redir_fail) or the
+    // kernel dropped it at the AF_XDP socket (socketDropped()). The rest were
+    // dropped by the service (docs/cli.md "Accounting").
+    uint64_t lostUnarrived = 0;
+    // Seqs XDP claimed that have not completed yet.
+    uint64_t inFlight = 0;
+    // Not terms of the identity (their seqs are counted above): datagrams that
+    // arrived after their seq completed LOST, and frames refused as no seq of
+    // this flow's window (duplicate, out of window).
+    uint64_t late = 0, rejected = 0;
+
+    uint64_t xdpCount(npf_stat s) const noexcept
+    {
+        return s >= NPF_STAT_FLOW_FIRST && s < NPF_STAT_MAX ? xdp[s - NPF_STAT_FLOW_FIRST] : 0;
+    }
+    // Passed to the kernel untouched (pass_*): not received by the flow.
+    uint64_t passed() const noexcept
+    {
+        return xdpCount(NPF_STAT_PASS_BAD_QUEUE) + xdpCount(NPF_STAT_PASS_NO_SOCKET) +
+               xdpCount(NPF_STAT_PASS_TOO_BIG) + xdpCount(NPF_STAT_PASS_META_FAIL);
+    }
+    // Dropped by XDP before a buffer was claimed: drop_rnr, drop_contended, drop_csum.
+    uint64_t droppedInXdp() const noexcept
+    {
+        return xdpCount(NPF_STAT_DROP_RNR) + xdpCount(NPF_STAT_DROP_CONTENDED) + xdpCount(NPF_STAT_DROP_CSUM);
+    }
+    // Took a posted buffer (a seq): redirected, or dropped after the claim.
+    uint64_t claimed() const noexcept
+    {
+        return xdpCount(NPF_STAT_REDIR_PRIMARY) + xdpCount(NPF_STAT_REDIR_BACKUP) + xdpCount(NPF_STAT_REDIR_FAIL) +
+               xdpCount(NPF_STAT_DROP_BAD_DESC);
+    }
+    uint64_t reached() const noexcept { return passed() + droppedInXdp() + claimed(); }
+    uint64_t completed() const noexcept { return completedOk + completedTruncated + completedBadCsum + completedLost; }
+    // Of lostUnarrived, those the kernel dropped at the AF_XDP socket (its
+    // ring full, no free frame): neither XDP nor the service saw them go. (A
+    // late datagram did arrive: its seq is not one of them.)
+    uint64_t socketDropped() const noexcept
+    {
+        const uint64_t other = xdpCount(NPF_STAT_DROP_BAD_DESC) + xdpCount(NPF_STAT_REDIR_FAIL) + late;
+        return lostUnarrived > other ? lostUnarrived - other : 0;
+    }
+    bool operator==(const FlowStats&) const = default;
 };
 
 } // namespace npf

@@ -66,7 +66,8 @@ void setPinPaths(Skeleton& sk, const std::string& ifname)
 {
     bpf_map* maps[] = {sk->maps.npf_flows,     sk->maps.npf_rings,     sk->maps.npf_regions_0,
                        sk->maps.npf_regions_1, sk->maps.npf_regions_2, sk->maps.npf_regions_3,
-                       sk->maps.npf_regions_4, sk->maps.npf_xsks,      sk->maps.npf_stats};
+                       sk->maps.npf_regions_4, sk->maps.npf_xsks,      sk->maps.npf_stats,
+                       sk->maps.npf_flow_stats};
     static_assert(std::size(maps) == kPinnedMaps.size());
     for (size_t i = 0; i < std::size(maps); ++i) {
         if (std::strcmp(bpf_map__name(maps[i]), kPinnedMaps[i]) != 0)

@@ -31,6 +31,7 @@ constexpr MapShape kShapes[] = {
     {BPF_MAP_TYPE_ARRAY_OF_MAPS, sizeof(uint32_t), sizeof(uint32_t), NPF_MAX_FLOWS},
     {BPF_MAP_TYPE_XSKMAP, sizeof(uint32_t), sizeof(uint32_t), 0},
     {BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(uint64_t), NPF_STAT_MAX},
+    {BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(uint32_t), sizeof(npf_flow_stats), NPF_MAX_FLOWS},
 };
 static_assert(std::size(kShapes) == kPinnedMaps.size());
 
@@ -82,7 +83,7 @@ Dataplane Dataplane::open(const std::string& ifname)
     dp.mode_ = prog->slot == XdpSlot::Skb ? AttachMode::Skb : AttachMode::Native;
 
     Fd* fds[] = {&dp.flows_,      &dp.rings_,      &dp.regions_[0], &dp.regions_[1], &dp.regions_[2],
-                 &dp.regions_[3], &dp.regions_[4], &dp.xsks_,       &dp.stats_};
+                 &dp.regions_[3], &dp.regions_[4], &dp.xsks_,       &dp.stats_,      &dp.flowStats_};
     static_assert(NPF_BITMAP_CLASSES == 5);
     static_assert(std::size(fds) == kPinnedMaps.size());
     std::vector<uint32_t> used = progMapIds(prog->id);

@@ -26,6 +26,7 @@ public:
     int regions(uint32_t cls) const noexcept { return regions_[cls].get(); }
     int xsks() const noexcept { return xsks_.get(); }
     int stats() const noexcept { return stats_.get(); }
+    int flowStats() const noexcept { return flowStats_.get(); } // flow id -> npf_flow_stats, per CPU
 
     const std::string& ifname() const noexcept { return ifname_; }
     // The pin directory, of the namespace the instance was opened in.
@@ -38,7 +39,7 @@ public:
 private:
     Dataplane() = default;
 
-    Fd flows_, rings_, xsks_, stats_;
+    Fd flows_, rings_, xsks_, stats_, flowStats_;
     std::array<Fd, NPF_BITMAP_CLASSES> regions_;
     std::string ifname_, pinDir_;
     int ifindex_ = 0;

@@ -14,6 +14,7 @@
 #include "dataplane/dataplane.h"
 #include "dataplane/pins.h"
 #include "dataplane/post_ring.h"
+#include "dataplane/stats.h"
 #include "sys/error.h"
 
 namespace npf::dataplane {
@@ -168,6 +169,7 @@ EngineFlow addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlag
         gen = old->cursor()->gen + 1 ? old->cursor()->gen + 1 : 1;
     FlowRing ring = FlowRing::create(gen, cursorFlags);
     clearRegion(dp, id, what);
+    resetFlowXdpStats(dp, id, gen);
     const int ringFd = ring.fd();
     checkErrno(bpf_map_update_elem(dp.rings(), &id, &ringFd, BPF_ANY),
                what + ": install the post ring of flow id " + std::to_string(id));
@@ -226,6 +228,7 @@ EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBi
                what + ": bind its region's resident bitmap");
     npf_flow val{id, out->entry.gen, region.size};
     checkErrno(bpf_map_update_elem(dp.flows(), &key, &val, BPF_EXIST), what + ": bind its region");
+    out->xdpAtOpen = readFlowXdpStats(dp, id, out->entry.gen);
     return std::move(*out);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dataplane/flow_ring.h"
+#include "dataplane/stats.h"
 #include "npf/abi.h"
 #include "sys/fd.h"
 
@@ -83,6 +84,9 @@ struct EngineFlow {
     FlowEntry entry;
     FlowOrigin origin;
     FlowRing ring;
+    // The flow's XDP outcomes when the engine took it (0 for a new flow; a
+    // flow taken over keeps counting): its stats start from here.
+    FlowXdpStats xdpAtOpen{};
 };
 
 // For an engine (one serves an interface at a time): the flow's entry if it

@@ -17,9 +17,9 @@ namespace npf::dataplane {
 inline constexpr const char* kBpffsPath = "/sys/fs/bpf";
 
 // The maps an instance pins, by their BPF names (also the pin file names).
-inline constexpr std::array<const char*, 9> kPinnedMaps = {
+inline constexpr std::array<const char*, 10> kPinnedMaps = {
     "npf_flows",     "npf_rings",     "npf_regions_0", "npf_regions_1", "npf_regions_2",
-    "npf_regions_3", "npf_regions_4", "npf_xsks",      "npf_stats",
+    "npf_regions_3", "npf_regions_4", "npf_xsks",      "npf_stats",     "npf_flow_stats",
 };
 
 // True if `path` is a bpffs mount (statfs magic BPF_FS_MAGIC).

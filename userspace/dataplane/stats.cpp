@@ -27,6 +27,28 @@ XdpStats readXdpStats(const Dataplane& dp)
     return out;
 }
 
+FlowXdpStats readFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen)
+{
+    const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
+    std::vector<npf_flow_stats> percpu(static_cast<size_t>(ncpu));
+    checkErrno(bpf_map_lookup_elem(dp.flowStats(), &id, percpu.data()),
+               "read npf_flow_stats[" + std::to_string(id) + "] of " + dp.ifname());
+    FlowXdpStats out{};
+    for (const npf_flow_stats& v : percpu)
+        if (v.gen == gen)
+            for (size_t i = 0; i < out.size(); ++i)
+                out[i] += v.n[i];
+    return out;
+}
+
+void resetFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen)
+{
+    const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
+    std::vector<npf_flow_stats> percpu(static_cast<size_t>(ncpu), npf_flow_stats{.gen = gen});
+    checkErrno(bpf_map_update_elem(dp.flowStats(), &id, percpu.data(), BPF_ANY),
+               "reset npf_flow_stats[" + std::to_string(id) + "] of " + dp.ifname());
+}
+
 const char* xdpVerdictName(int verdict)
 {
     switch (verdict) {

@@ -30,4 +30,16 @@ using XdpStats = std::array<uint64_t, NPF_STAT_MAX>;
 // npf_stats summed over all possible CPUs.
 XdpStats readXdpStats(const Dataplane& dp);
 
+// One flow's outcomes: index s - NPF_STAT_FLOW_FIRST for enum npf_stat s.
+using FlowXdpStats = std::array<uint64_t, NPF_FLOW_STAT_MAX>;
+
+// The outcomes of flow `id`'s datagrams of generation `gen`, summed over the
+// CPUs whose entry is of that generation (npf_flow_stats).
+FlowXdpStats readFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen);
+
+// Zeroes flow `id`'s entry on every CPU and gives it generation `gen`: done
+// when the id is handed to a new flow, before XDP can find it (the caller
+// holds the flow lock).
+void resetFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen);
+
 } // namespace npf::dataplane

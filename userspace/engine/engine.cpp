@@ -97,6 +97,7 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     parts.region = e.region.get();
     Service* svc = e.service.get();
     parts.failure = [svc] { return svc->failure(); };
+    parts.stats = [svc, &served] { return svc->flowStats(served); };
     e.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
     return *e.flows.back();
 }

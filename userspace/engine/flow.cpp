@@ -21,6 +21,8 @@ Flow::~Flow() = default;
 uint32_t Flow::id() const noexcept { return impl_->parts.id; }
 uint16_t Flow::port() const noexcept { return impl_->parts.port; }
 std::string Flow::failure() const { return impl_->parts.failure ? impl_->parts.failure() : ""; }
+
+FlowStats Flow::stats() const { return impl_->parts.stats(); }
 int Flow::eventFd() const noexcept { return impl_->completions.notifyFd(); }
 uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 

@@ -35,6 +35,7 @@ struct Flow::Impl {
         std::unique_ptr<CompletionRing> ownCompletions;
         int hangupFd = -1;
         std::function<std::string()> failure;
+        std::function<FlowStats()> stats; // Flow::stats: the engine's, or a request to npfd
     };
     explicit Impl(Parts p);
 

@@ -62,6 +62,7 @@ public:
     const uint64_t regionSize;
     npf_cursor* const cursor;
     const dataplane::PostReader posts;
+    const dataplane::FlowXdpStats xdpAtOpen; // the flow's XDP counts when this engine took it
     Sequencer seq;
     CompletionRing ring; // the shared memory; Flow::Impl consumes it
 

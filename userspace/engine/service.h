@@ -70,6 +70,9 @@ public:
     RegionStats regionStats() const;
     std::string statsJson() const;
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const;
+    // One open flow's accounting since it was opened (npf::Flow::stats). Any
+    // thread; throws std::system_error if its XDP counters cannot be read.
+    FlowStats flowStats(const ServedFlow& f) const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
     bool attachedByUs() const noexcept { return attachedByUs_; }
     // Returns after a whole round of every pager that began after the call

@@ -95,6 +95,28 @@ RegionStats Service::regionStats() const
     return s;
 }
 
+FlowStats Service::flowStats(const ServedFlow& f) const
+{
+    // Completions first: every completed seq was claimed (and counted) by XDP
+    // before, so a later read of XDP's counters covers them all and
+    // claimed() >= completed() holds in every snapshot.
+    const SequencerStats q = f.seq.stats();
+    const dataplane::FlowXdpStats now = dataplane::readFlowXdpStats(*dp_, f.id, f.gen);
+    FlowStats s;
+    for (size_t i = 0; i < s.xdp.size(); i++)
+        s.xdp[i] = now[i] - f.xdpAtOpen[i];
+    s.completedOk = q.ok;
+    s.completedTruncated = q.truncated;
+    s.completedBadCsum = q.badCsum;
+    s.completedLost = q.lost;
+    s.lostUnarrived = q.lostTimeout;
+    s.late = q.stale;
+    s.rejected = q.duplicates + q.outOfWindow;
+    const uint64_t claimed = s.claimed(), completed = s.completed();
+    s.inFlight = claimed > completed ? claimed - completed : 0;
+    return s;
+}
+
 std::string Service::statsJson() const
 {
     counters::Json j = counters::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());

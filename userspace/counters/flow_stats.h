@@ -1,0 +1,31 @@
+// One flow's accounting (npf::FlowStats) as JSON and text: what npfd sends a
+// client for its own flow, npf-recv's exit summary and `npfctl flow list`
+// show. Names come from the tables: XDP outcomes from enum npf_stat
+// (dataplane::kStatNames), the rest from kFlowCounters.
+#pragma once
+
+#include <string>
+
+#include "counters/counter_list.h"
+#include "npf/counters.h"
+
+namespace npf::counters {
+
+// {"xdp": {<npf_stat name>: n, ... from NPF_STAT_FLOW_FIRST},
+//  <kFlowCounters name>: n, ...,
+//  "reached", "passed", "dropped_in_xdp", "claimed", "socket_dropped": the
+//  identity's terms (derived; parseFlowStats ignores them)}
+Json flowStatsJson(const FlowStats& s);
+
+// The counters of such an object. Strict: a missing key, or one that is not
+// an unsigned number, throws std::invalid_argument naming it (npfd's reply
+// to a client is checked, not trusted).
+FlowStats parseFlowStats(const Json& j);
+
+// The flow's XDP outcomes that are not 0, "drop_rnr=3 redir_primary=9"
+// ("" when none), in enum order; `which` picks: passed, dropped (before or
+// after the claim) or all.
+enum class FlowOutcomes { Passed, Dropped, All };
+std::string formatFlowXdp(const FlowStats& s, FlowOutcomes which);
+
+} // namespace npf::counters
