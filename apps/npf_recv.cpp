@@ -1,13 +1,14 @@
 // npf-recv: receive UDP datagrams on a port into pageable memory through npf
 // and write each payload, in completion order, to a file or stdout. Think
 // `nc -lu`, but through npf. On every exit (count, idle, signal, write
-// error) a summary goes to stderr that accounts for the datagrams it did not
-// write: what npf counted for the flow, what XDP counted on the interface,
-// and what was dropped outside npf.
+// error) a summary goes to stderr that accounts for every datagram of the
+// flow that reached XDP: written, or why not (Flow::stats, the same in
+// process and through npfd).
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -21,9 +22,9 @@
 #include "cli/exit_codes.h"
 #include "cli/sizes.h"
 #include "counters/engine_stats.h"
+#include "counters/flow_stats.h"
 #include "dataplane/flows.h"
 #include "dataplane/iface.h"
-#include "dataplane/stats.h"
 #include "npf/client.h"
 #include "npf/engine.h"
 #include "npf/log.h"
@@ -118,25 +119,25 @@ void checkAddr(const Options& o)
 // Completions npf-recv polled.
 struct Tally {
     uint64_t ok = 0, truncated = 0, lost = 0, badCsum = 0, bytes = 0;
-    uint64_t completions() const { return ok + truncated + lost + badCsum; }
+    uint64_t writeFailed = 0; // OK or TRUNCATED, but the write to the output failed
+    uint64_t completions() const { return ok + truncated + lost + badCsum + writeFailed; }
 };
 
-// Interface-wide counters, read when the flow opens and at exit.
-struct IfaceCounters {
-    npf::dataplane::XdpStats xdp{};
+// The interface's drops before XDP (any traffic, no flow's): read when the
+// flow opens and at exit, in process only (an npfd client's interface is npfd's).
+struct Outside {
     npf::dataplane::LinkRxDrops link;
+    std::string error; // why it could not be read ("" = read)
 };
-
-// The interface counters through an in-process engine; an npfd client has
-// none (they are npfd's: npfctl stats).
-IfaceCounters readIface(const npf::Engine& eng, int ifindex)
+Outside readOutside(const npf::Engine&, int ifindex)
 {
-    return {eng.xdpCounters(), npf::dataplane::linkRxDrops(ifindex)};
+    try {
+        return {npf::dataplane::linkRxDrops(ifindex), ""};
+    } catch (const std::exception& e) {
+        return {{}, e.what()};
+    }
 }
-IfaceCounters readIface(const npf::Client&, int)
-{
-    throw std::runtime_error("interface counters are npfd's (npfctl stats IFACE)");
-}
+Outside readOutside(const npf::Client&, int) { return {{}, "the interface is npfd's (npfctl stats IFACE)"}; }
 
 std::string statsJson(const npf::Engine& eng) { return eng.statsJson(); }
 std::string statsJson(const npf::Client& cli)
@@ -160,44 +161,30 @@ bool writeBuffer(int fd, const uint8_t* p, size_t n, bool touch)
     }
 }
 
-// XDP outcomes of a datagram that matched a flow and was not steered to one of
-// its buffers: dropped, or passed to the kernel stack (not to npf-recv).
-// redir_fail is not here: its buffer was claimed, so its seq completes LOST.
-constexpr npf_stat kXdpNotSteered[] = {
-    NPF_STAT_DROP_RNR,      NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CONTENDED, NPF_STAT_DROP_CSUM,
-    NPF_STAT_PASS_BAD_FLOW, NPF_STAT_PASS_TOO_BIG,  NPF_STAT_PASS_BAD_QUEUE, NPF_STAT_PASS_NO_SOCKET,
-    NPF_STAT_PASS_META_FAIL,
-};
-
+// The exit summary's figures. The flow's own accounting (Flow::stats: XDP's
+// outcomes for this flow, its completions, what is in flight) and what
+// npf-recv did with the completions it polled; every datagram of the flow
+// that reached XDP is in exactly one term of notWritten() or written().
 struct Summary {
     Tally t;
+    npf::FlowStats f;
+    std::string flowError; // why f could not be read ("" = read)
     npf::EngineStats s;
-    IfaceCounters d; // exit - start
-    std::string ifaceError; // why d could not be read at exit ("" = read)
+    Outside outside;       // exit - start
     uint64_t regionSize = 0;
 
-    uint64_t xdpNotSteered() const
+    uint64_t written() const { return t.ok + t.truncated; }
+    // Completed, but npf-recv stopped (--count, a signal) before polling them.
+    uint64_t notPolled() const { return f.completed() > t.completions() ? f.completed() - t.completions() : 0; }
+    uint64_t notWritten() const
     {
-        uint64_t n = 0;
-        for (npf_stat i : kXdpNotSteered)
-            n += d.xdp[i];
-        return n;
+        return t.lost + t.badCsum + t.writeFailed + f.droppedInXdp() + f.passed() + f.inFlight + notPolled();
     }
-    uint64_t beforeXdp() const { return d.link.dropped + d.link.missed; }
-    // Buffers XDP claimed whose completion npf-recv had not polled at exit
-    // (one engine per interface: every claim is this flow's).
-    uint64_t inFlight() const
-    {
-        uint64_t claimed = d.xdp[NPF_STAT_REDIR_PRIMARY] + d.xdp[NPF_STAT_REDIR_BACKUP] + d.xdp[NPF_STAT_REDIR_FAIL];
-        return claimed > t.completions() ? claimed - t.completions() : 0;
-    }
+    uint64_t lostByService() const { return f.completedLost - std::min(f.completedLost, f.lostUnarrived); }
 };
 
-// Engine counters on the summary's "flow" (after npf-recv's own tally) and
-// "engine" lines, by their kEngineCounters names.
+// Engine counters on the summary's "engine" line, by their kEngineCounters names.
 using E = npf::EngineStats;
-constexpr std::initializer_list<npf::counters::EngineCounter> kFlowCounters = {
-    &E::late, &E::rejected, &E::mismatch, &E::placeErrors, &E::deferDrops, &E::badMeta};
 constexpr std::initializer_list<npf::counters::EngineCounter> kEngineLine = {
     &E::fastPath, &E::faultPath, &E::deferred, &E::cpuFaults, &E::packetFaults, &E::prefetched, &E::evicted};
 
@@ -205,30 +192,45 @@ void printText(const Summary& m)
 {
     using ull = unsigned long long;
     const Tally& t = m.t;
+    const npf::FlowStats& f = m.f;
     const npf::EngineStats& s = m.s;
-    fprintf(stderr,
-            "npf-recv: %llu datagrams, %llu bytes written; not written: %llu on the flow (lost, bad checksum), "
-            "%llu in XDP (dropped, passed to the kernel), %llu before XDP, %llu in flight at exit\n",
-            ull(t.ok + t.truncated), ull(t.bytes), ull(t.lost + t.badCsum), ull(m.xdpNotSteered()),
-            ull(m.beforeXdp()), ull(m.inFlight()));
-    fprintf(stderr, "  flow     ok=%llu truncated=%llu lost=%llu bad_csum=%llu %s\n", ull(t.ok), ull(t.truncated),
-            ull(t.lost), ull(t.badCsum), npf::counters::formatCounters(s, kFlowCounters).c_str());
-    if (m.ifaceError.empty()) {
-        fprintf(stderr, "  xdp      rx_total=%llu", ull(m.d.xdp[NPF_STAT_RX_TOTAL]));
-        for (npf_stat i : kXdpNotSteered)
-            fprintf(stderr, " %s=%llu", npf::dataplane::kStatNames[i], ull(m.d.xdp[i]));
-        for (npf_stat i : {NPF_STAT_REDIR_PRIMARY, NPF_STAT_REDIR_BACKUP, NPF_STAT_REDIR_FAIL})
-            fprintf(stderr, " %s=%llu", npf::dataplane::kStatNames[i], ull(m.d.xdp[i]));
-        fprintf(stderr, "  # interface-wide, while npf-recv ran\n");
-        fprintf(stderr,
-                "  outside  kernel_rx_dropped=%llu if_rx_dropped=%llu if_rx_missed=%llu  # not npf: the AF_XDP "
-                "sockets; the interface, before XDP\n",
-                ull(s.kernelRxDropped), ull(m.d.link.dropped), ull(m.d.link.missed));
+    if (!m.flowError.empty()) {
+        fprintf(stderr, "npf-recv: %llu datagrams, %llu bytes written; the flow's accounting is unavailable: %s\n",
+                ull(m.written()), ull(t.bytes), m.flowError.c_str());
     } else {
-        fprintf(stderr, "  xdp      unavailable: %s\n", m.ifaceError.c_str());
-        fprintf(stderr, "  outside  kernel_rx_dropped=%llu  # interface counters unavailable\n",
-                ull(s.kernelRxDropped));
+        fprintf(stderr,
+                "npf-recv: %llu datagrams of the flow reached XDP: %llu written (%llu bytes); not written: %llu lost, "
+                "%llu bad checksum, %llu dropped in XDP, %llu passed to the kernel, %llu in flight, %llu not polled, "
+                "%llu failed to write\n",
+                ull(f.reached()), ull(m.written()), ull(t.bytes), ull(t.lost), ull(t.badCsum), ull(f.droppedInXdp()),
+                ull(f.passed()), ull(f.inFlight), ull(m.notPolled()), ull(t.writeFailed));
+        if (m.written() + m.notWritten() != f.reached())
+            fprintf(stderr, "npf-recv: warning: the terms add up to %llu, not %llu: please report this\n",
+                    ull(m.written() + m.notWritten()), ull(f.reached()));
     }
+    fprintf(stderr, "  polled   ok=%llu truncated=%llu lost=%llu bad_csum=%llu write_failed=%llu\n", ull(t.ok),
+            ull(t.truncated), ull(t.lost), ull(t.badCsum), ull(t.writeFailed));
+    if (m.flowError.empty()) {
+        fprintf(stderr,
+                "  flow     reached=%llu passed=%llu dropped_in_xdp=%llu claimed=%llu completed_ok=%llu "
+                "completed_truncated=%llu completed_bad_csum=%llu completed_lost=%llu in_flight=%llu\n",
+                ull(f.reached()), ull(f.passed()), ull(f.droppedInXdp()), ull(f.claimed()), ull(f.completedOk),
+                ull(f.completedTruncated), ull(f.completedBadCsum), ull(f.completedLost), ull(f.inFlight));
+        const std::string xdp = npf::counters::formatFlowXdp(f, npf::counters::FlowOutcomes::All);
+        fprintf(stderr, "  xdp      %s  # this flow's datagrams by outcome (the non-zero ones)\n",
+                xdp.empty() ? "none" : xdp.c_str());
+        fprintf(stderr,
+                "  lost     unarrived=%llu drop_bad_desc=%llu redir_fail=%llu socket_dropped=%llu by_service=%llu "
+                "late=%llu rejected=%llu  # why seqs completed LOST\n",
+                ull(f.lostUnarrived), ull(f.xdpCount(NPF_STAT_DROP_BAD_DESC)), ull(f.xdpCount(NPF_STAT_REDIR_FAIL)),
+                ull(f.socketDropped()), ull(m.lostByService()), ull(f.late), ull(f.rejected));
+    }
+    if (m.outside.error.empty())
+        fprintf(stderr, "  outside  if_rx_dropped=%llu if_rx_missed=%llu  # the interface before XDP: any traffic, "
+                        "no flow's\n",
+                ull(m.outside.link.dropped), ull(m.outside.link.missed));
+    else
+        fprintf(stderr, "  outside  unavailable: %s\n", m.outside.error.c_str());
     fprintf(stderr, "  engine   %s\n", npf::counters::formatCounters(s, kEngineLine).c_str());
     fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
@@ -244,50 +246,38 @@ void printText(const Summary& m)
 void printJson(const Summary& m, const std::string& engineJson)
 {
     const Tally& t = m.t;
-    const npf::EngineStats& s = m.s;
+    const npf::FlowStats& f = m.f;
     nlohmann::ordered_json j;
-    j["datagrams"] = t.ok + t.truncated;
+    j["datagrams"] = m.written();
     j["bytes"] = t.bytes;
-    j["flow"] = {{"ok", t.ok}, {"truncated", t.truncated}, {"lost", t.lost}, {"bad_csum", t.badCsum}};
-    npf::counters::addCounters(j["flow"], s, kFlowCounters);
-    if (m.ifaceError.empty()) {
-        nlohmann::ordered_json x;
-        for (size_t i = 0; i < NPF_STAT_MAX; i++)
-            x[npf::dataplane::kStatNames[i]] = m.d.xdp[i];
-        j["xdp"] = x;
-        j["outside"] = {{"kernel_rx_dropped", s.kernelRxDropped},
-                        {"if_rx_dropped", m.d.link.dropped},
-                        {"if_rx_missed", m.d.link.missed}};
+    j["polled"] = {{"ok", t.ok},
+                   {"truncated", t.truncated},
+                   {"lost", t.lost},
+                   {"bad_csum", t.badCsum},
+                   {"write_failed", t.writeFailed}};
+    if (m.flowError.empty()) {
+        j["reached"] = f.reached();
+        j["not_written"] = {{"lost", t.lost},
+                            {"bad_csum", t.badCsum},
+                            {"write_failed", t.writeFailed},
+                            {"dropped_in_xdp", f.droppedInXdp()},
+                            {"passed", f.passed()},
+                            {"in_flight", f.inFlight},
+                            {"not_polled", m.notPolled()}};
+        j["flow"] = npf::counters::flowStatsJson(f);
+        j["flow"]["lost_by_service"] = m.lostByService();
     } else {
-        j["xdp"] = nullptr;
-        j["outside"] = {{"kernel_rx_dropped", s.kernelRxDropped}};
-        j["problem"] = m.ifaceError;
+        j["reached"] = nullptr;
+        j["not_written"] = nullptr;
+        j["flow"] = nullptr;
+        j["problem"] = m.flowError;
     }
-    j["not_written"] = {{"flow", t.lost + t.badCsum},
-                        {"xdp", m.xdpNotSteered()},
-                        {"before_xdp", m.beforeXdp()},
-                        {"in_flight", m.inFlight()}};
+    if (m.outside.error.empty())
+        j["outside"] = {{"if_rx_dropped", m.outside.link.dropped}, {"if_rx_missed", m.outside.link.missed}};
+    else
+        j["outside"] = nullptr;
     j["engine"] = nlohmann::ordered_json::parse(engineJson);
     fprintf(stderr, "%s\n", j.dump().c_str());
-}
-
-// Interface counters when the flow opens; ifaceError says why they could not
-// be read (then the summary has no XDP line).
-struct IfaceStart {
-    IfaceCounters counters;
-    std::string ifaceError;
-};
-
-template <typename Source>
-IfaceStart readIfaceStart(const Source& eng, int ifindex)
-{
-    IfaceStart s;
-    try {
-        s.counters = readIface(eng, ifindex);
-    } catch (const std::exception& e) {
-        s.ifaceError = e.what();
-    }
-    return s;
 }
 
 // The flow's buffers: slot i of the region is [i * buf, (i + 1) * buf),
@@ -347,10 +337,12 @@ bool complete(const npf_completion& c, const uint8_t* region, const Options& o, 
         NPF_WARN_RL("npf-recv: seq %llu has a wrong UDP checksum: not written", static_cast<unsigned long long>(c.seq));
         return true;
     }
-    (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
-    t.bytes += c.len;
-    if (writeBuffer(fd, region + c.offset, c.len, touch))
+    if (writeBuffer(fd, region + c.offset, c.len, touch)) {
+        (c.status == NPF_CS_TRUNCATED ? t.truncated : t.ok)++;
+        t.bytes += c.len;
         return true;
+    }
+    t.writeFailed++;
     NPF_ERR("npf-recv: writing %s: %s", o.output.c_str(), strerror(errno));
     return false;
 }
@@ -385,12 +377,17 @@ Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster
     return Ending::Done;
 }
 
-// The exit summary: the tally, the engine's counters and the interface's
-// since `start`, as text or JSON on stderr.
+// The exit summary: the tally, the flow's accounting, the engine's counters
+// and the interface's drops since `start`, as text or JSON on stderr.
 template <typename Source>
-void summarize(const Options& o, Source& eng, int ifindex, const IfaceStart& start, const Tally& t)
+void summarize(const Options& o, Source& eng, const npf::Flow& flow, int ifindex, const Outside& start, const Tally& t)
 {
     Summary m{.t = t, .regionSize = eng.regionSize()};
+    try {
+        m.f = flow.stats();
+    } catch (const std::exception& e) {
+        m.flowError = e.what(); // npfd gone
+    }
     std::string engineJson = "{}";
     try {
         m.s = eng.stats();
@@ -398,16 +395,12 @@ void summarize(const Options& o, Source& eng, int ifindex, const IfaceStart& sta
     } catch (const std::exception& e) {
         NPF_WARN("npf-recv: stats: %s", e.what()); // npfd gone
     }
-    m.ifaceError = start.ifaceError;
-    try {
-        if (start.ifaceError.empty()) {
-            IfaceCounters end = readIface(eng, ifindex);
-            for (size_t i = 0; i < NPF_STAT_MAX; i++)
-                m.d.xdp[i] = end.xdp[i] - start.counters.xdp[i];
-            m.d.link = {end.link.dropped - start.counters.link.dropped, end.link.missed - start.counters.link.missed};
-        }
-    } catch (const std::exception& e) {
-        m.ifaceError = e.what();
+    m.outside = start;
+    if (start.error.empty()) {
+        const Outside end = readOutside(eng, ifindex);
+        m.outside = end.error.empty() ? Outside{{end.link.dropped - start.link.dropped,
+                                                 end.link.missed - start.link.missed}, ""}
+                                      : end;
     }
     if (o.json)
         printJson(m, engineJson);
@@ -421,7 +414,7 @@ template <typename Source>
 int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int ifindex, const OutFd& out)
 {
     const bool client = std::is_same_v<Source, npf::Client>;
-    const IfaceStart start = readIfaceStart(eng, ifindex);
+    const Outside start = readOutside(eng, ifindex);
     const uint64_t regionSize = eng.regionSize();
     Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
@@ -437,7 +430,7 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int
     Tally t;
     const Ending ending = pollLoop(o, flow, eng.region(), poster, out, client, t);
     if (!o.quiet)
-        summarize(o, eng, ifindex, start, t);
+        summarize(o, eng, flow, ifindex, start, t);
     if (ending == Ending::SourceGone)
         return npf::cli::kExitNoDevice;
     return ending == Ending::WriteFailed ? npf::cli::kExitFailure : npf::cli::kExitOk;
@@ -547,8 +540,9 @@ int main(int argc, char** argv)
                "wrong one completes BAD_CSUM (counted, not written), never OK. Use --no-udp-csum only for\n"
                "a trusted source that sends partial checksums, e.g. a veth peer with tx checksum offload\n"
                "on (the alternative: `ethtool -K IF tx off` on the sender).\n\n"
-               "On every exit (count, idle, SIGINT/SIGTERM) a summary on stderr accounts for the datagrams\n"
-               "not written: on the flow (lost, bad checksum), in XDP (interface-wide), outside npf.");
+               "On every exit (count, idle, SIGINT/SIGTERM) a summary on stderr accounts for every datagram of\n"
+               "the flow that reached XDP: written, or lost, bad checksum, dropped in XDP, passed to the\n"
+               "kernel, in flight, not polled (docs/cli.md, Accounting).");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -83,14 +83,16 @@ Counters textSummary(const std::string& errPath)
     return c;
 }
 
-// Datagrams the summary accounts for: written + completed LOST or BAD_CSUM +
-// not steered by XDP (dropped, passed to the kernel) + dropped before XDP +
-// claimed but not polled at exit.
+// Datagrams the summary accounts for: written + every reason not written
+// (LOST, BAD_CSUM, dropped in XDP, passed to the kernel, in flight, not
+// polled, failed to write). It must equal "reached" (the flow's datagrams XDP
+// saw); ~0 when the summary does not add up.
 uint64_t accountedFor(const nlohmann::json& j)
 {
-    const nlohmann::json& nw = j.at("not_written");
-    return j.at("datagrams").get<uint64_t>() + nw.at("flow").get<uint64_t>() + nw.at("xdp").get<uint64_t>() +
-           nw.at("before_xdp").get<uint64_t>() + nw.at("in_flight").get<uint64_t>();
+    uint64_t n = j.at("datagrams").get<uint64_t>();
+    for (const auto& [reason, v] : j.at("not_written").items())
+        n += v.get<uint64_t>();
+    return n == j.at("reached").get<uint64_t>() ? n : ~0ull;
 }
 
 // Sends a raw Ethernet frame out of the tx end of the veth (from its namespace).
@@ -342,17 +344,20 @@ TEST_F(EngineE2E, NpfRecvSummaryAccountsForEveryDatagramWhenBuffersRunOut)
     ASSERT_TRUE(j.is_object()) << readFile(err);
     const uint64_t written = j["datagrams"].get<uint64_t>();
     EXPECT_EQ(accountedFor(j), n) << j.dump(2) << "\nveth drops " << rig.vethDrops() - veth0;
-    EXPECT_EQ(j["xdp"]["rx_total"].get<uint64_t>(), n) << j.dump(2);
-    EXPECT_GT(j["xdp"]["drop_rnr"].get<uint64_t>(), 0u) << j.dump(2);
-    EXPECT_EQ(written, j["flow"]["ok"].get<uint64_t>()) << j.dump(2);
+    EXPECT_EQ(j["reached"].get<uint64_t>(), n) << j.dump(2);
+    EXPECT_GT(j["flow"]["xdp"]["drop_rnr"].get<uint64_t>(), 0u) << j.dump(2);
+    EXPECT_EQ(j["flow"]["xdp"]["drop_rnr"].get<uint64_t>(), j["not_written"]["dropped_in_xdp"].get<uint64_t>())
+        << j.dump(2);
+    EXPECT_EQ(written, j["polled"]["ok"].get<uint64_t>()) << j.dump(2);
     EXPECT_GE(written, 1u);
     EXPECT_LE(written, 128u) << "more written than buffers were posted while npf-recv was stopped";
-    EXPECT_EQ(j["flow"]["lost"].get<uint64_t>(), 0u) << j.dump(2);
-    EXPECT_EQ(j["not_written"]["in_flight"].get<uint64_t>(), 0u) << "--idle exits with nothing claimed unpolled";
+    EXPECT_EQ(j["polled"]["lost"].get<uint64_t>(), 0u) << j.dump(2);
+    EXPECT_EQ(j["not_written"]["in_flight"].get<uint64_t>(), 0u) << "--idle exits with nothing claimed uncompleted";
+    EXPECT_EQ(j["not_written"]["not_polled"].get<uint64_t>(), 0u) << "--idle exits with every completion polled";
     EXPECT_TRUE(readFile(out) == streamBytes(0, 0, uint32_t(written)))
         << "output is not the first " << written << " datagrams of the stream";
     std::printf("[ numbers  ] buffers run out: %u sent, %llu written, drop_rnr %llu\n", n,
-                (unsigned long long)written, (unsigned long long)j["xdp"]["drop_rnr"].get<uint64_t>());
+                (unsigned long long)written, (unsigned long long)j["flow"]["xdp"]["drop_rnr"].get<uint64_t>());
 }
 
 // A datagram with a wrong UDP checksum between good ones: the text summary
@@ -391,16 +396,17 @@ TEST_F(EngineE2E, NpfRecvReportsWrongUdpChecksumAndDoesNotWriteIt)
     EXPECT_EQ(st, 0) << readFile(err);
 
     Counters c = textSummary(err);
-    EXPECT_EQ(c["flow.bad_csum"], 1u) << readFile(err);
-    EXPECT_EQ(c["flow.ok"], good) << readFile(err);
-    EXPECT_EQ(c["flow.lost"], 0u) << readFile(err);
-    EXPECT_EQ(c["xdp.rx_total"], good + 1) << readFile(err);
+    EXPECT_EQ(c["polled.bad_csum"], 1u) << readFile(err);
+    EXPECT_EQ(c["polled.ok"], good) << readFile(err);
+    EXPECT_EQ(c["polled.lost"], 0u) << readFile(err);
+    EXPECT_EQ(c["flow.completed_bad_csum"], 1u) << readFile(err);
+    EXPECT_EQ(c["flow.reached"], good + 1) << readFile(err);
     EXPECT_EQ(c["xdp.drop_csum"], 0u) << "the IP header is fine: XDP steers it, npf finds the checksum wrong";
     EXPECT_EQ(c["xdp.redir_primary"] + c["xdp.redir_backup"], good + 1) << readFile(err);
     EXPECT_TRUE(readFile(out) == streamBytes(0, 0, good)) << "output must be the good datagrams only";
     const std::string e = readFile(err);
     std::printf("[ numbers  ] wrong checksum: %s",
-                e.substr(std::min(e.size(), e.find("npf-recv: " + std::to_string(good)))).c_str());
+                e.substr(std::min(e.size(), e.find("npf-recv: " + std::to_string(good + 1) + " datagrams"))).c_str());
 }
 
 // A veth peer with tx checksum offload sends partial UDP checksums: npf-recv
@@ -438,7 +444,7 @@ TEST_F(EngineE2E, NpfRecvNoUdpCsumAcceptsPartialChecksumsOfATrustedPeer)
         const std::string got = readFile(out);
         if (verify) {
             // A partial checksum passes by chance with p = 1/65535 per datagram.
-            const uint64_t ok = j["flow"]["ok"].get<uint64_t>(), bad = j["flow"]["bad_csum"].get<uint64_t>();
+            const uint64_t ok = j["polled"]["ok"].get<uint64_t>(), bad = j["polled"]["bad_csum"].get<uint64_t>();
             EXPECT_EQ(ok + bad, n) << j.dump(2);
             EXPECT_GE(bad, n - 1) << j.dump(2);
             EXPECT_EQ(j["engine"]["counters"]["csum_errors"].get<uint64_t>(), bad) << j.dump(2);
@@ -446,8 +452,8 @@ TEST_F(EngineE2E, NpfRecvNoUdpCsumAcceptsPartialChecksumsOfATrustedPeer)
                 EXPECT_EQ(got.size(), 0u) << "a datagram with a wrong checksum was written";
             }
         } else {
-            EXPECT_EQ(j["flow"]["ok"].get<uint64_t>(), n) << j.dump(2);
-            EXPECT_EQ(j["flow"]["bad_csum"].get<uint64_t>(), 0u) << j.dump(2);
+            EXPECT_EQ(j["polled"]["ok"].get<uint64_t>(), n) << j.dump(2);
+            EXPECT_EQ(j["polled"]["bad_csum"].get<uint64_t>(), 0u) << j.dump(2);
             EXPECT_TRUE(got == want) << "--no-udp-csum: output differs from the stream";
         }
     }
