@@ -1,7 +1,8 @@
 // The counter tables of include/npf/counters.h (and region/region_stats.h)
 // and NPF_STATS (npf/abi.h): the engine JSON written and read back from
-// them, their names, and the lists in docs/cli.md ("Counters") that must
-// agree with them.
+// them, their names, and the lists in docs/cli.md ("Counters",
+// "Accounting") that must agree with them; a flow's accounting (FlowStats) in
+// JSON and its identity.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "counters/engine_stats.h"
+#include "counters/flow_stats.h"
 #include "dataplane/stats.h"
 #include "doc_section.h"
 #include "npf/counters.h"
@@ -268,6 +270,97 @@ TEST(EngineCounters, DocsListEveryCounter)
         << "docs/cli.md \"## Counters\" disagrees with include/npf/counters.h or NPF_STATS (npf/abi.h); its "
            "tables should read:\n\n"
         << expectedDocRows();
+}
+
+// FlowStats with every counter distinct (xdp outcomes 100.., the rest 1000..).
+FlowStats distinctFlowStats()
+{
+    FlowStats f;
+    for (size_t i = 0; i < f.xdp.size(); i++)
+        f.xdp[i] = 100 + i;
+    uint64_t v = 1000;
+    for (const auto& c : kFlowCounters)
+        f.*c.member = v++;
+    return f;
+}
+
+TEST(FlowCounters, JsonRoundTripAndTheIdentitysTerms)
+{
+    const FlowStats f = distinctFlowStats();
+    const Json j = flowStatsJson(f);
+    EXPECT_EQ(parseFlowStats(Json::parse(j.dump())), f);
+    EXPECT_EQ(j["xdp"].size(), size_t(NPF_FLOW_STAT_MAX));
+    EXPECT_EQ(j["xdp"]["drop_rnr"].get<uint64_t>(), f.xdpCount(NPF_STAT_DROP_RNR));
+    EXPECT_EQ(j["reached"].get<uint64_t>(), j["passed"].get<uint64_t>() + j["dropped_in_xdp"].get<uint64_t>() +
+                                                j["claimed"].get<uint64_t>());
+    // truncated is no outcome: it is not part of reached.
+    FlowStats t;
+    t.xdp[NPF_STAT_TRUNCATED - NPF_STAT_FLOW_FIRST] = 5;
+    t.xdp[NPF_STAT_REDIR_PRIMARY - NPF_STAT_FLOW_FIRST] = 7;
+    EXPECT_EQ(t.reached(), 7u);
+    EXPECT_EQ(t.claimed(), 7u);
+    EXPECT_EQ(t.xdpCount(NPF_STAT_RX_TOTAL), 0u) << "not a flow's counter";
+}
+
+TEST(FlowCounters, SocketDropsAreTheUnarrivedLostsXdpDidNotDrop)
+{
+    FlowStats f;
+    f.lostUnarrived = 10;
+    f.xdp[NPF_STAT_DROP_BAD_DESC - NPF_STAT_FLOW_FIRST] = 2;
+    f.xdp[NPF_STAT_REDIR_FAIL - NPF_STAT_FLOW_FIRST] = 1;
+    f.late = 3;
+    EXPECT_EQ(f.socketDropped(), 4u);
+    f.lostUnarrived = 2; // the claims XDP dropped have not timed out yet
+    EXPECT_EQ(f.socketDropped(), 0u);
+}
+
+// npfd's reply is a peer's word: parsed strictly, every key required.
+TEST(FlowCounters, ParseRefusesMissingOrWrongKeys)
+{
+    const Json good = flowStatsJson(distinctFlowStats());
+    for (const char* key : {"completed_ok", "in_flight", "late"}) {
+        Json j = good;
+        j.erase(key);
+        EXPECT_THROW(parseFlowStats(j), std::invalid_argument) << key;
+        j[key] = -1;
+        EXPECT_THROW(parseFlowStats(j), std::invalid_argument) << key;
+        j[key] = "1";
+        EXPECT_THROW(parseFlowStats(j), std::invalid_argument) << key;
+    }
+    Json j = good;
+    j["xdp"].erase("drop_rnr");
+    EXPECT_THROW(parseFlowStats(j), std::invalid_argument);
+    EXPECT_THROW(parseFlowStats(Json::parse("null")), std::invalid_argument);
+    EXPECT_THROW(parseFlowStats(Json::parse(R"({"xdp": []})")), std::invalid_argument);
+}
+
+TEST(FlowCounters, FormatListsTheNonZeroOutcomesPicked)
+{
+    FlowStats f;
+    f.xdp[NPF_STAT_DROP_RNR - NPF_STAT_FLOW_FIRST] = 3;
+    f.xdp[NPF_STAT_PASS_NO_SOCKET - NPF_STAT_FLOW_FIRST] = 2;
+    f.xdp[NPF_STAT_REDIR_PRIMARY - NPF_STAT_FLOW_FIRST] = 9;
+    EXPECT_EQ(formatFlowXdp(f, FlowOutcomes::All), "pass_no_socket=2 drop_rnr=3 redir_primary=9");
+    EXPECT_EQ(formatFlowXdp(f, FlowOutcomes::Dropped), "drop_rnr=3");
+    EXPECT_EQ(formatFlowXdp(f, FlowOutcomes::Passed), "pass_no_socket=2");
+    EXPECT_EQ(formatFlowXdp(FlowStats{}, FlowOutcomes::All), "");
+}
+
+TEST(FlowCounters, DocsListEveryCounter)
+{
+    std::string want = "| counter | unit | kind | help |\n|---|---|---|---|\n";
+    for (const auto& c : kFlowCounters)
+        want += std::string("| `") + c.name + "` | " + c.unit + " | " + (c.gauge ? "gauge" : "counter") + " | " +
+                c.help + " |\n";
+    std::string got;
+    for (const std::string& line : test::docSection(NPF_CLI_MD, "## Accounting"))
+        if (line.rfind("| counter |", 0) == 0 || (!got.empty() && line.rfind("|", 0) == 0))
+            got += line + "\n";
+        else if (!got.empty())
+            break;
+    EXPECT_EQ(got, want) << "docs/cli.md \"## Accounting\" disagrees with kFlowCounters (npf/counters.h); its table "
+                            "should read:\n\n"
+                         << want;
 }
 
 } // namespace

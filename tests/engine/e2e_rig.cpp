@@ -1,6 +1,8 @@
 #include "e2e_rig.h"
 
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -480,6 +482,24 @@ void KernelSocket::receive(std::vector<std::string>* out, size_t count, int ms, 
     }
     while (one(out, quietMs))
         ;
+}
+
+// Sends a raw Ethernet frame out of the tx end of the veth (from its namespace).
+void sendRaw(Rig& rig, const std::vector<uint8_t>& frame)
+{
+    test::NetnsGuard in(rig.veth().txNs());
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        throw std::system_error(errno, std::generic_category(), "AF_PACKET socket");
+    sockaddr_ll a{};
+    a.sll_family = AF_PACKET;
+    a.sll_ifindex = static_cast<int>(if_nametoindex(rig.veth().txIf().c_str()));
+    a.sll_halen = 6;
+    ssize_t n = sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    int err = errno;
+    close(fd);
+    if (n != ssize_t(frame.size()))
+        throw std::system_error(err, std::generic_category(), "send raw frame on " + rig.veth().txIf());
 }
 
 } // namespace npf::e2e

@@ -113,6 +113,10 @@ private:
 // out: the sender's error, "" if none.
 std::string sendDatagrams(test::VethPair& veth, SendPlan plan);
 
+// Sends a raw Ethernet frame out of the tx end of the veth (from its
+// namespace); throws std::system_error if it cannot.
+void sendRaw(Rig& rig, const std::vector<uint8_t>& frame);
+
 // A child process in a namespace (nsenter execs, so the pid is the program's).
 class Child {
 public:

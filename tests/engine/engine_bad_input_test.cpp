@@ -150,6 +150,15 @@ TEST_F(EngineE2E, MalformedDatagramsToTheFlowPortAreCountedNeverFatal)
     EXPECT_EQ(t.verified, steered - 1 + kGood);
     EXPECT_EQ(s.badMeta, 0u);
     EXPECT_TRUE(tx.accounted(s, cases.size()));
+    // The flow's own count: what XDP found to be the flow's (the steered
+    // ones and the two with checksums XDP drops), not what failed to parse.
+    uint64_t flowDrops = 0;
+    for (const BadCase& c : cases)
+        flowDrops += std::string(c.counter) == "drop_csum";
+    const FlowStats f = flow.stats();
+    EXPECT_TRUE(flowAccounted(f, t, kGood + steered + flowDrops));
+    EXPECT_EQ(f.xdpCount(NPF_STAT_DROP_CSUM), flowDrops);
+    EXPECT_EQ(f.completedBadCsum, 1u);
     for (uint32_t k = 0; k < kGood; k++)
         EXPECT_EQ(chk.ids().count(senderId(0, k)), 1u) << "good datagram " << k;
 }

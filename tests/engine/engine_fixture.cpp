@@ -66,6 +66,28 @@ EngineInNs::~EngineInNs()
     return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult flowAccounted(const FlowStats& f, const CheckTotals& polled, uint64_t reached)
+{
+    auto failure = [&]() {
+        return ::testing::AssertionFailure()
+               << "\n  flow: reached " << f.reached() << " (passed " << f.passed() << ", dropped in XDP "
+               << f.droppedInXdp() << ", claimed " << f.claimed() << "), completed ok/trunc/bad_csum/lost "
+               << f.completedOk << "/" << f.completedTruncated << "/" << f.completedBadCsum << "/" << f.completedLost
+               << ", in flight " << f.inFlight << "\n  polled ok/trunc/bad_csum/lost " << polled.ok << "/"
+               << polled.truncated << "/" << polled.badCsum << "/" << polled.lost << "\n  ";
+    };
+    if (f.reached() != f.passed() + f.droppedInXdp() + f.claimed() || f.claimed() != f.completed() + f.inFlight)
+        return failure() << "the identity does not hold";
+    if (f.inFlight != 0)
+        return failure() << "still in flight";
+    if (f.completedOk != polled.ok || f.completedTruncated != polled.truncated || f.completedLost != polled.lost ||
+        f.completedBadCsum != polled.badCsum)
+        return failure() << "the flow's completions are not the ones the application polled";
+    if (f.reached() != reached)
+        return failure() << "want " << reached << " datagrams reached XDP";
+    return ::testing::AssertionSuccess();
+}
+
 ::testing::AssertionResult cleanInOrder(const Checker& chk)
 {
     const CheckTotals& t = chk.totals();

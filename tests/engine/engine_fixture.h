@@ -48,6 +48,12 @@ private:
 ::testing::AssertionResult accounted(Rig& rig, const Counters& xdpBefore, uint64_t vethDropsBefore, uint64_t sent,
                                      const CheckTotals& t, const EngineStats& s);
 
+// One flow's own accounting (Flow::stats) once it settled: nothing in
+// flight, its completions exactly the ones the application polled, the
+// identity reached = passed + dropped in XDP + claimed, claimed = completed,
+// and `reached` of its datagrams seen by XDP.
+::testing::AssertionResult flowAccounted(const FlowStats& f, const CheckTotals& polled, uint64_t reached);
+
 // What a flow-controlled run into one flow must show: no check failed,
 // nothing LOST, every sender's datagrams completed in send order.
 ::testing::AssertionResult cleanInOrder(const Checker& chk);

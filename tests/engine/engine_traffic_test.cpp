@@ -424,6 +424,13 @@ TEST_F(EngineE2E, KernelDropsCompleteLostAndTheFlowGoesOn)
         pacedIds += chk.ids().count(senderId(1, k));
     EXPECT_EQ(pacedIds, okPaced) << "OK completions after the burst must be datagrams of the paced stream";
     EXPECT_TRUE(accounted(rig, xdp0, veth0, burst + paced, t, s));
+    // The flow's own accounting attributes every socket drop once: a LOST
+    // completion whose datagram never arrived, not a drop before XDP.
+    const FlowStats f = flow.stats();
+    const uint64_t veth = rig.vethDrops() - veth0, beforeXdp = veth >= s.kernelRxDropped ? veth - s.kernelRxDropped : veth;
+    EXPECT_TRUE(flowAccounted(f, t, burst + paced - beforeXdp));
+    EXPECT_EQ(f.lostUnarrived, t.lost);
+    EXPECT_EQ(f.socketDropped(), s.kernelRxDropped) << "the flow's socket drops are the sockets' own count";
     std::printf("[ numbers  ] kernel drops: burst %u: %llu ok; then %u flow controlled: %llu ok, %llu lost\n", burst,
                 (unsigned long long)okAfterBurst, paced, (unsigned long long)okPaced,
                 (unsigned long long)(t.completions - completionsAfterBurst - okPaced));

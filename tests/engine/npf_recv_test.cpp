@@ -95,24 +95,6 @@ uint64_t accountedFor(const nlohmann::json& j)
     return n == j.at("reached").get<uint64_t>() ? n : ~0ull;
 }
 
-// Sends a raw Ethernet frame out of the tx end of the veth (from its namespace).
-void sendRaw(Rig& rig, const std::vector<uint8_t>& frame)
-{
-    test::NetnsGuard in(rig.veth().txNs());
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        throw std::system_error(errno, std::generic_category(), "AF_PACKET socket");
-    sockaddr_ll a{};
-    a.sll_family = AF_PACKET;
-    a.sll_ifindex = static_cast<int>(if_nametoindex(rig.veth().txIf().c_str()));
-    a.sll_halen = 6;
-    ssize_t n = sendto(fd, frame.data(), frame.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    int err = errno;
-    close(fd);
-    if (n != ssize_t(frame.size()))
-        throw std::system_error(err, std::generic_category(), "send raw frame on " + rig.veth().txIf());
-}
-
 // Starts npf-recv with a ready pipe.
 std::unique_ptr<Child> startRecv(Rig& rig, const std::vector<std::string>& args, const std::string& err)
 {
