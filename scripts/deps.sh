@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake pkg-config git
   clang llvm libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev liburing-dev prometheus-cpp-dev
-  iproute2 ethtool iputils-ping netcat-openbsd socat tcpdump util-linux gnuplot-nox
+  iproute2 ethtool iputils-ping netcat-openbsd socat netsniff-ng tcpdump util-linux gnuplot-nox
   libsystemd-dev systemd
 )
 
