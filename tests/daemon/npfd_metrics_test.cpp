@@ -2,7 +2,8 @@
 // rx namespace while an npf::Client flow receives N datagrams. Every table
 // entry is there once with HELP and TYPE, values are numbers, no series
 // twice; the counters moved by exactly what was sent and stay put when the
-// client leaves. docs/cli.md lists the names the tables give (no root).
+// client leaves, and its flow's own series go with it. docs/cli.md lists the
+// names the tables give (no root).
 // A hostile peer cannot starve it: 256 slowloris connections and a scrape
 // still gets its full body; a silent connection is closed at its deadline;
 // oversized headers, other paths and methods get their error status.
@@ -33,6 +34,7 @@
 #include "doc_section.h"
 #include "engine_fixture.h"
 #include "http_client.h"
+#include "metrics_scrape.h"
 #include "netns.h"
 #include "npf/client.h"
 #include "npf/counters.h"
@@ -44,6 +46,13 @@ namespace npf::e2e {
 namespace {
 
 using namespace std::chrono_literals;
+
+// npfd's per-flow families (one series per open client flow and status or reason).
+const std::vector<std::string> kFlowFamilies = {"npf_flow_completed_total", "npf_flow_dropped_total",
+                                                "npf_flow_passed_total"};
+const std::vector<std::string> kDropReasons = {"drop_rnr",   "drop_bad_desc", "drop_contended",
+                                               "drop_csum",  "redir_fail",    "socket"};
+const std::vector<std::string> kPassReasons = {"pass_bad_queue", "pass_no_socket", "pass_too_big", "pass_meta_fail"};
 
 // The naming rule, spelled out here once more on purpose (docs/cli.md):
 // npf_<name>, _total unless a gauge; XDP counters npf_xdp_<name>_total
@@ -74,7 +83,8 @@ std::string expectedDocNames()
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
     row("npf_clients", "gauge");
-    row("npf_flow_completed_total", "counter");
+    for (const std::string& f : kFlowFamilies)
+        row(f, "counter");
     return out.str();
 }
 
@@ -99,125 +109,9 @@ TEST(NpfdMetricsDocs, CliMdListsEveryPrometheusName)
         << "docs/cli.md \"## Counters\": the Prometheus names should read:\n\n```\n" << expectedDocNames() << "```\n";
 }
 
-// ---- a scrape --------------------------------------------------------------------
-
-struct Scrape {
-    std::map<std::string, std::string> help, type; // by family
-    std::map<std::string, double> series;          // "name{labels}" -> value
-    std::vector<std::string> errors;               // format problems
-
-    bool has(const std::string& s) const { return series.count(s) != 0; }
-    double at(const std::string& s) const
-    {
-        auto it = series.find(s);
-        return it == series.end() ? std::nan("") : it->second;
-    }
-};
-
-bool parseNumber(const std::string& s, double& v)
-{
-    if (s == "NaN" || s == "Nan" || s == "+Inf" || s == "-Inf") {
-        v = s == "NaN" || s == "Nan" ? std::nan("") : (s[0] == '+' ? INFINITY : -INFINITY);
-        return true;
-    }
-    char* end = nullptr;
-    v = std::strtod(s.c_str(), &end);
-    return !s.empty() && *end == '\0';
-}
-
-Scrape parse(const std::string& body)
-{
-    Scrape r;
-    std::istringstream in(body);
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty())
-            continue;
-        std::istringstream ls(line);
-        if (line[0] == '#') {
-            std::string hash, kind, name, rest;
-            ls >> hash >> kind >> name;
-            std::getline(ls, rest);
-            if (!rest.empty() && rest[0] == ' ')
-                rest.erase(0, 1);
-            auto& m = kind == "HELP" ? r.help : r.type;
-            if (kind != "HELP" && kind != "TYPE")
-                continue;
-            if (!m.emplace(name, rest).second)
-                r.errors.push_back("# " + kind + " twice for " + name);
-            continue;
-        }
-        // name{labels} value  (label values here contain no spaces)
-        const size_t sp = line.rfind(' ');
-        const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
-        double v = 0;
-        if (sp == std::string::npos || !parseNumber(value, v))
-            r.errors.push_back("not a number: " + line);
-        if (!r.series.emplace(key, v).second)
-            r.errors.push_back("series twice: " + key);
-    }
-    return r;
-}
-
 using test::Clock;
 using test::HttpReply;
 using test::msUntil;
-
-// A non-blocking TCP connection to 127.0.0.1:port in the rx namespace,
-// established before `end` (else an empty Fd).
-Fd connectLoopback(Rig& rig, uint16_t port, Clock::time_point end)
-{
-    test::NetnsGuard in(rig.veth().rxNs());
-    return test::connectLoopback(port, end);
-}
-
-// Sends `request` to 127.0.0.1:port in the rx namespace and reads until npfd
-// closes the connection, everything before `deadline` from now.
-HttpReply httpExchange(Rig& rig, uint16_t port, const std::string& request,
-                       std::chrono::milliseconds deadline = test::kDeadline)
-{
-    const auto end = Clock::now() + deadline;
-    const Fd fd = connectLoopback(rig, port, end);
-    if (!fd) {
-        HttpReply r;
-        r.error = "cannot connect";
-        return r;
-    }
-    return test::httpExchange(fd.get(), request, end);
-}
-
-// GET /metrics from 127.0.0.1:port in the rx namespace; the body, or "" when
-// npfd did not answer 200.
-std::string httpGet(Rig& rig, uint16_t port)
-{
-    const HttpReply r = httpExchange(rig, port, "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    return r.status == 200 ? r.body : "";
-}
-
-// A TCP socket bound to 127.0.0.1 on a port the kernel picks (*port), in
-// the rx namespace.
-Fd loopbackSocket(Rig& rig, uint16_t* port)
-{
-    test::NetnsGuard in(rig.veth().rxNs());
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0)
-        throw std::runtime_error("loopbackSocket: no port");
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-// A port nothing listens on in the rx namespace (the kernel picks it).
-uint16_t freePort(Rig& rig)
-{
-    uint16_t port = 0;
-    (void)loopbackSocket(rig, &port);
-    return port;
-}
 
 class NpfdMetrics : public EngineE2E {
 protected:
@@ -244,8 +138,9 @@ private:
 
 size_t expectedNpfFamilies()
 {
-    // The tables' families, + npf_clients and npf_flow_completed_total.
-    return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) + kEngineLatencies.size() + 2;
+    // The tables' families, + npf_clients and the per-flow ones.
+    return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) +
+           kEngineLatencies.size() + 1 + kFlowFamilies.size();
 }
 size_t npfFamilies(const Scrape& s)
 {
@@ -305,7 +200,8 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     // exposer_* ones about itself, as its Exposer did).
     EXPECT_EQ(npfFamilies(before), expectedNpfFamilies());
     expectFamily(before, "npf_clients", "gauge");
-    expectFamily(before, "npf_flow_completed_total", "counter");
+    for (const std::string& f : kFlowFamilies)
+        expectFamily(before, f, "counter");
     EXPECT_EQ(before.at("npf_clients"), 0);
     expectFamily(before, "exposer_scrapes_total", "counter");
     expectFamily(before, "exposer_transferred_bytes_total", "counter");
@@ -325,11 +221,23 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         ASSERT_EQ(awaitCompletions(f, c), kN) << npfd.log();
         // While it is connected: its flow's series, by status.
         const Scrape during = parse(httpGet(rig, mport));
-        const std::string flow = "npf_flow_completed_total{iface=\"" + rig.rxIf() + "\",port=\"" +
-                                 std::to_string(port) + "\",client=\"metrics\",uid=\"0\",status=\"";
+        const std::string labels = "{iface=\"" + rig.rxIf() + "\",port=\"" + std::to_string(port) +
+                                   "\",client=\"metrics\",uid=\"0\",";
+        const std::string flow = "npf_flow_completed_total" + labels + "status=\"";
         EXPECT_EQ(during.at(flow + "ok\"}"), kN);
         for (const char* st : {"truncated", "lost", "bad_csum"})
             EXPECT_EQ(during.at(flow + st + "\"}"), 0) << st;
+        // Nothing of it dropped or passed: a series per reason, each 0.
+        for (const std::string& r : kDropReasons)
+            EXPECT_EQ(during.at("npf_flow_dropped_total" + labels + "reason=\"" + r + "\"}"), 0) << r;
+        for (const std::string& r : kPassReasons)
+            EXPECT_EQ(during.at("npf_flow_passed_total" + labels + "reason=\"" + r + "\"}"), 0) << r;
+        // And through npfd, the flow's own accounting says the same.
+        const FlowStats fs = f.stats();
+        EXPECT_EQ(fs.reached(), kN);
+        EXPECT_EQ(fs.claimed(), kN);
+        EXPECT_EQ(fs.completedOk, kN);
+        EXPECT_EQ(fs.inFlight, 0u);
         EXPECT_EQ(during.at("npf_clients"), 1);
         // The client reads a page it never posted: a fault on its own
         // mapping, served through its userfaultfd, is one of the node's.
@@ -347,6 +255,9 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
         return after.at(ok) - before.at(ok) >= kN;
     })) << body;
     EXPECT_TRUE(after.errors.empty()) << ::testing::PrintToString(after.errors);
+    // Its flow's series went with it.
+    for (const auto& [key, v] : after.series)
+        EXPECT_EQ(key.find("port=\"" + std::to_string(port) + "\""), std::string::npos) << key;
     auto delta = [&](const std::string& name) { return after.at(series(name)) - before.at(series(name)); };
     EXPECT_EQ(delta("npf_completed_ok_total"), kN);
     EXPECT_EQ(delta("npf_fast_path_total") + delta("npf_fault_path_total"), kN);

@@ -100,6 +100,7 @@ TEST(Protocol, ParseReadsTypeAndId)
 TEST(Protocol, EncodePutsTypeAndIdFirst)
 {
     EXPECT_EQ(CloseFlowRequest{3}.encode(9), R"({"type":"close_flow","id":9,"flow":3})");
+    EXPECT_EQ(FlowStatsRequest{3}.encode(9), R"({"type":"flow_stats","id":9,"flow":3})");
     EXPECT_EQ(OkReply{}.encode(9), R"({"type":"ok","id":9})");
     EXPECT_EQ(encodeMessage("x", 1, {{"id", 5}, {"type", "y"}, {"a", 1}}), R"({"type":"x","id":1,"a":1})");
 }
@@ -192,6 +193,14 @@ TEST(Protocol, OtherRequestFieldErrors)
         {R"({"type":"close_flow","id":4})", "flow"},
         {R"({"type":"close_flow","id":4,"flow":4294967296})", "flow"},
     });
+    expectFieldErrors<FlowStatsRequest>({
+        {R"({"type":"flow_stats","id":4})", "flow"},
+        {R"({"type":"flow_stats","id":4,"flow":null})", "flow"},
+        {R"({"type":"flow_stats","id":4,"flow":-1})", "flow"},
+        {R"({"type":"flow_stats","id":4,"flow":1.5})", "flow"},
+        {R"({"type":"flow_stats","id":4,"flow":"3"})", "flow"},
+        {R"({"type":"flow_stats","id":4,"flow":4294967296})", "flow"},
+    });
     expectFieldErrors<ReleaseRequest>({
         {R"({"type":"release","id":5,"len":4096})", "offset"},
         {R"({"type":"release","id":5,"offset":0,"len":0})", "len"},
@@ -221,6 +230,12 @@ TEST(Protocol, ReplyFieldErrors)
          "completion_entries"},
     });
     expectFieldErrors<StatsReply>({{R"({"type":"ok","id":7,"stats":[]})", "stats"}});
+    expectFieldErrors<FlowStatsReply>({
+        {R"({"type":"ok","id":7})", "stats"},
+        {R"({"type":"ok","id":7,"stats":null})", "stats"},
+        {R"({"type":"ok","id":7,"stats":[1]})", "stats"},
+        {R"({"type":"ok","id":7,"stats":12})", "stats"},
+    });
     expectFieldErrors<ErrorReply>({
         {R"({"type":"error","id":7,"errno":5,"message":"m"})", "code"},
         {R"({"type":"error","id":7,"code":"busy","errno":-5,"message":"m"})", "errno"},
@@ -237,6 +252,12 @@ TEST(Protocol, DecodeChecksTheType)
     EXPECT_NE(t.what.find("'bye'"), std::string::npos) << t.what;
     EXPECT_TRUE(thrownBy([&] { OkReply::decode(parse(R"({"type":"error","id":8})")); }).thrown);
     EXPECT_TRUE(thrownBy([&] { RegionReply::decode(bye); }).thrown);
+    // flow_stats and close_flow have the same field: the type tells them apart.
+    Thrown f = thrownBy([&] { FlowStatsRequest::decode(parse(R"({"type":"close_flow","id":8,"flow":1})")); });
+    EXPECT_TRUE(f.thrown);
+    EXPECT_EQ(f.code, ErrorCode::BadMessage);
+    EXPECT_EQ(f.id, 8u);
+    EXPECT_TRUE(thrownBy([&] { FlowStatsReply::decode(parse(R"({"type":"error","id":8,"stats":{}})")); }).thrown);
 }
 
 TEST(Protocol, UnknownFieldsAreIgnoredAndNullIsAbsent)
@@ -288,6 +309,8 @@ TEST(Protocol, RequestsRoundTrip)
         EXPECT_EQ(o2.completionEntries, o.completionEntries);
     }
     EXPECT_EQ(roundTrip(CloseFlowRequest{31}, 4).flow, 31u);
+    EXPECT_EQ(roundTrip(FlowStatsRequest{0}, 4).flow, 0u);
+    EXPECT_EQ(roundTrip(FlowStatsRequest{4294967295u}, 4).flow, 4294967295u);
     ReleaseRequest rel = roundTrip(ReleaseRequest{4096, 1ull << 33}, 5);
     EXPECT_EQ(rel.offset, 4096u);
     EXPECT_EQ(rel.len, 1ull << 33);
@@ -331,6 +354,12 @@ TEST(Protocol, RepliesRoundTrip)
     StatsReply s;
     s.stats = {{"interface", "eth0"}, {"counters", {{"fast_path", 12}, {"fault_path", 3}}}};
     EXPECT_EQ(roundTrip(s, 5).stats, s.stats);
+
+    FlowStatsReply fs;
+    fs.stats = {{"xdp", {{"drop_rnr", 3}, {"redir_primary", 18446744073709551615ull}}}, {"completed_ok", 9}};
+    const FlowStatsReply fs2 = roundTrip(fs, 5);
+    EXPECT_EQ(fs2.stats, fs.stats);
+    EXPECT_EQ(fs2.stats["xdp"]["redir_primary"].get<uint64_t>(), 18446744073709551615ull);
 
     ErrorReply e{ErrorCode::Busy, EBUSY, "port 9000 is held by another client (pid 77)"};
     ErrorReply e2 = roundTrip(e, 6);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "counters/engine_stats.h"
+#include "counters/flow_stats.h"
 #include "dataplane/flow_ring.h"
 #include "engine/flow_impl.h"
 #include "ipc/channel.h"
@@ -140,6 +141,11 @@ struct Client::Impl {
     auto call(const Req& rq, std::span<const int> fds = {})
     {
         std::lock_guard<std::mutex> lock(mu);
+        return callLocked(rq, fds);
+    }
+    template <typename Req>
+    auto callLocked(const Req& rq, std::span<const int> fds = {})
+    {
         try {
             return ch->call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
@@ -148,7 +154,40 @@ struct Client::Impl {
             throw;
         }
     }
+    // Flow::stats of flow `id`, opened on the connection `on`: one flow_stats
+    // request. Throws std::system_error naming the flow.
+    FlowStats flowStats(uint32_t id, uint16_t port, const std::shared_ptr<Link>& on);
 };
+
+FlowStats Client::Impl::flowStats(uint32_t id, uint16_t port, const std::shared_ptr<Link>& on)
+{
+    const std::string what = "npf flow " + std::to_string(id) + " (port " + std::to_string(port) + "): stats from npfd";
+    std::lock_guard<std::mutex> lock(mu);
+    // After reconnect() the id may name another flow on the new connection:
+    // a flow of a lost connection has no numbers to ask for.
+    if (on != link || on->isGone() || on->hungUp(ch->fd()))
+        throwErrno(ENOTCONN, what + ": npfd closed the connection the flow was opened on (it exited or "
+                                    "restarted): reconnect and open the flow again");
+    ipc::FlowStatsReply r;
+    try {
+        r = callLocked(ipc::FlowStatsRequest{id}).reply;
+    } catch (const ipc::RemoteError& e) {
+        throwErrno(e.err() ? e.err() : EIO, what + ": " + e.what());
+    } catch (const ipc::ProtocolError& e) {
+        throwErrno(EPROTO, what + ": a bad reply: " + e.what());
+    } catch (const std::system_error& e) {
+        // what() ends in ": <the code's message>", which the new one adds again.
+        std::string why = e.what();
+        if (const std::string tail = ": " + e.code().message(); why.ends_with(tail))
+            why.resize(why.size() - tail.size());
+        throw std::system_error(e.code(), what + ": " + why);
+    }
+    try {
+        return counters::parseFlowStats(r.stats);
+    } catch (const std::invalid_argument& e) {
+        throwErrno(EPROTO, what + ": a bad reply: " + e.what());
+    }
+}
 
 void Client::Impl::connect()
 {
@@ -239,6 +278,9 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
                                                 "and open the flow again")
                                   : std::string();
     };
+    // The Client owns its flows (and destroys them first): `c` outlives the
+    // lambda. `link` pins the connection the flow belongs to.
+    parts.stats = [&c, id = parts.id, port = parts.port, link] { return c.flowStats(id, port, link); };
     c.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
     return *c.flows.back();
 }

@@ -165,7 +165,7 @@ Snapshot Daemon::snapshot()
     for (const Iface& s : ifaces_)
         out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
     for (const auto& [fd, session] : sessions_)
-        session->flowStats(out.flows);
+        session->clientFlows(out.flows);
     out.clients = sessions_.size();
     return out;
 }

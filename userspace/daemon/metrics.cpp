@@ -14,6 +14,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "daemon/metrics_server.h"
 #include "sys/error.h"
@@ -127,24 +129,50 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
                                      {}};
     clients.metric.emplace_back().gauge.value = double(all.clients);
     out.push_back(std::move(clients));
-    prometheus::MetricFamily flows{"npf_flow_completed_total",
-                                   "completions of an npfd client's open flow, by status (completions)",
-                                   prometheus::MetricType::Counter,
-                                   {}};
-    for (const FlowStats& fl : all.flows)
-        for (const auto& [status, value] : {std::pair<const char*, uint64_t>{"ok", fl.ok},
-                                            {"truncated", fl.truncated},
-                                            {"lost", fl.lost},
-                                            {"bad_csum", fl.badCsum}}) {
-            prometheus::ClientMetric m = labelled(fl.iface);
-            m.label.push_back({"port", std::to_string(fl.port)});
-            m.label.push_back({"client", fl.client});
-            m.label.push_back({"uid", std::to_string(fl.uid)});
-            m.label.push_back({"status", status});
-            m.counter.value = double(value);
-            flows.metric.push_back(std::move(m));
-        }
-    out.push_back(std::move(flows));
+    // Per open flow of a client: a series per status or reason.
+    auto perFlow = [&](const char* name, const char* help, const char* label, auto values) {
+        prometheus::MetricFamily f{name, help, prometheus::MetricType::Counter, {}};
+        for (const ClientFlow& fl : all.flows)
+            for (const auto& [what, value] : values(fl.stats)) {
+                prometheus::ClientMetric m = labelled(fl.iface);
+                m.label.push_back({"port", std::to_string(fl.port)});
+                m.label.push_back({"client", fl.client});
+                m.label.push_back({"uid", std::to_string(fl.uid)});
+                m.label.push_back({label, what});
+                m.counter.value = double(value);
+                f.metric.push_back(std::move(m));
+            }
+        out.push_back(std::move(f));
+    };
+    using Values = std::vector<std::pair<std::string, uint64_t>>;
+    auto xdp = [](const FlowStats& s, std::initializer_list<npf_stat> stats) {
+        Values v;
+        for (npf_stat st : stats)
+            v.emplace_back(dataplane::kStatNames[st], s.xdpCount(st));
+        return v;
+    };
+    perFlow("npf_flow_completed_total", "completions of an npfd client's open flow, by status (completions)",
+            "status", [](const FlowStats& s) {
+                return Values{{"ok", s.completedOk},
+                              {"truncated", s.completedTruncated},
+                              {"lost", s.completedLost},
+                              {"bad_csum", s.completedBadCsum}};
+            });
+    perFlow("npf_flow_dropped_total",
+            "datagrams of an npfd client's open flow dropped, by reason: XDP's drop_* and redir_fail (npf_xdp_*), "
+            "socket: by the kernel at the AF_XDP socket (datagrams)",
+            "reason", [&](const FlowStats& s) {
+                Values v = xdp(s, {NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CONTENDED,
+                                   NPF_STAT_DROP_CSUM, NPF_STAT_REDIR_FAIL});
+                v.emplace_back("socket", s.socketDropped());
+                return v;
+            });
+    perFlow("npf_flow_passed_total",
+            "datagrams of an npfd client's open flow XDP passed to the kernel untouched, by reason (datagrams)",
+            "reason", [&](const FlowStats& s) {
+                return xdp(s, {NPF_STAT_PASS_BAD_QUEUE, NPF_STAT_PASS_NO_SOCKET, NPF_STAT_PASS_TOO_BIG,
+                               NPF_STAT_PASS_META_FAIL});
+            });
     return out;
 }
 

@@ -7,9 +7,11 @@
 // regions) as npf_region_<name>_total, dataplane::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
-// `iface`); per client, npf_clients and npf_flow_completed_total (labels
-// iface, port, client, uid, status). No state of its own: nothing goes
-// stale, nothing is copied.
+// `iface`); per client, npf_clients, and per open flow of a client
+// npf_flow_completed_total (labels iface, port, client, uid, status),
+// npf_flow_dropped_total and npf_flow_passed_total (the same labels with
+// reason instead of status). No state of its own: nothing goes stale,
+// nothing is copied.
 #pragma once
 
 #include <functional>
@@ -19,6 +21,7 @@
 
 #include "dataplane/stats.h"
 #include "npf/counters.h"
+#include "npf/stats.h"
 #include "region/region_stats.h"
 
 namespace prometheus {
@@ -35,21 +38,22 @@ struct IfaceStats {
     dataplane::XdpStats xdp{};
 };
 
-// One open flow of an npfd client: completions by status, labelled with the
-// interface, the port and the client (its hello name, and uid). One series
-// per open flow and status: bounded by the flows npfd allows.
-struct FlowStats {
+// One open flow of an npfd client: its accounting (Service::flowStats),
+// labelled with the interface, the port and the client (its hello name, and
+// uid). A few series per open flow (by status, by reason): bounded by the
+// flows npfd allows, gone when the flow closes.
+struct ClientFlow {
     std::string iface;
     uint16_t port = 0;
     std::string client;
     uint32_t uid = 0;
-    uint64_t ok = 0, truncated = 0, lost = 0, badCsum = 0;
+    FlowStats stats;
 };
 
 // Everything one scrape reports.
 struct Snapshot {
     std::vector<IfaceStats> ifaces;
-    std::vector<FlowStats> flows;
+    std::vector<ClientFlow> flows;
     uint64_t clients = 0; // connected
 };
 
@@ -68,7 +72,8 @@ std::string prometheusXdpName(const char* statName);
 std::string prometheusLatencyName(const LatencyDef& l);
 
 // The families of a snapshot, in table order: engine counters, region
-// counters, XDP counters, latency summaries; then npf_clients and npf_flow_completed_total.
+// counters, XDP counters, latency summaries; then npf_clients,
+// npf_flow_completed_total, npf_flow_dropped_total and npf_flow_passed_total.
 std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
 
 // Throws ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or

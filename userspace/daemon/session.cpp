@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "counters/engine_stats.h"
+#include "counters/flow_stats.h"
 #include "daemon/daemon.h"
 #include "daemon/metrics.h"
 #include "engine/service_stats.h"
@@ -121,6 +122,8 @@ std::string Session::reply(const ipc::Message& m, std::vector<Fd>& fds, std::vec
         return pages(m, false);
     if (m.type == ipc::StatsRequest::kType)
         return stats(m);
+    if (m.type == ipc::FlowStatsRequest::kType)
+        return flowStats(m);
     if (m.type == ipc::ByeRequest::kType)
         return ipc::OkReply{}.encode(m.id);
     throw ProtocolError(ErrorCode::BadMessage, "unknown request type '" + m.type + "'", 0, m.id);
@@ -289,16 +292,24 @@ void Session::close(OpenFlow& f) noexcept
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
 
+const Session::OpenFlow& Session::ownFlow(uint32_t id, uint32_t requestId) const
+{
+    for (const OpenFlow& f : flows_)
+        if (f.flow->id == id)
+            return f;
+    // The same answer whoever holds the id, if anyone: nothing about another
+    // client's flow is told.
+    throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(id) + " on this connection", 0, requestId);
+}
+
 std::string Session::closeFlow(const ipc::Message& m)
 {
     ipc::CloseFlowRequest rq = ipc::CloseFlowRequest::decode(m);
-    for (auto it = flows_.begin(); it != flows_.end(); ++it)
-        if (it->flow->id == rq.flow) {
-            close(*it);
-            flows_.erase(it);
-            return ipc::OkReply{}.encode(m.id);
-        }
-    throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(rq.flow) + " on this connection", 0, m.id);
+    const OpenFlow& f = ownFlow(rq.flow, m.id);
+    const auto it = flows_.begin() + (&f - flows_.data());
+    close(*it);
+    flows_.erase(it);
+    return ipc::OkReply{}.encode(m.id);
 }
 
 std::string Session::pages(const ipc::Message& m, bool release)
@@ -337,13 +348,25 @@ std::string Session::pages(const ipc::Message& m, bool release)
     return ipc::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
 }
 
-void Session::flowStats(std::vector<FlowStats>& out) const
+void Session::clientFlows(std::vector<ClientFlow>& out) const
 {
-    for (const OpenFlow& f : flows_) {
-        const SequencerStats q = f.flow->seq.stats();
+    for (const OpenFlow& f : flows_)
         out.push_back({f.iface->label, f.flow->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
-                       cred_.uid, q.ok, q.truncated, q.lost, q.badCsum});
+                       cred_.uid, f.iface->service->flowStats(*f.flow)});
+}
+
+std::string Session::flowStats(const ipc::Message& m)
+{
+    const ipc::FlowStatsRequest rq = ipc::FlowStatsRequest::decode(m);
+    const OpenFlow& f = ownFlow(rq.flow, m.id);
+    FlowStats s;
+    try {
+        s = f.iface->service->flowStats(*f.flow);
+    } catch (const std::system_error& e) { // the per-flow counters' map could not be read
+        throw ProtocolError(ErrorCode::Internal, "flow " + std::to_string(rq.flow) + ": " + e.what(),
+                            e.code().value(), m.id);
     }
+    return ipc::FlowStatsReply{counters::flowStatsJson(s)}.encode(m.id);
 }
 
 std::string Session::stats(const ipc::Message& m)

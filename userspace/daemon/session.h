@@ -12,7 +12,6 @@
 #include "dataplane/flow_ring.h"
 #include "dataplane/flows.h"
 #include "daemon/quota.h"
-#include "dataplane/flow_ring.h"
 #include "ipc/protocol.h"
 #include "ipc/unix_socket.h"
 #include "region/region.h"
@@ -27,7 +26,7 @@ namespace daemon {
 
 class Daemon;
 struct Iface;
-struct FlowStats;
+struct ClientFlow;
 
 // Who is at the other end of a connection, read when npfd accepts it.
 struct Peer {
@@ -56,8 +55,9 @@ public:
     bool handle(ipc::WireMessage msg) noexcept;
     // The client hung up or is gone: why, for the log.
     std::string describe() const;
-    // Its open flows' completions, for the metrics (control thread's lock held).
-    void flowStats(std::vector<FlowStats>& out) const;
+    // Its open flows, each with its accounting, for the metrics (control
+    // thread's lock held).
+    void clientFlows(std::vector<ClientFlow>& out) const;
 
 private:
     struct OpenFlow {
@@ -73,6 +73,9 @@ private:
     std::string closeFlow(const ipc::Message& m);
     std::string pages(const ipc::Message& m, bool release);
     std::string stats(const ipc::Message& m);
+    std::string flowStats(const ipc::Message& m);
+    // This connection's open flow `id`; throws ProtocolError(NoFlow) for any other id.
+    const OpenFlow& ownFlow(uint32_t id, uint32_t requestId) const;
     void close(OpenFlow& f) noexcept;
 
     Daemon& d_;

@@ -371,6 +371,14 @@ StatsReply StatsReply::decode(const Message& m)
     return {f.object("stats")};
 }
 
+std::string FlowStatsReply::encode(uint32_t id) const { return encodeOk(id, {{"stats", stats}}); }
+
+FlowStatsReply FlowStatsReply::decode(const Message& m)
+{
+    Fields f(m, kType, "flow_stats reply");
+    return {f.object("stats")};
+}
+
 // ---- requests ---------------------------------------------------------
 
 std::string HelloRequest::encode(uint32_t id) const
@@ -503,6 +511,14 @@ StatsRequest StatsRequest::decode(const Message& m)
 {
     expectType(m, kType, "stats");
     return {};
+}
+
+std::string FlowStatsRequest::encode(uint32_t id) const { return encodeMessage(kType, id, {{"flow", flow}}); }
+
+FlowStatsRequest FlowStatsRequest::decode(const Message& m)
+{
+    Fields f(m, kType, "flow_stats");
+    return {f.u32("flow")};
 }
 
 std::string ByeRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }

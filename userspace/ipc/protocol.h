@@ -189,6 +189,16 @@ struct StatsReply {
     static StatsReply decode(const Message& m);
 };
 
+// The reply to flow_stats: the flow's accounting as counters::flowStatsJson
+// writes it (npf::Client reads it with counters::parseFlowStats, strictly).
+struct FlowStatsReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 0;
+    Json stats = Json::object();
+    std::string encode(uint32_t id) const;
+    static FlowStatsReply decode(const Message& m);
+};
+
 // ---- requests ---------------------------------------------------------
 // kFds is the number of descriptors the request carries.
 
@@ -271,6 +281,18 @@ struct StatsRequest {
     using Reply = StatsReply;
     std::string encode(uint32_t id) const;
     static StatsRequest decode(const Message& m);
+};
+
+// One of this connection's open flows (its id, as in open_flow's reply):
+// every datagram of it accounted (npf::FlowStats). Another flow id (closed,
+// never this connection's, another client's) is no_flow.
+struct FlowStatsRequest {
+    static constexpr std::string_view kType = "flow_stats";
+    static constexpr size_t kFds = 0;
+    using Reply = FlowStatsReply;
+    uint32_t flow = 0;
+    std::string encode(uint32_t id) const;
+    static FlowStatsRequest decode(const Message& m);
 };
 
 // The daemon replies ok, then closes the connection.
