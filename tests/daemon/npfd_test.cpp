@@ -670,5 +670,21 @@ TEST_F(NpfdE2E, ForgedDescriptorsNeverReachAnotherClientsRegion)
     ::munmap(base, kSize);
 }
 
+// The "done means" through npfd: a real packet generator's
+// datagrams are accounted for exactly by an unprivileged npf-recv --connect,
+// from the flow's own counters npfd answers (generatorAccounted).
+TEST_F(NpfdE2E, NpfRecvConnectAccountsForEveryDatagramOfARealGenerator)
+{
+    if (!haveTrafgen())
+        GTEST_SKIP() << "trafgen missing (netsniff-ng; scripts/deps.sh installs it)";
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    const std::string err = dir.path + "/err";
+    auto recv = startClientRecv(rig, npfd, kFirstPort, "/dev/null", err, {"--idle", "1", "--json"});
+    ASSERT_TRUE(recv->ready());
+    EXPECT_TRUE(generatorAccounted(rig, dir, *recv, err, kFirstPort, 200000));
+}
+
 } // namespace
 } // namespace npf::e2e

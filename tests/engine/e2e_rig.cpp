@@ -502,4 +502,85 @@ void sendRaw(Rig& rig, const std::vector<uint8_t>& frame)
         throw std::system_error(err, std::generic_category(), "send raw frame on " + rig.veth().txIf());
 }
 
+// npf-recv's --json exit summary: the last line of its stderr that is a JSON
+// object (null if there is none).
+nlohmann::json jsonSummary(const std::string& errPath)
+{
+    std::istringstream in(readFile(errPath));
+    std::string line, last;
+    while (std::getline(in, line))
+        if (!line.empty() && line[0] == '{')
+            last = line;
+    nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+    return j.is_discarded() ? nlohmann::json() : j;
+}
+
+// Datagrams the summary accounts for: written + every reason not written
+// (LOST, BAD_CSUM, dropped in XDP, passed to the kernel, in flight, not
+// polled, failed to write). It must equal "reached" (the flow's datagrams XDP
+// saw); ~0 when the summary does not add up.
+uint64_t accountedFor(const nlohmann::json& j)
+{
+    uint64_t n = j.at("datagrams").get<uint64_t>();
+    for (const auto& [reason, v] : j.at("not_written").items())
+        n += v.get<uint64_t>();
+    return n == j.at("reached").get<uint64_t>() ? n : ~0ull;
+}
+
+bool haveTrafgen() { return std::filesystem::exists("/usr/sbin/trafgen"); }
+
+::testing::AssertionResult generatorAccounted(Rig& rig, const TempDir& dir, Child& recv, const std::string& err,
+                                              uint16_t port, uint64_t n)
+{
+    const std::string cfg = dir.path + "/trafgen.cfg", log = dir.path + "/trafgen.log";
+    std::ofstream(cfg) << "{ eth(da=" << rig.veth().rxMac() << ", sa=" << rig.veth().txMac() << "), ipv4(saddr="
+                       << rig.txAddr() << ", daddr=" << rig.rxAddr() << ", ttl=64), udp(sp=40000, dp=" << port
+                       << "), fill(0x41, 1400) }\n";
+    const uint64_t veth0 = rig.vethDrops(), seen0 = rig.xdpStat(NPF_STAT_RX_TOTAL);
+    {
+        Child gen(rig.veth().txNs().path(),
+                  {"/usr/sbin/trafgen", "--cpus", "1", "-o", rig.veth().txIf(), "-i", cfg, "-n", std::to_string(n),
+                   "-q"},
+                  log);
+        // How many datagrams the stretch drops depends on timing; that every
+        // one is accounted for does not.
+        auto seen = [&](uint64_t k) {
+            test::waitUntil([&] { return rig.xdpStat(NPF_STAT_RX_TOTAL) - seen0 >= k || !gen.running(); });
+        };
+        seen(n / 4);
+        recv.kill(SIGSTOP);
+        seen(n / 2);
+        recv.kill(SIGCONT);
+        int st = -1;
+        if (!gen.wait(int(test::kDeadline.count()), &st) || st != 0)
+            return ::testing::AssertionFailure() << "trafgen failed (" << st << "): " << readFile(log);
+    }
+    int st = -1;
+    if (!recv.wait(int(test::kDeadline.count()), &st) || st != 0)
+        return ::testing::AssertionFailure() << "npf-recv did not exit 0 on --idle (" << st << "): " << readFile(err);
+    const nlohmann::json j = jsonSummary(err);
+    if (!j.is_object() || !j["flow"].is_object())
+        return ::testing::AssertionFailure() << "no summary with the flow's accounting: " << readFile(err);
+    // veth counts a socket drop in the receiver's rx_dropped too: that one is
+    // a LOST completion of the flow already.
+    const uint64_t veth = rig.vethDrops() - veth0, socket = j["flow"]["socket_dropped"].get<uint64_t>();
+    const uint64_t beforeXdp = veth >= socket ? veth - socket : veth;
+    std::printf("[ numbers  ] trafgen %llu datagrams: reached %llu, written %llu, dropped in XDP %llu, lost %llu "
+                "(socket %llu), before XDP %llu\n",
+                (unsigned long long)n, (unsigned long long)j["reached"].get<uint64_t>(),
+                (unsigned long long)j["datagrams"].get<uint64_t>(),
+                (unsigned long long)j["not_written"]["dropped_in_xdp"].get<uint64_t>(),
+                (unsigned long long)j["not_written"]["lost"].get<uint64_t>(), (unsigned long long)socket,
+                (unsigned long long)beforeXdp);
+    if (accountedFor(j) + beforeXdp != n)
+        return ::testing::AssertionFailure() << "the summary accounts for " << accountedFor(j) << " + " << beforeXdp
+                                             << " before XDP, not " << n << ":\n" << j.dump(2);
+    if (j["not_written"]["in_flight"].get<uint64_t>() != 0 || j["not_written"]["passed"].get<uint64_t>() != 0)
+        return ::testing::AssertionFailure() << "in flight or passed after --idle:\n" << j.dump(2);
+    if (j["not_written"]["dropped_in_xdp"].get<uint64_t>() == 0)
+        return ::testing::AssertionFailure() << "npf-recv stopped for a quarter of the stream, yet XDP dropped "
+                                                "nothing:\n" << j.dump(2);
+    return ::testing::AssertionSuccess();
+}
+
 } // namespace npf::e2e

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -184,5 +185,25 @@ std::function<uint64_t()> datagramsWritten(const std::string& path, uint32_t fir
 // XDP on the rx interface has seen since this call (a window then only keeps
 // the veth's ring from overflowing).
 std::function<uint64_t()> seenByXdp(Rig& rig);
+
+// npf-recv's --json exit summary: the last line of its stderr that is a JSON
+// object (null if there is none).
+nlohmann::json jsonSummary(const std::string& errPath);
+// Datagrams the summary accounts for: written + every reason not written
+// (LOST, BAD_CSUM, dropped in XDP, passed to the kernel, in flight, not
+// polled, failed to write). It must equal "reached" (the flow's datagrams XDP
+// saw); ~0 when the summary does not add up.
+uint64_t accountedFor(const nlohmann::json& j);
+
+// trafgen (netsniff-ng) is installed.
+bool haveTrafgen();
+// A real packet generator into a running npf-recv (`recv`, ready, started
+// with --idle and --json, stderr to `err`, in process or --connect): trafgen
+// sends `n` 1400-byte UDP datagrams with correct checksums flat out from the
+// tx namespace to `port`, npf-recv stopped (SIGSTOP) for a stretch of the
+// stream so that its buffers run out. Then npf-recv's summary must account
+// for every one: reached + what fell before XDP == n, nothing in flight.
+::testing::AssertionResult generatorAccounted(Rig& rig, const TempDir& dir, Child& recv, const std::string& err,
+                                              uint16_t port, uint64_t n);
 
 } // namespace npf::e2e

@@ -43,19 +43,6 @@ std::vector<std::string> recvArgs(Rig& rig, const std::string& out, bool cold)
     return a;
 }
 
-// npf-recv's --json exit summary: the last line of its stderr that is a JSON
-// object (null if there is none).
-nlohmann::json jsonSummary(const std::string& errPath)
-{
-    std::istringstream in(readFile(errPath));
-    std::string line, last;
-    while (std::getline(in, line))
-        if (!line.empty() && line[0] == '{')
-            last = line;
-    nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
-    return j.is_discarded() ? nlohmann::json() : j;
-}
-
 // npf-recv's text exit summary as "group.name" -> value: the indented
 // "  group  name=value ...  # note" lines after the "npf-recv: " line.
 Counters textSummary(const std::string& errPath)
@@ -81,18 +68,6 @@ Counters textSummary(const std::string& errPath)
         }
     }
     return c;
-}
-
-// Datagrams the summary accounts for: written + every reason not written
-// (LOST, BAD_CSUM, dropped in XDP, passed to the kernel, in flight, not
-// polled, failed to write). It must equal "reached" (the flow's datagrams XDP
-// saw); ~0 when the summary does not add up.
-uint64_t accountedFor(const nlohmann::json& j)
-{
-    uint64_t n = j.at("datagrams").get<uint64_t>();
-    for (const auto& [reason, v] : j.at("not_written").items())
-        n += v.get<uint64_t>();
-    return n == j.at("reached").get<uint64_t>() ? n : ~0ull;
 }
 
 // Starts npf-recv with a ready pipe.
@@ -441,65 +416,20 @@ TEST_F(EngineE2E, NpfRecvNoUdpCsumAcceptsPartialChecksumsOfATrustedPeer)
     }
 }
 
-// The "done means": a real packet generator (trafgen, PF_PACKET
-// flat out, 1400-byte datagrams with correct checksums) into npf-recv in
-// process: its summary accounts for the generator's N datagrams exactly,
-// with what fell before XDP (the veths' drops that are no socket drop) the
-// only remainder, and no datagram counted twice.
+// The "done means": a real packet generator's datagrams are
+// accounted for exactly by npf-recv in process (generatorAccounted).
 TEST_F(EngineE2E, NpfRecvAccountsForEveryDatagramOfARealGenerator)
 {
-    const std::string trafgen = "/usr/sbin/trafgen";
-    if (!fs::exists(trafgen))
-        GTEST_SKIP() << trafgen << " missing (netsniff-ng; scripts/deps.sh installs it)";
+    if (!haveTrafgen())
+        GTEST_SKIP() << "trafgen missing (netsniff-ng; scripts/deps.sh installs it)";
     Rig rig;
     TempDir dir;
-    const std::string err = dir.path + "/err", cfg = dir.path + "/udp.cfg";
-    std::ofstream(cfg) << "{ eth(da=" << rig.veth().rxMac() << ", sa=" << rig.veth().txMac() << "), ipv4(saddr="
-                       << rig.txAddr() << ", daddr=" << rig.rxAddr() << ", ttl=64), udp(sp=40000, dp=" << kPort
-                       << "), fill(0x41, 1400) }\n";
+    const std::string err = dir.path + "/err";
     std::vector<std::string> args = recvArgs(rig, "/dev/null", false);
     args.insert(args.end(), {"--idle", "1", "--json"});
     Child recv(rig.veth().rxNs().path(), args, err, true);
     ASSERT_TRUE(recv.ready());
-    const uint64_t veth0 = rig.vethDrops(), seen0 = rig.xdpStat(NPF_STAT_RX_TOTAL);
-    const uint64_t n = 200000;
-    {
-        Child gen(rig.veth().txNs().path(),
-                  {trafgen, "--cpus", "1", "-o", rig.veth().txIf(), "-i", cfg, "-n", std::to_string(n), "-q"},
-                  dir.path + "/trafgen");
-        // npf-recv stopped for a stretch of the stream: its 4096 buffers run
-        // out, the rest of the stretch is drop_rnr (how many depends on timing;
-        // that every one is accounted for does not).
-        auto seen = [&](uint64_t k) {
-            return test::waitUntil([&] { return rig.xdpStat(NPF_STAT_RX_TOTAL) - seen0 >= k || !gen.running(); });
-        };
-        seen(n / 4);
-        recv.kill(SIGSTOP);
-        seen(n / 2);
-        recv.kill(SIGCONT);
-        int st = -1;
-        ASSERT_TRUE(gen.wait(int(test::kDeadline.count()), &st)) << "trafgen did not finish";
-        ASSERT_EQ(st, 0) << readFile(dir.path + "/trafgen");
-    }
-    int st = -1;
-    ASSERT_TRUE(recv.wait(int(test::kDeadline.count()), &st)) << "npf-recv did not exit on --idle";
-    EXPECT_EQ(st, 0) << readFile(err);
-    nlohmann::json j = jsonSummary(err);
-    ASSERT_TRUE(j.is_object()) << readFile(err);
-    // veth counts a socket drop in the receiver's rx_dropped too: that one is
-    // a LOST completion of the flow already.
-    const uint64_t veth = rig.vethDrops() - veth0, socket = j["flow"]["socket_dropped"].get<uint64_t>();
-    const uint64_t beforeXdp = veth >= socket ? veth - socket : veth;
-    EXPECT_EQ(accountedFor(j) + beforeXdp, n) << j.dump(2) << "\nveth drops " << veth;
-    EXPECT_EQ(j["not_written"]["in_flight"].get<uint64_t>(), 0u) << j.dump(2);
-    EXPECT_EQ(j["not_written"]["passed"].get<uint64_t>(), 0u) << j.dump(2);
-    std::printf("[ numbers  ] trafgen %llu datagrams: reached %llu, written %llu, dropped in XDP %llu, lost %llu "
-                "(socket %llu), before XDP %llu\n",
-                (unsigned long long)n, (unsigned long long)j["reached"].get<uint64_t>(),
-                (unsigned long long)j["datagrams"].get<uint64_t>(),
-                (unsigned long long)j["not_written"]["dropped_in_xdp"].get<uint64_t>(),
-                (unsigned long long)j["not_written"]["lost"].get<uint64_t>(), (unsigned long long)socket,
-                (unsigned long long)beforeXdp);
+    EXPECT_TRUE(generatorAccounted(rig, dir, recv, err, kPort, 200000));
 }
 
 } // namespace
