@@ -21,7 +21,8 @@ std::string attachSummary(const dataplane::AttachResult& r);
 // INTERFACE STATE MODE PROG_ID FLOWS QUEUES BOUND_QUEUES REGION_PAGES
 std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows);
 
-// Header + one row per flow: ID PORT ADDR POSTED CONSUMED ("*" = any address).
+// Header + one row per flow: ID PORT ADDR POSTED CONSUMED REACHED CLAIMED
+// DROPPED PASSED ("*" = any address; the last four: cli::FlowSums).
 std::string flowTable(const std::vector<dataplane::FlowInfo>& flows);
 
 // Per-second rates of cur - prev over `seconds`, aligned with cur.

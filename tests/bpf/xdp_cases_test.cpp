@@ -1,5 +1,6 @@
 // Table-driven tests of npf_xdp: each case is {packet(s), map state, rx
-// queue, verdict, metadata, counter deltas, cursor after}.
+// queue, verdict, metadata, counter deltas, per-flow counter deltas, cursor
+// after}.
 #include <gtest/gtest.h>
 
 #include <bpf/libbpf.h>
@@ -63,6 +64,7 @@ struct MapState {
     std::vector<CursorSpec> cursors;
     std::optional<std::vector<uint64_t>> residentOnly; // unset: every page resident
     std::vector<SocketSpec> sockets;
+    std::vector<std::pair<uint32_t, uint32_t>> generations; // flow id, gen: XdpHarness::newGeneration, first
 
     MapState& flow(const npf_flow_key& k, uint32_t id, uint32_t gen = 0) { return flows.push_back({k, id, gen}), *this; }
     MapState& post(uint32_t f, uint64_t seq, uint64_t off, uint32_t len) { return posts.push_back({f, seq, off, len}), *this; }
@@ -73,6 +75,9 @@ struct MapState {
         return sockets.push_back({q, primary, backup}), *this;
     }
     MapState& noSockets() { return sockets.clear(), *this; }
+    // Flow id `id` was handed to a flow of generation `gen` (its ring and its
+    // npf_flow_stats entry are of that gen; 0 unless set).
+    MapState& generation(uint32_t id, uint32_t gen) { return generations.emplace_back(id, gen), *this; }
     MapState& noFlows() { return flows.clear(), *this; }
 };
 
@@ -91,6 +96,7 @@ struct MetaExpect {
     uint32_t len;
     uint64_t offset;
     bool csumOk = true; // the payload's sum + meta.csum verifies (the service's check)
+    uint16_t gen = 0;   // the flow entry's generation, low 16 bits
 };
 
 struct Send {
@@ -101,12 +107,32 @@ struct Send {
     size_t metaIn = 0;              // bytes of metadata already in front of the packet
 };
 
+using PerFlow = std::map<uint32_t, std::map<uint32_t, uint64_t>>; // flow id -> npf_stat -> delta
+
 struct Case {
     std::string name;
     MapState setup;
     std::vector<Send> sends;
     std::map<uint32_t, uint64_t> counters; // deltas; every other counter must not move; rx_total = sends
     std::map<uint32_t, uint64_t> consAfter; // flows whose cons moves; every other cursor must not
+    // The flow id whose npf_flow_stats entry gets the flow's counters of
+    // `counters` (isFlowStat); nullopt: none does (a stale generation).
+    std::optional<uint32_t> flow = 0;
+    // Instead of the above when set: every flow id's deltas. Every other
+    // entry must not move, whichever is used.
+    std::optional<PerFlow> perFlow;
+
+    PerFlow flowDeltas() const
+    {
+        if (perFlow)
+            return *perFlow;
+        PerFlow d;
+        if (flow)
+            for (const auto& [k, n] : counters)
+                if (isFlowStat(k))
+                    d[*flow][k] = n;
+        return d;
+    }
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -141,6 +167,11 @@ std::vector<uint8_t> padTo(std::vector<uint8_t> p, size_t n)
     return p;
 }
 std::vector<uint8_t> nops(size_t n) { return std::vector<uint8_t>(n, 1); }
+std::vector<uint8_t> corrupt(std::vector<uint8_t> p, size_t at)
+{
+    p[at] ^= 0x40;
+    return p;
+}
 
 // ---- case shapes ----------------------------------------------------------
 
@@ -167,7 +198,14 @@ Case redirect(std::string name, std::vector<uint8_t> pkt, MetaExpect m, MapState
         if (c.flow == m.flow)
             cons = c.cons + 1;
     return Case{std::move(name), std::move(s), {{std::move(pkt), queue, XDP_REDIRECT, m}}, counters,
-                {{m.flow, cons}}};
+                {{m.flow, cons}}, m.flow};
+}
+
+// A case whose flow outcomes count for no flow (its flow entry is of a stale generation).
+Case noFlowCounts(Case c)
+{
+    c.flow = std::nullopt;
+    return c;
 }
 
 MetaExpect primary(uint16_t payloadOff, uint32_t len, uint64_t offset = 2 * kPage, uint32_t seq = 0,
@@ -331,11 +369,71 @@ std::vector<Case> cases()
     v.push_back(pass("flow_not_served", v4(100), NPF_STAT_PASS_NO_SOCKET,
                      MapState{}.flow(flowKeyAny(kPort), 0).socketsOn(0)));
 
+    // ---- generations: whose counters ---------------------------------------------------
+    // A flow's outcomes count into its npf_flow_stats entry only while the
+    // entry is of the flow entry's generation. Decided before the ring's gen
+    // is checked (too big, queue, sockets, checksum), a stale entry's
+    // outcome counts in npf_stats and for no flow.
+    {
+        MapState cur = base().generation(0, 3).noFlows().flow(flowKeyAny(kPort), 0, 3);
+        v.push_back(redirect("flow_generation_current_counts", v4(100), {0, 0, kOff4, 0, 100, 2 * kPage, true, 3}, cur));
+        v.push_back(pass("flow_generation_current_too_big", v4(NPF_MAX_PAYLOAD + 1), NPF_STAT_PASS_TOO_BIG, cur));
+        // The low 16 bits of the generation in npf_meta.gen; the entry compares all 32.
+        MapState big = base().generation(0, 0x10005).noFlows().flow(flowKeyAny(kPort), 0, 0x10005);
+        v.push_back(redirect("flow_generation_above_16_bits_counts", v4(100), {0, 0, kOff4, 0, 100, 2 * kPage, true, 5},
+                             big));
+        v.push_back(pass("flow_generation_16_bit_alias_stale", v4(100), NPF_STAT_PASS_BAD_FLOW,
+                         base().generation(0, 0x10005).noFlows().flow(flowKeyAny(kPort), 0, 5)));
+    }
+    {
+        // The flow entry of gen 1, the id (ring, stats entry) of gen 0.
+        MapState stale = base().noFlows().flow(flowKeyAny(kPort), 0, 1);
+        v.push_back(noFlowCounts(pass("flow_generation_stale_too_big", v4(NPF_MAX_PAYLOAD + 1), NPF_STAT_PASS_TOO_BIG, stale)));
+        v.push_back(noFlowCounts(drop("flow_generation_stale_bad_checksum", corrupt(v4(100), 14 + 10), NPF_STAT_DROP_CSUM,
+                                      stale, {})));
+        v.push_back(noFlowCounts(pass("flow_generation_stale_no_socket", v4(100), NPF_STAT_PASS_NO_SOCKET,
+                                      MapState(stale).noSockets())));
+        v.push_back(noFlowCounts(pass("flow_generation_stale_bad_queue", v4(100), NPF_STAT_PASS_BAD_QUEUE, stale,
+                                      NPF_MAX_QUEUES)));
+    }
+    {
+        // Id 0 was handed from the flow on kPort (gen 1) to the one on kPort + 1
+        // (gen 2), and XDP still finds the old entry (a run that looked it up
+        // before the hand-over): the old flow's datagrams count for no flow,
+        // the new flow's into the id's fresh entry.
+        MapState s = MapState{}
+                         .generation(0, 2)
+                         .flow(flowKeyAny(kPort), 0, 1)
+                         .flow(flowKeyAny(kPort + 1), 0, 2)
+                         .cursor(0, 2, 0)
+                         .post(0, 0, 2 * kPage, 2048)
+                         .post(0, 1, 3 * kPage, 2048)
+                         .socketsOn(0);
+        Case c{"flow_id_handed_over_old_and_new_datagrams", s, {},
+               {{NPF_STAT_REDIR_PRIMARY, 2}, {NPF_STAT_PASS_BAD_FLOW, 1}, {NPF_STAT_DROP_CSUM, 1},
+                {NPF_STAT_PASS_TOO_BIG, 1}, {NPF_STAT_DROP_RNR, 1}},
+               {{0, 2}}};
+        c.perFlow = PerFlow{{0, {{NPF_STAT_REDIR_PRIMARY, 2}, {NPF_STAT_DROP_RNR, 1}}}};
+        c.sends.push_back({v4(100, kPort + 1), 0, XDP_REDIRECT, MetaExpect{0, 0, kOff4, 0, 100, 2 * kPage, true, 2}});
+        c.sends.push_back({v4(100), 0, XDP_PASS, std::nullopt});                      // old: pass_bad_flow
+        c.sends.push_back({corrupt(v4(100), 14 + 10), 0, XDP_DROP, std::nullopt});    // old: drop_csum, no flow's
+        c.sends.push_back({v4(NPF_MAX_PAYLOAD + 1), 0, XDP_PASS, std::nullopt});      // old: pass_too_big, no flow's
+        c.sends.push_back({v4(100, kPort + 1), 0, XDP_REDIRECT, MetaExpect{0, 0, kOff4, 1, 100, 3 * kPage, true, 2}});
+        c.sends.push_back({v4(100, kPort + 1), 0, XDP_DROP, std::nullopt});           // new: drop_rnr
+        v.push_back(c);
+    }
+    {
+        // Two flows, each with its own entry: one's outcomes never land in the other's.
+        MapState s = base().flow(flowKeyAny(kPort + 1), 7).cursor(7, 0, 0);
+        Case c{"two_flows_count_apart", s, {}, {{NPF_STAT_REDIR_PRIMARY, 1}, {NPF_STAT_DROP_RNR, 2}}, {{0, 1}}};
+        c.perFlow = PerFlow{{0, {{NPF_STAT_REDIR_PRIMARY, 1}, {NPF_STAT_DROP_RNR, 1}}}, {7, {{NPF_STAT_DROP_RNR, 1}}}};
+        c.sends.push_back({v4(100, kPort + 1), 0, XDP_DROP, std::nullopt});
+        c.sends.push_back({v4(100), 0, XDP_REDIRECT, primary(kOff4, 100)});
+        c.sends.push_back({v4(100), 0, XDP_DROP, std::nullopt});
+        v.push_back(c);
+    }
+
     // ---- checksums -----------------------------------------------------------------------
-    auto corrupt = [](std::vector<uint8_t> p, size_t at) {
-        p[at] ^= 0x40;
-        return p;
-    };
     v.push_back(drop("ipv4_bad_header_checksum", corrupt(v4(100), 14 + 10), NPF_STAT_DROP_CSUM, base(), {}));
     v.push_back(drop("ipv4_bad_header_checksum_options",
                      corrupt(PacketBuilder().eth().ipv4({.options = nops(12)}).udp().payloadPattern(64).build(), 14 + 30),
@@ -563,6 +661,8 @@ protected:
     static void apply(XdpHarness& h, const MapState& s)
     {
         h.reset();
+        for (const auto& [id, gen] : s.generations)
+            h.newGeneration(id, gen);
         for (const FlowSpec& f : s.flows)
             h.addFlow(f.key, f.id, f.gen);
         for (const PostSpec& p : s.posts)
@@ -587,6 +687,7 @@ TEST_P(XdpCase, Outcome)
     XdpHarness& h = *harness_;
     apply(h, c.setup);
     const Counters before = h.counters();
+    const std::vector<FlowCounters> flowsBefore = h.allFlowCounters();
 
     for (size_t i = 0; i < c.sends.size(); i++) {
         const Send& s = c.sends[i];
@@ -613,7 +714,7 @@ TEST_P(XdpCase, Outcome)
         EXPECT_EQ(m.seq, s.meta->seq);
         EXPECT_EQ(m.len, s.meta->len);
         EXPECT_EQ(m.offset, s.meta->offset);
-        EXPECT_EQ(m.gen, 0u);
+        EXPECT_EQ(m.gen, s.meta->gen);
         if (!(m.flags & NPF_META_F_NO_CSUM)) {
             const uint8_t* udp = s.pkt.data() + m.payload_off - 8;
             const uint32_t payload = (uint32_t(udp[4]) << 8 | udp[5]) - 8;
@@ -639,6 +740,23 @@ TEST_P(XdpCase, Outcome)
             outcomes += delta;
     }
     EXPECT_EQ(outcomes, after[NPF_STAT_RX_TOTAL] - before[NPF_STAT_RX_TOTAL]) << "outcome counters do not add up";
+
+    // Per-flow counters: the flow's outcomes in its own entry (of the
+    // datagram's generation), nothing in any other entry.
+    const std::vector<FlowCounters> flowsAfter = h.allFlowCounters();
+    const PerFlow want = c.flowDeltas();
+    for (const auto& [id, stats] : want) {
+        ASSERT_LT(id, uint32_t{NPF_MAX_FLOWS}) << "case expects counters of flow id " << id;
+        for (const auto& [k, n] : stats)
+            ASSERT_TRUE(isFlowStat(k)) << "case expects " << statName(k) << " of flow " << id << ": not a flow counter";
+    }
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        for (uint32_t i = 0; i < NPF_FLOW_STAT_MAX; i++) {
+            const uint32_t k = NPF_STAT_FLOW_FIRST + i;
+            const uint64_t delta = flowsAfter[id][i] - flowsBefore[id][i];
+            const uint64_t w = want.contains(id) && want.at(id).contains(k) ? want.at(id).at(k) : 0;
+            EXPECT_EQ(delta, w) << "flow " << id << "'s " << statName(k);
+        }
 
     for (const CursorSpec& cs : c.setup.cursors) {
         npf_cursor cur = h.cursor(cs.flow);
@@ -686,6 +804,7 @@ TEST_F(XdpCase, ShortFrameRefused)
     XdpHarness& h = *harness_;
     apply(h, base());
     const Counters before = h.counters();
+    const std::vector<FlowCounters> flowsBefore = h.allFlowCounters();
     auto pkt = udp4().payloadPattern(64).truncate(13).build();
     try {
         h.run(pkt, 0);
@@ -694,6 +813,7 @@ TEST_F(XdpCase, ShortFrameRefused)
         EXPECT_EQ(e.code().value(), EINVAL) << e.what();
     }
     EXPECT_EQ(h.counters(), before);
+    EXPECT_EQ(h.allFlowCounters(), flowsBefore);
 }
 
 // Two threads (test_run runs the program on the calling CPU) race for one
@@ -706,6 +826,7 @@ TEST_F(XdpCase, ConcurrentClaimsAreUnique)
         s.post(0, i, (i % kRegionPages) * kPage, 64);
     apply(h, s);
     const Counters before = h.counters();
+    const FlowCounters flowBefore = h.flowCounters(0);
     constexpr int kPerThread = 3000;
     std::vector<uint32_t> seqs[2];
     std::string errors[2];
@@ -738,6 +859,10 @@ TEST_F(XdpCase, ConcurrentClaimsAreUnique)
     EXPECT_EQ(d(NPF_STAT_RX_TOTAL), 2u * kPerThread);
     EXPECT_EQ(d(NPF_STAT_REDIR_PRIMARY), uint64_t{NPF_POST_RING_SIZE});
     EXPECT_EQ(d(NPF_STAT_DROP_RNR) + d(NPF_STAT_DROP_CONTENDED), 2u * kPerThread - NPF_POST_RING_SIZE);
+    // Each CPU's copy of the flow's entry took its own share: together, all of them.
+    const FlowCounters flowAfter = h.flowCounters(0);
+    for (uint32_t i = 0; i < NPF_FLOW_STAT_MAX; i++)
+        EXPECT_EQ(flowAfter[i] - flowBefore[i], d(NPF_STAT_FLOW_FIRST + i)) << "flow 0's " << statName(NPF_STAT_FLOW_FIRST + i);
     std::printf("two threads: %zu + %zu claims, %llu contended drops\n", seqs[0].size(), seqs[1].size(),
                 static_cast<unsigned long long>(d(NPF_STAT_DROP_CONTENDED)));
 }
@@ -777,9 +902,14 @@ TEST_F(XdpCase, RegionsAreIsolated)
         setUp(kSmallPages * kPage, true);
         h.setPost(1, 0, st.offset, st.len);
         const Counters before = h.counters();
+        const FlowCounters flow0 = h.flowCounters(0), flow1 = h.flowCounters(1);
         RunResult r = h.run(v4(64, kPort1), 0);
         EXPECT_EQ(verdictName(r.verdict), std::string(verdictName(outcomeVerdict(st.stat))));
         EXPECT_EQ(h.counters()[st.stat] - before[st.stat], 1u);
+        FlowCounters want1 = flow1;
+        want1[st.stat - NPF_STAT_FLOW_FIRST]++;
+        EXPECT_EQ(h.flowCounters(1), want1) << "flow 1's entry";
+        EXPECT_EQ(h.flowCounters(0), flow0) << "flow 0's entry touched";
         EXPECT_EQ(h.cursor(1).cons, 1u);
         EXPECT_EQ(h.cursor(0).cons, 0u) << "flow 0 touched";
     }
@@ -789,11 +919,81 @@ TEST_F(XdpCase, RegionsAreIsolated)
         setUp(sized ? std::optional<uint64_t>(kSmallPages * kPage) : std::optional<uint64_t>(0), sized ? false : true);
         h.setPost(1, 0, 2 * kPage, 512);
         const Counters before = h.counters();
+        const FlowCounters flow1 = h.flowCounters(1);
         RunResult r = h.run(v4(64, kPort1), 0);
         EXPECT_EQ(r.verdict, XDP_PASS);
         EXPECT_EQ(h.counters()[NPF_STAT_PASS_NO_SOCKET] - before[NPF_STAT_PASS_NO_SOCKET], 1u);
+        EXPECT_EQ(h.flowCounters(1)[NPF_STAT_PASS_NO_SOCKET - NPF_STAT_FLOW_FIRST] - flow1[NPF_STAT_PASS_NO_SOCKET - NPF_STAT_FLOW_FIRST], 1u);
         EXPECT_EQ(h.cursor(1).cons, 0u);
     }
+}
+
+// An id handed to a new flow (dataplane::addFlow: the next generation, and
+// the id's npf_flow_stats entry zeroed with it) starts from zero, and a
+// datagram XDP still finds the old flow entry for (a run that looked it up
+// before the hand-over) counts in npf_stats but for no flow.
+TEST_F(XdpCase, ReusedFlowIdStartsFromZero)
+{
+    XdpHarness& h = *harness_;
+    apply(h, MapState{}
+                 .generation(0, 1)
+                 .flow(flowKeyAny(kPort), 0, 1)
+                 .cursor(0, 2, 0)
+                 .post(0, 0, 2 * kPage, 2048)
+                 .post(0, 1, 3 * kPage, 2048)
+                 .socketsOn(0));
+    auto n = [](const FlowCounters& f, uint32_t stat) { return f[stat - NPF_STAT_FLOW_FIRST]; };
+    // The old flow: two steered, one without a buffer, one too big.
+    EXPECT_EQ(h.run(v4(100), 0).verdict, XDP_REDIRECT);
+    EXPECT_EQ(h.run(v4(3000), 0).verdict, XDP_REDIRECT); // truncated to its 2 KiB buffer
+    EXPECT_EQ(h.run(v4(100), 0).verdict, XDP_DROP);
+    EXPECT_EQ(h.run(v4(NPF_MAX_PAYLOAD + 1), 0).verdict, XDP_PASS);
+    const FlowCounters old = h.flowCounters(0);
+    EXPECT_EQ(n(old, NPF_STAT_REDIR_PRIMARY), 2u);
+    EXPECT_EQ(n(old, NPF_STAT_TRUNCATED), 1u);
+    EXPECT_EQ(n(old, NPF_STAT_DROP_RNR), 1u);
+    EXPECT_EQ(n(old, NPF_STAT_PASS_TOO_BIG), 1u);
+
+    // Handed over to the flow on kPort + 1; the old entry stays findable.
+    h.newGeneration(0, 2);
+    h.addFlow(flowKeyAny(kPort + 1), 0, 2);
+    EXPECT_EQ(h.flowCounters(0), FlowCounters{}) << "the new flow inherited the old one's counts";
+    for (uint32_t g : h.flowStatsGens(0))
+        EXPECT_EQ(g, 2u);
+    h.setPost(0, 0, 4 * kPage, 2048);
+    h.setCursor(0, 1, 0);
+
+    // The old generation's datagrams, on every path that decides before the
+    // ring's gen is read, and the one that reads it.
+    struct Old {
+        const char* name;
+        std::vector<uint8_t> pkt;
+        uint32_t queue;
+        uint32_t stat;
+    } olds[] = {
+        {"too_big", v4(NPF_MAX_PAYLOAD + 1), 0, NPF_STAT_PASS_TOO_BIG},
+        {"bad_checksum", corrupt(v4(100), 14 + 10), 0, NPF_STAT_DROP_CSUM},
+        {"bad_queue", v4(100), NPF_MAX_QUEUES, NPF_STAT_PASS_BAD_QUEUE},
+        {"no_socket", v4(100), 1, NPF_STAT_PASS_NO_SOCKET},
+        {"ring_of_another_gen", v4(100), 0, NPF_STAT_PASS_BAD_FLOW},
+    };
+    for (const Old& o : olds) {
+        SCOPED_TRACE(o.name);
+        const Counters before = h.counters();
+        RunResult r = h.run(o.pkt, o.queue);
+        EXPECT_EQ(verdictName(r.verdict), std::string(verdictName(outcomeVerdict(o.stat))));
+        EXPECT_EQ(h.counters()[o.stat] - before[o.stat], 1u);
+        EXPECT_EQ(h.flowCounters(0), FlowCounters{}) << "an old datagram counted for the new flow";
+    }
+    EXPECT_EQ(h.cursor(0).cons, 0u) << "an old datagram claimed the new flow's buffer";
+
+    // The new flow's own: counted from zero.
+    EXPECT_EQ(h.run(v4(100, kPort + 1), 0).verdict, XDP_REDIRECT);
+    EXPECT_EQ(h.run(v4(100, kPort + 1), 0).verdict, XDP_DROP);
+    FlowCounters want{};
+    want[NPF_STAT_REDIR_PRIMARY - NPF_STAT_FLOW_FIRST] = 1;
+    want[NPF_STAT_DROP_RNR - NPF_STAT_FLOW_FIRST] = 1;
+    EXPECT_EQ(h.flowCounters(0), want);
 }
 
 TEST(XdpCaseTable, NamesUniqueAndEnough)

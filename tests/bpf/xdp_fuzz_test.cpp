@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,10 +41,17 @@ uint64_t envOr(const char* name, uint64_t dflt)
     return v && *v ? std::strtoull(v, nullptr, 0) : dflt;
 }
 
+// Generations an id or a flow entry gets: a flow entry of another gen than
+// its id's is stale (its id was handed to another flow since). 0x10001
+// aliases 1 in npf_meta.gen's 16 bits; XDP compares all 32.
+const uint32_t kGens[] = {0, 1, 2, 0x10001};
+
 // What the ABI says npf_xdp does with a packet.
 struct Expected {
     uint32_t stat;
     uint32_t flow = 0;
+    uint32_t flowGen = 0;  // the flow entry's generation
+    bool counted = false;  // stat (a flow counter) counts into npf_flow_stats[flow]
     uint16_t payloadOff = 0;
     uint32_t payloadLen = 0;
     bool udpCsumZero = false; // checksum field 0
@@ -70,9 +78,19 @@ protected:
         return pick(std::span<const uint32_t>(odd));
     }
     Expected model(std::span<const uint8_t> p, uint32_t queue) const;
+    Expected outcome(std::span<const uint8_t> p, uint32_t queue) const;
+    // npf_flow_stats as a whole against what the model counted since the
+    // last reset: no entry moved that should not have.
+    void checkFlowTotals();
 
+    struct FlowEntry {
+        npf_flow_key key;
+        uint32_t id, gen;
+    };
     std::mt19937_64 rng_;
-    std::vector<std::pair<npf_flow_key, uint32_t>> flows_;
+    std::vector<FlowEntry> flows_;
+    std::map<uint32_t, uint32_t> gens_;         // flow id (with a ring) -> its generation
+    std::vector<FlowCounters> flowTotals_;      // the model's npf_flow_stats since the last reset
     std::vector<bool> resident_;
     std::array<std::pair<bool, bool>, kQueues> sockets_{};
 };
@@ -80,8 +98,18 @@ protected:
 void Fuzz::randomState()
 {
     XdpHarness& h = *harness_;
+    if (!flowTotals_.empty())
+        checkFlowTotals();
     h.reset();
+    flowTotals_.assign(NPF_MAX_FLOWS, FlowCounters{});
     flows_.clear();
+    gens_.clear();
+    for (uint32_t f : kFlowIds) {
+        if (f >= NPF_MAX_FLOWS)
+            continue;
+        gens_[f] = chance(0.5) ? 0 : pick(std::span<const uint32_t>(kGens));
+        h.newGeneration(f, gens_[f]);
+    }
     for (uint64_t n = chance(0.05) ? 0 : u(1, 4); n > 0; n--) {
         uint16_t port = pick(std::span<const uint16_t>(kPorts));
         npf_flow_key key = flowKeyAny(port);
@@ -90,9 +118,12 @@ void Fuzz::randomState()
         case 2: key = flowKeyV6(pick(std::span<const Ipv6Addr>(kV6)), port); break;
         }
         uint32_t id = chance(0.8) ? static_cast<uint32_t>(u(0, 2)) : pick(std::span<const uint32_t>(kFlowIds));
-        h.addFlow(key, id);
-        std::erase_if(flows_, [&](const auto& f) { return std::memcmp(&f.first, &key, sizeof(key)) == 0; });
-        flows_.emplace_back(key, id);
+        // Mostly of the id's generation; else stale (or by chance current).
+        const uint32_t gen =
+            gens_.contains(id) && chance(0.8) ? gens_[id] : chance(0.1) ? uint32_t(rng_()) : pick(std::span<const uint32_t>(kGens));
+        h.addFlow(key, id, gen);
+        std::erase_if(flows_, [&](const FlowEntry& f) { return std::memcmp(&f.key, &key, sizeof(key)) == 0; });
+        flows_.push_back({key, id, gen});
     }
     for (uint32_t f : kFlowIds) {
         if (f >= NPF_MAX_FLOWS)
@@ -194,6 +225,21 @@ std::vector<uint8_t> Fuzz::randomPacket()
 
 Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
 {
+    Expected e = outcome(p, queue);
+    e.counted = isFlowStat(e.stat) && e.flow < NPF_MAX_FLOWS && gens_.contains(e.flow) && gens_.at(e.flow) == e.flowGen;
+    return e;
+}
+
+void Fuzz::checkFlowTotals()
+{
+    const std::vector<FlowCounters> now = harness_->allFlowCounters();
+    for (uint32_t id = 0; id < NPF_MAX_FLOWS; id++)
+        for (uint32_t i = 0; i < NPF_FLOW_STAT_MAX; i++)
+            EXPECT_EQ(now[id][i], flowTotals_[id][i]) << "npf_flow_stats[" << id << "] " << statName(NPF_STAT_FLOW_FIRST + i);
+}
+
+Expected Fuzz::outcome(std::span<const uint8_t> p, uint32_t queue) const
+{
     auto rd16 = [&](size_t o) { return static_cast<uint32_t>(p[o]) << 8 | p[o + 1]; };
     const size_t n = p.size();
     if (n < 14)
@@ -256,15 +302,16 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
         return {NPF_STAT_PASS_MALFORMED};
     key.port = htons(static_cast<uint16_t>(rd16(off + 2)));
 
-    const uint32_t* id = nullptr;
+    const FlowEntry* flow = nullptr;
     npf_flow_key any = flowKeyAny(static_cast<uint16_t>(rd16(off + 2)));
     for (const npf_flow_key* k : {&key, &any})
-        for (const auto& [fk, fid] : flows_)
-            if (!id && std::memcmp(&fk, k, sizeof(fk)) == 0)
-                id = &fid;
-    if (!id)
+        for (const FlowEntry& f : flows_)
+            if (!flow && std::memcmp(&f.key, k, sizeof(f.key)) == 0)
+                flow = &f;
+    if (!flow)
         return {NPF_STAT_PASS_NO_FLOW};
-    Expected e{0, *id, static_cast<uint16_t>(off + 8), ulen - 8};
+    const uint32_t* id = &flow->id;
+    Expected e{0, *id, flow->gen, false, static_cast<uint16_t>(off + 8), ulen - 8};
     e.udpCsumZero = rd16(off + 6) == 0;
     e.udpCsumValid = foldChecksum(onesSum(p.subspan(off, ulen), onesSum(addrs, kIpProtoUdp + ulen))) == 0xffff;
     if (*id >= NPF_MAX_FLOWS)
@@ -278,6 +325,9 @@ Expected Fuzz::model(std::span<const uint8_t> p, uint32_t queue) const
     if (!ipHdrOk || (e.udpCsumZero && key.family == NPF_FAMILY_IPV6))
         return e.stat = NPF_STAT_DROP_CSUM, e;
     npf_cursor c = harness_->cursor(*id);
+    // The id was handed to another flow since this entry was made.
+    if (c.gen != e.flowGen)
+        return e.stat = NPF_STAT_PASS_BAD_FLOW, e;
     if (!(c.flags & NPF_CURSOR_F_SERVED))
         return e.stat = NPF_STAT_PASS_NO_SOCKET, e;
     if (static_cast<int64_t>(c.prod - c.cons) <= 0)
@@ -303,6 +353,7 @@ TEST_F(Fuzz, RandomPacketsAndStates)
     rng_.seed(seed);
     XdpHarness& h = *harness_;
     std::array<uint64_t, NPF_STAT_MAX> seen{};
+    uint64_t countedForFlow = 0, countedForNone = 0; // flow outcomes into a flow's entry / no entry (stale)
 
     for (uint64_t i = 0; i < packets; i++) {
         if (i % 64 == 0)
@@ -313,8 +364,11 @@ TEST_F(Fuzz, RandomPacketsAndStates)
         uint32_t queue = randomQueue();
         // Only flow ids with a post ring map have cursors the program can move.
         std::map<uint32_t, npf_cursor> cur;
-        for (uint32_t f : h.ringIds())
+        std::map<uint32_t, FlowCounters> flowBefore;
+        for (uint32_t f : h.ringIds()) {
             cur[f] = h.cursor(f);
+            flowBefore[f] = h.flowCounters(f);
+        }
         const Expected want = model(pkt, queue);
         const Counters before = h.counters();
         RunResult r = h.run(pkt, queue);
@@ -385,7 +439,7 @@ TEST_F(Fuzz, RandomPacketsAndStates)
             EXPECT_EQ((m.flags & NPF_META_F_BACKUP) != 0, outcome == NPF_STAT_REDIR_BACKUP);
             EXPECT_EQ((m.flags & NPF_META_F_NO_CSUM) != 0, want.udpCsumZero);
             EXPECT_EQ(m.flags & ~(NPF_META_F_TRUNCATED | NPF_META_F_BACKUP | NPF_META_F_NO_CSUM), 0);
-            EXPECT_EQ(m.gen, 0u);
+            EXPECT_EQ(m.gen, static_cast<uint16_t>(want.flowGen));
             // The service's check (payload sum + meta.csum) agrees with RFC 768.
             if (!want.udpCsumZero) {
                 const uint16_t sum = csumFold(csumPartial(pkt.data() + m.payload_off, want.payloadLen) + m.csum);
@@ -399,10 +453,33 @@ TEST_F(Fuzz, RandomPacketsAndStates)
         } else {
             EXPECT_FALSE(truncated);
         }
+
+        // Per-flow counters: the outcome (and truncated) in the flow's entry
+        // when it is of the entry's generation, nowhere else.
+        if (isFlowStat(outcome))
+            (want.counted ? countedForFlow : countedForNone)++;
+        for (uint32_t f : h.ringIds()) {
+            FlowCounters wantF = flowBefore[f];
+            if (want.counted && f == want.flow && isFlowStat(outcome)) {
+                wantF[outcome - NPF_STAT_FLOW_FIRST]++;
+                if (truncated)
+                    wantF[NPF_STAT_TRUNCATED - NPF_STAT_FLOW_FIRST]++;
+            }
+            const FlowCounters now = h.flowCounters(f);
+            for (uint32_t k = 0; k < NPF_FLOW_STAT_MAX; k++)
+                EXPECT_EQ(now[k], wantF[k]) << "npf_flow_stats[" << f << "] " << statName(NPF_STAT_FLOW_FIRST + k)
+                                            << " (the packet's flow " << want.flow << " gen " << want.flowGen
+                                            << ", outcome " << statName(outcome) << ")";
+            flowTotals_.at(f) = wantF; // ids with a ring: checked here; the rest by checkFlowTotals
+        }
         if (HasFailure())
             break; // the first failing packet, with its trace, is the report
     }
 
+    if (!HasFailure())
+        checkFlowTotals();
+    std::printf("flow outcomes: %llu counted for their flow, %llu for none (stale generation)\n",
+                static_cast<unsigned long long>(countedForFlow), static_cast<unsigned long long>(countedForNone));
     std::printf("outcomes:");
     for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
         if (seen[k])
@@ -417,6 +494,10 @@ TEST_F(Fuzz, RandomPacketsAndStates)
         if (packets >= 2000 && !HasFailure()) {
             EXPECT_GT(seen[k], 0u) << "no packet reached " << statName(k);
         }
+    if (packets >= 2000 && !HasFailure()) {
+        EXPECT_GT(countedForFlow, 0u) << "no flow outcome counted for its flow";
+        EXPECT_GT(countedForNone, 0u) << "no flow outcome of a stale generation";
+    }
 }
 
 } // namespace

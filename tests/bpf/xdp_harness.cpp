@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -14,6 +15,11 @@
 #include "sys/error.h"
 
 namespace npf::test {
+namespace {
+
+size_t possibleCpus() { return static_cast<size_t>(checkNeg(libbpf_num_possible_cpus(), "count possible CPUs")); }
+
+} // namespace
 
 const char* statName(uint32_t stat) { return stat < NPF_STAT_MAX ? dataplane::kStatNames[stat] : "?"; }
 
@@ -92,6 +98,14 @@ void XdpHarness::reset()
     std::memset(bitmap_.words(), 0, bitmap_.wordCount() * sizeof(uint64_t));
     for (uint32_t q = 0; q < queues(); q++)
         setSockets(q, false, false);
+    // Every id's entry, of generation 0 like the cursors: one batch write.
+    std::vector<uint32_t> ids(NPF_MAX_FLOWS);
+    for (uint32_t i = 0; i < NPF_MAX_FLOWS; i++)
+        ids[i] = i;
+    std::vector<npf_flow_stats> zero(NPF_MAX_FLOWS * possibleCpus(), npf_flow_stats{});
+    uint32_t count = NPF_MAX_FLOWS;
+    checkErrno(bpf_map_update_batch(bpf_map__fd(skel_->maps.npf_flow_stats), ids.data(), zero.data(), &count, nullptr),
+               "zero npf_flow_stats");
 }
 
 npf_ring& XdpHarness::ring(uint32_t flow)
@@ -159,7 +173,17 @@ void XdpHarness::setCursor(uint32_t flow, uint64_t prod, uint64_t cons)
     npf_cursor& c = ring(flow).cursor;
     c.flags = NPF_CURSOR_F_SERVED; // an engine serves every flow a case sets up
     c.cons = cons;
-    __atomic_store_n(&c.prod, prod, __ATOMIC_RELEASE);
+    std::atomic_ref(c.prod).store(prod, std::memory_order_release);
+}
+
+void XdpHarness::newGeneration(uint32_t id, uint32_t gen)
+{
+    npf_ring& r = ring(id);
+    std::memset(&r.cursor, 0, sizeof(r.cursor));
+    r.cursor.gen = gen;
+    std::vector<npf_flow_stats> percpu(possibleCpus(), npf_flow_stats{.gen = gen, .pad = 0, .n = {}});
+    checkErrno(bpf_map_update_elem(bpf_map__fd(skel_->maps.npf_flow_stats), &id, percpu.data(), BPF_ANY),
+               "reset npf_flow_stats[" + std::to_string(id) + "]");
 }
 
 std::vector<uint32_t> XdpHarness::ringIds() const
@@ -222,6 +246,58 @@ Counters XdpHarness::counters() const
             sum[k] += v;
     }
     return sum;
+}
+
+FlowCounters XdpHarness::flowCounters(uint32_t id) const
+{
+    std::vector<npf_flow_stats> percpu(possibleCpus());
+    checkErrno(bpf_map_lookup_elem(bpf_map__fd(skel_->maps.npf_flow_stats), &id, percpu.data()),
+               "read npf_flow_stats[" + std::to_string(id) + "]");
+    FlowCounters sum{};
+    for (const npf_flow_stats& v : percpu)
+        for (size_t i = 0; i < sum.size(); i++)
+            sum[i] += v.n[i];
+    return sum;
+}
+
+std::vector<FlowCounters> XdpHarness::allFlowCounters() const
+{
+    const size_t ncpu = possibleCpus();
+    std::vector<uint32_t> keys(NPF_MAX_FLOWS);
+    std::vector<npf_flow_stats> values(NPF_MAX_FLOWS * ncpu);
+    std::vector<FlowCounters> out(NPF_MAX_FLOWS);
+    uint32_t batch = 0;
+    size_t done = 0;
+    while (done < NPF_MAX_FLOWS) {
+        uint32_t count = static_cast<uint32_t>(NPF_MAX_FLOWS - done);
+        const int rc = bpf_map_lookup_batch(bpf_map__fd(skel_->maps.npf_flow_stats), done ? &batch : nullptr, &batch,
+                                            keys.data() + done, values.data() + done * ncpu, &count, nullptr);
+        if (rc != 0 && errno != ENOENT)
+            throwErrno("read npf_flow_stats (batch)");
+        done += count;
+        if (rc != 0 || count == 0)
+            break;
+    }
+    if (done != NPF_MAX_FLOWS)
+        throw std::runtime_error("npf_flow_stats batch read returned " + std::to_string(done) + " entries");
+    for (size_t k = 0; k < done; k++) {
+        FlowCounters& sum = out.at(keys[k]);
+        for (size_t c = 0; c < ncpu; c++)
+            for (size_t i = 0; i < sum.size(); i++)
+                sum[i] += values[k * ncpu + c].n[i];
+    }
+    return out;
+}
+
+std::vector<uint32_t> XdpHarness::flowStatsGens(uint32_t id) const
+{
+    std::vector<npf_flow_stats> percpu(possibleCpus());
+    checkErrno(bpf_map_lookup_elem(bpf_map__fd(skel_->maps.npf_flow_stats), &id, percpu.data()),
+               "read npf_flow_stats[" + std::to_string(id) + "]");
+    std::vector<uint32_t> gens;
+    for (const npf_flow_stats& v : percpu)
+        gens.push_back(v.gen);
+    return gens;
 }
 
 RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue, std::span<const uint8_t> metaIn)

@@ -28,11 +28,16 @@
 namespace npf::test {
 
 using Counters = std::array<uint64_t, NPF_STAT_MAX>;
+// One flow id's npf_flow_stats entry: n[s - NPF_STAT_FLOW_FIRST] for enum npf_stat s.
+using FlowCounters = std::array<uint64_t, NPF_FLOW_STAT_MAX>;
 
 // "rx_total", "pass_not_ip", ... for messages.
 const char* statName(uint32_t stat);
 // True for the counters every packet lands in exactly one of.
 constexpr bool isOutcome(uint32_t stat) { return stat != NPF_STAT_RX_TOTAL && stat != NPF_STAT_TRUNCATED; }
+// True for the counters a flow's npf_flow_stats entry has too (abi.h): the
+// outcomes decided once the datagram's flow is found, and truncated.
+constexpr bool isFlowStat(uint32_t stat) { return stat >= NPF_STAT_FLOW_FIRST && stat < NPF_STAT_MAX; }
 // XDP verdict an outcome counter stands for.
 int outcomeVerdict(uint32_t stat);
 const char* verdictName(int verdict);
@@ -65,8 +70,9 @@ public:
     XdpHarness(const XdpHarness&) = delete;
     XdpHarness& operator=(const XdpHarness&) = delete;
 
-    // Empties flows, posts, cursors, resident bitmap and socket slots.
-    // Counters are never reset: compare snapshots.
+    // Empties flows, posts, cursors (generation 0), resident bitmap and
+    // socket slots, and zeroes every npf_flow_stats entry with generation 0.
+    // npf_stats is never reset: compare snapshots.
     void reset();
 
     // A flow entry bound to the harness's region (regionSize = its size in
@@ -79,6 +85,12 @@ public:
     void setPost(uint32_t flow, uint64_t seq, uint64_t offset, uint32_t len);
     npf_post post(uint32_t flow, uint64_t seq) const;
     void setCursor(uint32_t flow, uint64_t prod, uint64_t cons);
+    // What the dataplane does when it hands flow id `id` to a new flow
+    // (dataplane::addFlow): a post ring of generation `gen` (cursors 0, not
+    // served), and npf_flow_stats[id] zeroed with generation `gen` on every
+    // CPU (dataplane::resetFlowXdpStats). Flow entries are left alone: one of
+    // another gen stands for a datagram XDP found before the hand-over.
+    void newGeneration(uint32_t id, uint32_t gen);
     npf_cursor cursor(uint32_t flow) const; // all zero for a flow id without a ring
     std::vector<uint32_t> ringIds() const;  // flow ids with a post ring map
     void setResident(uint64_t page, bool resident);
@@ -87,6 +99,13 @@ public:
     void setSockets(uint32_t queue, bool primary, bool backup);
 
     Counters counters() const;
+    // npf_flow_stats[id] summed over all CPUs, whatever gen each CPU's copy
+    // has: what XDP wrote into the id's entry.
+    FlowCounters flowCounters(uint32_t id) const;
+    // Every id's (index = flow id, NPF_MAX_FLOWS of them), in one batch read.
+    std::vector<FlowCounters> allFlowCounters() const;
+    // The gen of npf_flow_stats[id] on every CPU.
+    std::vector<uint32_t> flowStatsGens(uint32_t id) const;
     // metaIn: metadata already in front of the packet (ctx_in.data = its length).
     RunResult run(std::span<const uint8_t> pkt, uint32_t queue, std::span<const uint8_t> metaIn = {});
 

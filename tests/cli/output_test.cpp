@@ -95,6 +95,56 @@ TEST(FlowJson, Shape)
     EXPECT_EQ(a[1]["port"], 5000);
     EXPECT_EQ(a[1]["posted"], 10);
     EXPECT_EQ(a[1]["consumed"], 7);
+    // Every per-flow outcome by name, all 0 here, and the sums.
+    ASSERT_TRUE(a[1]["xdp"].is_object());
+    EXPECT_EQ(a[1]["xdp"].size(), static_cast<size_t>(NPF_FLOW_STAT_MAX));
+    EXPECT_EQ(a[1]["xdp"].begin().key(), "pass_bad_queue");
+    EXPECT_EQ(a[1]["xdp"]["drop_rnr"], 0);
+    EXPECT_EQ(a[1]["xdp"]["truncated"], 0);
+    for (const char* k : {"reached", "claimed", "dropped", "passed"})
+        EXPECT_EQ(a[1][k], 0) << k;
+}
+
+dataplane::FlowXdpStats flowXdp(std::initializer_list<std::pair<npf_stat, uint64_t>> counts)
+{
+    dataplane::FlowXdpStats x{};
+    for (const auto& [s, n] : counts)
+        x[s - NPF_STAT_FLOW_FIRST] = n;
+    return x;
+}
+
+// The four sums of `flow list` from the flow's outcomes: each outcome in the
+// right ones, truncated (not an outcome) in none.
+TEST(FlowSums, FromOutcomes)
+{
+    const dataplane::FlowXdpStats x =
+        flowXdp({{NPF_STAT_PASS_BAD_QUEUE, 1}, {NPF_STAT_PASS_NO_SOCKET, 2}, {NPF_STAT_PASS_TOO_BIG, 4},
+                 {NPF_STAT_PASS_META_FAIL, 8}, {NPF_STAT_DROP_RNR, 16}, {NPF_STAT_DROP_BAD_DESC, 32},
+                 {NPF_STAT_DROP_CONTENDED, 64}, {NPF_STAT_DROP_CSUM, 128}, {NPF_STAT_REDIR_PRIMARY, 256},
+                 {NPF_STAT_REDIR_BACKUP, 512}, {NPF_STAT_REDIR_FAIL, 1024}, {NPF_STAT_TRUNCATED, 2048}});
+    const FlowSums s = flowSums(x);
+    EXPECT_EQ(s.reached, 2047u);
+    EXPECT_EQ(s.passed, 1u + 2 + 4 + 8);
+    EXPECT_EQ(s.claimed, 256u + 512 + 1024 + 32);
+    EXPECT_EQ(s.dropped, 16u + 32 + 64 + 128 + 1024);
+}
+
+TEST(FlowJson, OutcomesByName)
+{
+    dataplane::FlowInfo f{2, dataplane::parseFlowSpec("5000"), 5, 3};
+    f.xdp = flowXdp({{NPF_STAT_DROP_RNR, 7}, {NPF_STAT_REDIR_PRIMARY, 3}, {NPF_STAT_TRUNCATED, 1}});
+    Json j = toJson(f);
+    EXPECT_EQ(j["xdp"]["drop_rnr"], 7);
+    EXPECT_EQ(j["xdp"]["redir_primary"], 3);
+    EXPECT_EQ(j["xdp"]["truncated"], 1);
+    EXPECT_EQ(j["xdp"]["redir_backup"], 0);
+    EXPECT_EQ(j["reached"], 10);
+    EXPECT_EQ(j["claimed"], 3);
+    EXPECT_EQ(j["dropped"], 7);
+    EXPECT_EQ(j["passed"], 0);
+    size_t i = 0;
+    for (const auto& [name, v] : j["xdp"].items())
+        EXPECT_EQ(name, dataplane::kStatNames[NPF_STAT_FLOW_FIRST + i++]) << "in enum order";
 }
 
 TEST(CountersJson, GroupsInOrder)
@@ -157,13 +207,14 @@ TEST(StatusTable, FixedColumns)
 
 TEST(FlowTable, AnyAddressIsStar)
 {
-    std::vector<std::string> l =
-        lines(flowTable({{0, dataplane::parseFlowSpec("5000"), 4, 1},
-                         {1, dataplane::parseFlowSpec("53", "fd00::1"), 0, 0}}));
+    dataplane::FlowInfo any{0, dataplane::parseFlowSpec("5000"), 4, 1};
+    any.xdp = flowXdp({{NPF_STAT_REDIR_PRIMARY, 1}, {NPF_STAT_DROP_RNR, 6}, {NPF_STAT_PASS_NO_SOCKET, 2}});
+    std::vector<std::string> l = lines(flowTable({any, {1, dataplane::parseFlowSpec("53", "fd00::1"), 0, 0}}));
     ASSERT_EQ(l.size(), 3u);
-    EXPECT_EQ(words(l[0]), (std::vector<std::string>{"ID", "PORT", "ADDR", "POSTED", "CONSUMED"}));
-    EXPECT_EQ(words(l[1]), (std::vector<std::string>{"0", "5000", "*", "4", "1"}));
-    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"1", "53", "fd00::1", "0", "0"}));
+    EXPECT_EQ(words(l[0]), (std::vector<std::string>{"ID", "PORT", "ADDR", "POSTED", "CONSUMED", "REACHED", "CLAIMED",
+                                                     "DROPPED", "PASSED"}));
+    EXPECT_EQ(words(l[1]), (std::vector<std::string>{"0", "5000", "*", "4", "1", "9", "1", "6", "2"}));
+    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"1", "53", "fd00::1", "0", "0", "0", "0", "0", "0"}));
 }
 
 TEST(CounterTable, OneRowPerCounter)

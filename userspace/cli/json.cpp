@@ -1,6 +1,19 @@
 #include "cli/json.h"
 
+#include "dataplane/stats.h"
+#include "npf/stats.h"
+
 namespace npf::cli {
+
+FlowSums flowSums(const dataplane::FlowXdpStats& x)
+{
+    FlowStats s;
+    s.xdp = x;
+    return {.reached = s.reached(),
+            .claimed = s.claimed(),
+            .dropped = s.droppedInXdp() + s.xdpCount(NPF_STAT_DROP_BAD_DESC) + s.xdpCount(NPF_STAT_REDIR_FAIL),
+            .passed = s.passed()};
+}
 
 Json toJson(const dataplane::InstanceStatus& s)
 {
@@ -34,12 +47,21 @@ Json toJson(const dataplane::InstanceStatus& s)
 Json toJson(const dataplane::FlowInfo& f)
 {
     std::string addr = addrString(f.spec);
+    const FlowSums sums = flowSums(f.xdp);
+    Json xdp = Json::object();
+    for (size_t i = 0; i < f.xdp.size(); i++)
+        xdp[dataplane::kStatNames[NPF_STAT_FLOW_FIRST + i]] = f.xdp[i];
     return Json{{"id", f.id},
                 {"port", f.spec.port},
                 {"addr", addr.empty() ? Json(nullptr) : Json(addr)},
                 {"family", f.spec.family},
                 {"posted", f.prod},
-                {"consumed", f.cons}};
+                {"consumed", f.cons},
+                {"reached", sums.reached},
+                {"claimed", sums.claimed},
+                {"dropped", sums.dropped},
+                {"passed", sums.passed},
+                {"xdp", xdp}};
 }
 
 Json toJson(const std::vector<dataplane::FlowInfo>& flows)

@@ -18,7 +18,24 @@ using counters::Json;
 //  "foreign_programs": [{id, name, mode}], "problem"?}
 Json toJson(const dataplane::InstanceStatus& s);
 
-// {"id", "port", "addr" (null = any), "family" (0/4/6), "posted", "consumed"}
+// A flow's XDP outcomes (FlowInfo::xdp) summed as `npfctl flow list` shows
+// them, in npf::FlowStats's terms (npf/stats.h):
+//   reached  every outcome of the flow's datagrams
+//   claimed  took a posted buffer: redir_primary, redir_backup, redir_fail, drop_bad_desc
+//   dropped  lost in XDP, before or after a claim: drop_rnr, drop_bad_desc,
+//            drop_contended, drop_csum, redir_fail
+//   passed   passed to the kernel untouched: pass_bad_queue, pass_no_socket,
+//            pass_too_big, pass_meta_fail
+// (claimed and dropped share drop_bad_desc and redir_fail: a buffer taken,
+// the datagram lost; its seq completes LOST.)
+struct FlowSums {
+    uint64_t reached = 0, claimed = 0, dropped = 0, passed = 0;
+};
+FlowSums flowSums(const dataplane::FlowXdpStats& x);
+
+// {"id", "port", "addr" (null = any), "family" (0/4/6), "posted", "consumed",
+//  "reached", "claimed", "dropped", "passed" (FlowSums),
+//  "xdp": {<npf_stat name>: n, ... every outcome from NPF_STAT_FLOW_FIRST on, and truncated}}
 Json toJson(const dataplane::FlowInfo& f);
 Json toJson(const std::vector<dataplane::FlowInfo>& flows);
 

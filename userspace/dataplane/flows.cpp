@@ -270,12 +270,14 @@ std::vector<FlowInfo> listFlows(const Dataplane& dp)
         fi.id = v.id;
         fi.gen = v.gen;
         fi.spec = fromKey(k);
-        if (v.id < NPF_MAX_FLOWS)
+        if (v.id < NPF_MAX_FLOWS) {
             if (std::optional<FlowRing> r = FlowRing::open(dp, v.id)) {
                 const dataplane::PostReader ring(r->posts(), r->cursor());
                 fi.prod = ring.published();
                 fi.cons = ring.consumed();
             }
+            fi.xdp = readFlowXdpStats(dp, v.id, v.gen);
+        }
         out.push_back(fi);
     }
     std::sort(out.begin(), out.end(), [](const FlowInfo& a, const FlowInfo& b) { return a.id < b.id; });

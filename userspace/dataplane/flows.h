@@ -43,6 +43,9 @@ struct FlowInfo {
     uint64_t prod = 0; // buffers posted
     uint64_t cons = 0; // buffers consumed by XDP (next seq)
     uint32_t gen = 0;  // generation of the id (npf_flow.gen)
+    // XDP's outcomes of the flow's datagrams of this generation
+    // (npf_flow_stats, readFlowXdpStats; all 0 for an id out of range).
+    FlowXdpStats xdp{};
 };
 
 // A flow's id and the generation of that id when the flow took it.
