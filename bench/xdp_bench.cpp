@@ -20,7 +20,10 @@
 // Rounds interleave the configurations (drift on a shared machine hits all
 // alike); the table shows median, p10 and p90 over all calls. Every call's
 // verdict and every block's counters are checked against the expected
-// outcome: a configuration that measured another path fails the run.
+// outcome: a configuration that measured another path fails the run. From
+// ABI 4 on, so is the flow's own counter (npf_flow_stats of the flow the
+// frame goes to, of its generation): every steered packet counts there too,
+// a no-flow packet nowhere (a --baseline object's are shown, not checked).
 //
 // --baseline OBJ also runs the npf_xdp of an object file (another build's
 // build/bpf/npf_xdp.bpf.o, same ABI) on the same maps, as configurations of
@@ -270,6 +273,21 @@ BpfObject loadBaseline(const std::string& path, npf::dataplane::Skeleton& skel)
     return obj;
 }
 
+#if NPF_ABI_VERSION >= 4
+// npf_flow_stats[id] summed over all CPUs (the entries' gen is the flows' 0).
+npf::dataplane::FlowXdpStats readFlowStats(int fd, uint32_t id)
+{
+    const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
+    std::vector<npf_flow_stats> per(static_cast<size_t>(ncpu));
+    checkErrno(bpf_map_lookup_elem(fd, &id, per.data()), "read npf_flow_stats[" + std::to_string(id) + "]");
+    npf::dataplane::FlowXdpStats sum{};
+    for (const npf_flow_stats& v : per)
+        for (size_t i = 0; i < sum.size(); i++)
+            sum[i] += v.n[i];
+    return sum;
+}
+#endif
+
 XdpStats readStats(int fd)
 {
     const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
@@ -324,6 +342,7 @@ struct Config {
     std::vector<double> kernelNs, wallNs; // per call: ns per run
     std::set<int> verdicts;
     XdpStats moved{};
+    XdpStats flowMoved{}; // ABI >= 4: the flow's npf_flow_stats entry, by enum npf_stat
     bool baseline = false; // the --baseline object's npf_xdp
 
     std::string name() const
@@ -378,15 +397,27 @@ Json report(const Groups& groups, uint32_t repeat, std::string* wrong)
             for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
                 if (k != NPF_STAT_RX_TOTAL && c.moved[k])
                     outcome += (outcome.empty() ? "" : ",") + std::string(npf::dataplane::kStatNames[k]);
+            std::string flowOutcome;
+            for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
+                if (c.flowMoved[k])
+                    flowOutcome += (flowOutcome.empty() ? "" : ",") + std::string(npf::dataplane::kStatNames[k]);
             const int want = expectedStat(c.path);
-            const bool ok = c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
+            const bool steered = c.path == Path::Primary || c.path == Path::Backup;
+            const bool flowOk = NPF_ABI_VERSION < 4 || c.baseline || c.path == Path::Bare || c.path == Path::Redirect ||
+                                (steered ? c.flowMoved[uint32_t(want)] == packets &&
+                                               flowOutcome == npf::dataplane::kStatNames[want]
+                                         : flowOutcome.empty());
+            const bool ok = flowOk && c.verdicts == std::set<int>{expectedVerdict(c.path)} &&
                             (want < 0 ? outcome.empty()
                                       : c.moved[uint32_t(want)] == packets && c.moved[NPF_STAT_RX_TOTAL] == packets &&
                                             outcome == npf::dataplane::kStatNames[want]);
             if (!ok)
-                *wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ");";
+                *wrong += " " + c.name() + " (verdict " + verdicts + ", counters " + outcome + ", the flow's " +
+                          flowOutcome + ");";
             if (outcome.empty())
                 outcome = "-";
+            if (flowOutcome.empty())
+                flowOutcome = "-";
             const double med = quantile(c.kernelNs, 0.5), p10 = quantile(c.kernelNs, 0.1),
                          p90 = quantile(c.kernelNs, 0.9), wall = quantile(c.wallNs, 0.5);
             const auto [vsBase, vsBasePerCall] = overBaseline(groups, c);
@@ -402,6 +433,7 @@ Json report(const Groups& groups, uint32_t repeat, std::string* wrong)
                             {"wallNsMedian", wall},
                             {"verdict", verdicts},
                             {"outcome", outcome},
+                            {"flowOutcome", flowOutcome},
                             {"ok", ok},
                             {"baseline", c.baseline},
                             {"overBaseline", vsBase > 0 ? Json(vsBase) : Json()},
@@ -467,6 +499,10 @@ public:
                                                     : bpf_program__fd(skel_->progs.npf_xdp);
         const int statsFd = bpf_map__fd(skel_->maps.npf_stats);
         const XdpStats before = readStats(statsFd);
+#if NPF_ABI_VERSION >= 4
+        const int flowStatsFd = bpf_map__fd(skel_->maps.npf_flow_stats);
+        const auto flowBefore = readFlowStats(flowStatsFd, flows_ - 1);
+#endif
         npf_cursor& cur = state_->cursor(flows_ - 1);
         for (uint32_t i = 0; i < calls && !g_stop.load(); i++) {
             cur.cons = 0;
@@ -488,6 +524,11 @@ public:
         const XdpStats after = readStats(statsFd);
         for (uint32_t k = 0; k < NPF_STAT_MAX; k++)
             c.moved[k] += after[k] - before[k];
+#if NPF_ABI_VERSION >= 4
+        const auto flowAfter = readFlowStats(flowStatsFd, flows_ - 1);
+        for (uint32_t i = 0; i < NPF_FLOW_STAT_MAX; i++)
+            c.flowMoved[NPF_STAT_FLOW_FIRST + i] += flowAfter[i] - flowBefore[i];
+#endif
     }
 
     uint32_t frameBytes() const { return uint32_t(frame(kNoFlowPort).size()); }

@@ -34,6 +34,15 @@ struct npf_route {
 	__u32 queue;           /* RX queue: its sockets are NPF_XSK_PRIMARY/BACKUP(queue) */
 };
 
+/* The flow's npf_flow_stats entry (this CPU's) if it is of the datagram's
+ * generation, else NULL: its outcomes count for no flow. */
+static __always_inline struct npf_flow_stats *npf_flow_entry(const struct npf_route *r)
+{
+	struct npf_flow_stats *fs = bpf_map_lookup_elem(&npf_flow_stats, &r->fid);
+
+	return fs && fs->gen == r->gen ? fs : NULL;
+}
+
 /* A counter of the flow's own (abi.h: from NPF_STAT_FLOW_FIRST on), in its
  * npf_flow_stats entry if that is of the datagram's generation. */
 static __always_inline void npf_flow_count(const struct npf_route *r, __u32 stat)
@@ -42,8 +51,8 @@ static __always_inline void npf_flow_count(const struct npf_route *r, __u32 stat
 
 	if (stat < NPF_STAT_FLOW_FIRST || stat >= NPF_STAT_MAX)
 		return;
-	fs = bpf_map_lookup_elem(&npf_flow_stats, &r->fid);
-	if (fs && fs->gen == r->gen)
+	fs = npf_flow_entry(r);
+	if (fs)
 		fs->n[stat - NPF_STAT_FLOW_FIRST] += 1;
 }
 
@@ -287,15 +296,25 @@ static __always_inline int npf_write_meta(struct xdp_md *ctx, const struct npf_r
 static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 {
 	__u32 slot = (flags & NPF_META_F_BACKUP) ? NPF_XSK_BACKUP(r->queue) : NPF_XSK_PRIMARY(r->queue);
+	/* Looked up once, before the redirect: the flow's counter of the
+	 * outcome is then one increment. */
+	struct npf_flow_stats *fs = npf_flow_entry(r);
+	__u32 stat;
 
 	if (flags & NPF_META_F_TRUNCATED) {
 		npf_count(NPF_STAT_TRUNCATED);
-		npf_flow_count(r, NPF_STAT_TRUNCATED);
+		if (fs)
+			fs->n[NPF_STAT_TRUNCATED - NPF_STAT_FLOW_FIRST] += 1;
 	}
-	if (bpf_redirect_map(&npf_xsks, slot, XDP_PASS) != XDP_REDIRECT)
-		return npf_flow_out(r, NPF_STAT_REDIR_FAIL, XDP_PASS);
-	return npf_flow_out(r, (flags & NPF_META_F_BACKUP) ? NPF_STAT_REDIR_BACKUP : NPF_STAT_REDIR_PRIMARY,
-			    XDP_REDIRECT);
+	if (bpf_redirect_map(&npf_xsks, slot, XDP_PASS) != XDP_REDIRECT) {
+		if (fs)
+			fs->n[NPF_STAT_REDIR_FAIL - NPF_STAT_FLOW_FIRST] += 1;
+		return npf_out(NPF_STAT_REDIR_FAIL, XDP_PASS);
+	}
+	stat = (flags & NPF_META_F_BACKUP) ? NPF_STAT_REDIR_BACKUP : NPF_STAT_REDIR_PRIMARY;
+	if (fs)
+		fs->n[stat - NPF_STAT_FLOW_FIRST] += 1;
+	return npf_out(stat, XDP_REDIRECT);
 }
 
 /*
