@@ -4,6 +4,9 @@
 // expected verdict and outcome counter, the steered ones a ratio over their
 // baseline twin, and that it left no network namespace behind.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,7 +14,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "netns.h"
 
@@ -22,14 +27,32 @@ TEST(XdpBenchSmoke, TinyRunWritesJson)
     if (!npf::test::isRoot())
         GTEST_SKIP() << "npf-xdp-bench needs root (BPF, AF_XDP, network namespaces)";
     const std::string base = "/tmp/npf-xdp-bench-smoke-" + std::to_string(getpid());
-    const std::string nsBefore = npf::test::shOut("ip netns list");
-    const std::string cmd = std::string(NPF_XDP_BENCH_BIN) + " --flows 1,32 --calls 2 --repeat 100 --rounds 1 --baseline " +
-                            NPF_XDP_OBJ + " --json " + base + ".json > " + base + ".log 2>&1";
-    const int rc = std::system(cmd.c_str());
-    std::ifstream log(base + ".log");
+    // Spawned (not system()) to know its pid: the bench's namespaces carry
+    // it in their names ("<prefix><pid % 100000>x<n>"), so this checks its
+    // own namespaces only, not those of tests running beside it.
+    const std::string json = base + ".json", logPath = base + ".log";
+    std::vector<std::string> args = {NPF_XDP_BENCH_BIN, "--flows", "1,32", "--calls", "2", "--repeat", "100",
+                                     "--rounds", "1", "--baseline", NPF_XDP_OBJ, "--json", json};
+    std::vector<char*> argv;
+    for (std::string& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+    pid_t pid = -1;
+    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0) << argv[0];
+    posix_spawn_file_actions_destroy(&fa);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    std::ifstream log(logPath);
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    ASSERT_EQ(rc, 0) << text;
-    EXPECT_EQ(npf::test::shOut("ip netns list"), nsBefore) << "network namespaces left behind";
+    ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << text;
+    const std::string mark = std::to_string(pid % 100000) + "x";
+    std::istringstream names(npf::test::shOut("ip netns list"));
+    for (std::string line; std::getline(names, line);)
+        EXPECT_EQ(line.find(mark), std::string::npos) << "network namespace left behind: " << line;
 
     std::ifstream f(base + ".json");
     ASSERT_TRUE(f) << "no JSON written\n" << text;
