@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "npf/abi.h"
@@ -28,6 +29,18 @@ struct EngineStats {
     Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
     bool operator==(const EngineStats&) const = default;
 };
+
+// A flow's XDP outcomes (npf/abi.h, from NPF_STAT_FLOW_FIRST on) by what
+// became of the datagram: the one list of each class, which FlowStats's sums,
+// npf-recv, `npfctl flow list` and npfd's metrics all use.
+inline constexpr npf_stat kFlowPassed[] = {NPF_STAT_PASS_BAD_QUEUE, NPF_STAT_PASS_NO_SOCKET, NPF_STAT_PASS_TOO_BIG,
+                                           NPF_STAT_PASS_META_FAIL};       // to the kernel untouched
+inline constexpr npf_stat kFlowDroppedBeforeClaim[] = {NPF_STAT_DROP_RNR, NPF_STAT_DROP_CONTENDED,
+                                                       NPF_STAT_DROP_CSUM}; // no buffer taken
+inline constexpr npf_stat kFlowClaimed[] = {NPF_STAT_REDIR_PRIMARY, NPF_STAT_REDIR_BACKUP, NPF_STAT_REDIR_FAIL,
+                                            NPF_STAT_DROP_BAD_DESC};        // a buffer (seq) taken
+inline constexpr npf_stat kFlowLostAfterClaim[] = {NPF_STAT_DROP_BAD_DESC,
+                                                   NPF_STAT_REDIR_FAIL};    // of those, lost by XDP: LOST
 
 // One flow's datagrams since it was opened (npf::Flow::stats(), in process
 // and through npfd alike). npf_xdp counts every datagram of the flow that
@@ -62,23 +75,23 @@ struct FlowStats {
     {
         return s >= NPF_STAT_FLOW_FIRST && s < NPF_STAT_MAX ? xdp[s - NPF_STAT_FLOW_FIRST] : 0;
     }
+    // The sum of the outcomes `which` (e.g. kFlowPassed).
+    template <size_t N>
+    uint64_t xdpSum(const npf_stat (&which)[N]) const noexcept
+    {
+        uint64_t n = 0;
+        for (npf_stat s : which)
+            n += xdpCount(s);
+        return n;
+    }
     // Passed to the kernel untouched (pass_*): not received by the flow.
-    uint64_t passed() const noexcept
-    {
-        return xdpCount(NPF_STAT_PASS_BAD_QUEUE) + xdpCount(NPF_STAT_PASS_NO_SOCKET) +
-               xdpCount(NPF_STAT_PASS_TOO_BIG) + xdpCount(NPF_STAT_PASS_META_FAIL);
-    }
+    uint64_t passed() const noexcept { return xdpSum(kFlowPassed); }
     // Dropped by XDP before a buffer was claimed: drop_rnr, drop_contended, drop_csum.
-    uint64_t droppedInXdp() const noexcept
-    {
-        return xdpCount(NPF_STAT_DROP_RNR) + xdpCount(NPF_STAT_DROP_CONTENDED) + xdpCount(NPF_STAT_DROP_CSUM);
-    }
+    uint64_t droppedInXdp() const noexcept { return xdpSum(kFlowDroppedBeforeClaim); }
     // Took a posted buffer (a seq): redirected, or dropped after the claim.
-    uint64_t claimed() const noexcept
-    {
-        return xdpCount(NPF_STAT_REDIR_PRIMARY) + xdpCount(NPF_STAT_REDIR_BACKUP) + xdpCount(NPF_STAT_REDIR_FAIL) +
-               xdpCount(NPF_STAT_DROP_BAD_DESC);
-    }
+    uint64_t claimed() const noexcept { return xdpSum(kFlowClaimed); }
+    // Of claimed, lost by XDP after the claim (drop_bad_desc, redir_fail): their seqs complete LOST.
+    uint64_t lostInXdp() const noexcept { return xdpSum(kFlowLostAfterClaim); }
     uint64_t reached() const noexcept { return passed() + droppedInXdp() + claimed(); }
     uint64_t completed() const noexcept { return completedOk + completedTruncated + completedBadCsum + completedLost; }
     // Of lostUnarrived, those the kernel dropped at the AF_XDP socket (its
@@ -86,7 +99,7 @@ struct FlowStats {
     // late datagram did arrive: its seq is not one of them.)
     uint64_t socketDropped() const noexcept
     {
-        const uint64_t other = xdpCount(NPF_STAT_DROP_BAD_DESC) + xdpCount(NPF_STAT_REDIR_FAIL) + late;
+        const uint64_t other = lostInXdp() + late;
         return lostUnarrived > other ? lostUnarrived - other : 0;
     }
     bool operator==(const FlowStats&) const = default;

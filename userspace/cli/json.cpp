@@ -11,7 +11,7 @@ FlowSums flowSums(const dataplane::FlowXdpStats& x)
     s.xdp = x;
     return {.reached = s.reached(),
             .claimed = s.claimed(),
-            .dropped = s.droppedInXdp() + s.xdpCount(NPF_STAT_DROP_BAD_DESC) + s.xdpCount(NPF_STAT_REDIR_FAIL),
+            .dropped = s.droppedInXdp() + s.lostInXdp(),
             .passed = s.passed()};
 }
 

@@ -1,5 +1,7 @@
 #include "counters/flow_stats.h"
 
+#include <algorithm>
+#include <iterator>
 #include <stdexcept>
 
 #include "dataplane/stats.h"
@@ -9,11 +11,20 @@ namespace {
 
 const char* flowStatName(size_t i) { return dataplane::kStatNames[NPF_STAT_FLOW_FIRST + i]; }
 
-bool isDrop(npf_stat s) { return s >= NPF_STAT_DROP_RNR && s <= NPF_STAT_DROP_CSUM; }
-bool isPass(npf_stat s)
+template <size_t N>
+bool in(const npf_stat (&which)[N], npf_stat s)
 {
-    return s == NPF_STAT_PASS_BAD_QUEUE || s == NPF_STAT_PASS_NO_SOCKET || s == NPF_STAT_PASS_TOO_BIG ||
-           s == NPF_STAT_PASS_META_FAIL;
+    return std::find(std::begin(which), std::end(which), s) != std::end(which);
+}
+
+bool picked(FlowOutcomes which, npf_stat s)
+{
+    switch (which) {
+    case FlowOutcomes::Passed: return in(kFlowPassed, s);
+    case FlowOutcomes::Dropped: return in(kFlowDroppedBeforeClaim, s) || in(kFlowLostAfterClaim, s);
+    case FlowOutcomes::All: return true;
+    }
+    return false;
 }
 
 uint64_t unsignedAt(const Json& j, const char* key, const char* where)
@@ -58,18 +69,24 @@ FlowStats parseFlowStats(const Json& j)
     return s;
 }
 
+std::vector<std::pair<const char*, uint64_t>> flowOutcomes(const FlowStats& s, FlowOutcomes which)
+{
+    std::vector<std::pair<const char*, uint64_t>> out;
+    for (size_t i = 0; i < s.xdp.size(); i++)
+        if (picked(which, static_cast<npf_stat>(NPF_STAT_FLOW_FIRST + i)))
+            out.emplace_back(flowStatName(i), s.xdp[i]);
+    return out;
+}
+
 std::string formatFlowXdp(const FlowStats& s, FlowOutcomes which)
 {
     std::string out;
-    for (size_t i = 0; i < s.xdp.size(); i++) {
-        const auto st = static_cast<npf_stat>(NPF_STAT_FLOW_FIRST + i);
-        const bool pick = which == FlowOutcomes::All || (which == FlowOutcomes::Passed && isPass(st)) ||
-                          (which == FlowOutcomes::Dropped && (isDrop(st) || st == NPF_STAT_REDIR_FAIL));
-        if (!pick || s.xdp[i] == 0)
+    for (const auto& [name, n] : flowOutcomes(s, which)) {
+        if (n == 0)
             continue;
         if (!out.empty())
             out += ' ';
-        out += std::string(flowStatName(i)) + "=" + std::to_string(s.xdp[i]);
+        out += std::string(name) + "=" + std::to_string(n);
     }
     return out;
 }

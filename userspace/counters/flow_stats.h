@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "counters/counter_list.h"
 #include "npf/counters.h"
@@ -22,10 +24,12 @@ Json flowStatsJson(const FlowStats& s);
 // to a client is checked, not trusted).
 FlowStats parseFlowStats(const Json& j);
 
-// The flow's XDP outcomes that are not 0, "drop_rnr=3 redir_primary=9"
-// ("" when none), in enum order; `which` picks: passed, dropped (before or
-// after the claim) or all.
+// The flow's XDP outcomes `which` picks, by name, in enum order: passed
+// (kFlowPassed), dropped (before or after the claim: kFlowDroppedBeforeClaim
+// and kFlowLostAfterClaim) or all.
 enum class FlowOutcomes { Passed, Dropped, All };
+std::vector<std::pair<const char*, uint64_t>> flowOutcomes(const FlowStats& s, FlowOutcomes which);
+// Those that are not 0, "drop_rnr=3 redir_primary=9" ("" when none).
 std::string formatFlowXdp(const FlowStats& s, FlowOutcomes which);
 
 } // namespace npf::counters

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "counters/flow_stats.h"
 #include "daemon/metrics_server.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -145,10 +146,10 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
         out.push_back(std::move(f));
     };
     using Values = std::vector<std::pair<std::string, uint64_t>>;
-    auto xdp = [](const FlowStats& s, std::initializer_list<npf_stat> stats) {
+    auto xdp = [](const FlowStats& s, counters::FlowOutcomes which) {
         Values v;
-        for (npf_stat st : stats)
-            v.emplace_back(dataplane::kStatNames[st], s.xdpCount(st));
+        for (const auto& [name, n] : counters::flowOutcomes(s, which))
+            v.emplace_back(name, n);
         return v;
     };
     perFlow("npf_flow_completed_total", "completions of an npfd client's open flow, by status (completions)",
@@ -162,16 +163,14 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
             "datagrams of an npfd client's open flow dropped, by reason: XDP's drop_* and redir_fail (npf_xdp_*), "
             "socket: by the kernel at the AF_XDP socket (datagrams)",
             "reason", [&](const FlowStats& s) {
-                Values v = xdp(s, {NPF_STAT_DROP_RNR, NPF_STAT_DROP_BAD_DESC, NPF_STAT_DROP_CONTENDED,
-                                   NPF_STAT_DROP_CSUM, NPF_STAT_REDIR_FAIL});
+                Values v = xdp(s, counters::FlowOutcomes::Dropped);
                 v.emplace_back("socket", s.socketDropped());
                 return v;
             });
     perFlow("npf_flow_passed_total",
             "datagrams of an npfd client's open flow XDP passed to the kernel untouched, by reason (datagrams)",
             "reason", [&](const FlowStats& s) {
-                return xdp(s, {NPF_STAT_PASS_BAD_QUEUE, NPF_STAT_PASS_NO_SOCKET, NPF_STAT_PASS_TOO_BIG,
-                               NPF_STAT_PASS_META_FAIL});
+                return xdp(s, counters::FlowOutcomes::Passed);
             });
     return out;
 }
