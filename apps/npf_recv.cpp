@@ -355,12 +355,13 @@ Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster
     auto lastData = std::chrono::steady_clock::now();
     std::vector<npf_completion> batch(256);
     while (!g_stop.load() && (o.count == 0 || t.completions() < o.count)) {
-        size_t n = flow.wait(batch, std::chrono::milliseconds(50));
+        const int r = flow.wait(batch, std::chrono::milliseconds(50));
         auto now = std::chrono::steady_clock::now();
-        if (n == 0 && !flow.failure().empty()) {
+        if (r < 0) {
             NPF_ERR("npf-recv: %s; stopping", flow.failure().c_str());
             return Ending::SourceGone;
         }
+        const size_t n = static_cast<size_t>(r);
         if (n == 0) {
             if (o.idle > 0 && t.completions() > 0 && std::chrono::duration<double>(now - lastData).count() >= o.idle)
                 return Ending::Done;

@@ -37,9 +37,10 @@ public:
     size_t step(Meter& m) noexcept
     {
         npf_completion batch[256];
-        const size_t n = flow_.wait(batch, std::chrono::milliseconds(10));
-        if (!n)
+        const int r = flow_.wait(batch, std::chrono::milliseconds(10));
+        if (r <= 0)
             return 0;
+        const size_t n = static_cast<size_t>(r);
         const uint64_t now = monotonicNs();
         uint64_t bytes = 0, ok = 0, lost = 0, badCsum = 0;
         for (size_t i = 0; i < n; i++) {

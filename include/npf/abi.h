@@ -11,7 +11,7 @@
 
 #include <linux/types.h>
 
-#define NPF_ABI_VERSION 4
+#define NPF_ABI_VERSION 5
 
 /* ---- limits --------------------------------------------------------- */
 
@@ -265,6 +265,9 @@ struct npf_completion {
 	__u32 len;    /* bytes placed (0 when LOST) */
 	__u16 status; /* NPF_CS_* */
 	__u16 flags;  /* NPF_CF_* */
+	__u64 cookie; /* the application's, given with the post; filled in by the
+	               * application's own side when it polls (never read from the
+	               * shared ring: the service writes 0 there) */
 };
 
 /* Header of a completion ring in shared memory, followed by `size` entries.
@@ -290,7 +293,7 @@ static_assert(sizeof(struct npf_flow) == 16);
 static_assert(sizeof(struct npf_ring) == 128 + 16 * NPF_POST_RING_SIZE);
 static_assert(sizeof(struct npf_post) == 16);
 static_assert(sizeof(struct npf_cursor) == 128);
-static_assert(sizeof(struct npf_completion) == 24);
+static_assert(sizeof(struct npf_completion) == 32);
 static_assert(NPF_STAT_FLOW_FIRST == NPF_STAT_PASS_BAD_FLOW + 1 && NPF_FLOW_STAT_MAX == 12);
 static_assert(sizeof(struct npf_flow_stats) == 8 + 8 * NPF_FLOW_STAT_MAX);
 static_assert(sizeof(struct npf_completion_ring) == 192);

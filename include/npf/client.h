@@ -35,11 +35,26 @@ struct ClientConfig {
     // page pool, /proc/sys/vm/nr_hugepages; npfd refuses the region with
     // no_space when the pool cannot hold its budget).
     uint64_t pageSize = 4096;
-    uint64_t residentBudget = 0;        // bytes; 0 = the most npfd allows this client
+    // Bytes of the region npfd keeps resident; 0 = the most npfd's rule
+    // allows this client, up to regionSize. The rule's limit is shared by
+    // every connection it admits: a process that opens several clients
+    // should give each its share.
+    uint64_t residentBudget = 0;
     std::string name;                   // shown in npfd's log
     std::chrono::milliseconds timeout{10000}; // for each request to npfd
 };
 
+// Privileges: none. The process needs userfaultfd in user mode only
+// (UFFD_USER_MODE_ONLY: allowed without privilege whatever
+// vm.unprivileged_userfaultfd says; a seccomp profile must allow the
+// userfaultfd system call) and a uid/gid npfd's config admits.
+//
+// Threads: the Client's methods may be called from any thread, concurrently
+// with each other (requests to npfd go one at a time) and with its flows'
+// owners, except the destructor, reconnect() and closeFlow(f) (no thread may
+// use f, or any flow for reconnect(), or be inside one of its calls then).
+// The Flows follow npf/engine.h's rules; their wait()/poll()/arm() return
+// -EPIPE once npfd is gone.
 class Client {
 public:
     // Connects, says hello and registers the region. Throws std::system_error
@@ -53,6 +68,11 @@ public:
     // `addr`) on `iface` ("" = npfd's only interface). Refused when another
     // client holds it or npfd's config does not allow it.
     Flow& openFlow(uint16_t port, const std::string& addr = "", const std::string& iface = "");
+    // Asks npfd to stop serving `f` (its traffic passes to the kernel) and
+    // destroys it. A flow of a connection that is gone (npfd restarted) is
+    // only destroyed. Throws std::system_error(EINVAL) if `f` is not this
+    // client's, or another std::system_error if npfd refuses.
+    void closeFlow(Flow& f);
 
     uint8_t* region() const noexcept;
     uint64_t regionSize() const noexcept;

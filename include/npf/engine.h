@@ -95,36 +95,77 @@ struct EngineConfig {
 
 class Engine;
 
-// One flow: a UDP destination whose datagrams land in posted buffers. Posting
-// and polling belong to one application thread.
+// One flow: a UDP destination whose datagrams land in posted buffers.
+//
+// Threads: post(), flush(), poll(), wait() and arm() belong to one
+// application thread at a time (the flow's owner; hand it over with your own
+// synchronisation). id(), port(), eventFd(), failure() and stats() may be
+// called from any thread. The Flow lives until Engine::closeFlow /
+// Client::closeFlow or the engine's / client's destruction.
+//
+// Results: poll(), wait() and arm() return a count (>= 0) or a negative
+// errno, like ibv_poll_cq and io_uring_wait_cqe:
+//   -ENODEV  the interface is gone (in-process engine)
+//   -EPIPE   npfd is gone or dropped the connection (npf::Client)
+//   -EPROTO  the completion ring was found corrupt (npf::Client: npfd wrote
+//            a cursor out of range)
+// Completions already in the ring are returned before the error. failure()
+// says why in words. After an error nothing more arrives: close the flow;
+// the content of buffers completed so far stays in the region.
 class Flow {
 public:
     uint32_t id() const noexcept;
     uint16_t port() const noexcept;
-    // Posts a receive buffer [offset, offset + len) of the region. False when
-    // NPF_POST_RING_SIZE buffers are outstanding (posted, not yet polled).
-    // Throws std::invalid_argument if the buffer is outside the region.
+    // Posts a receive buffer [offset, offset + len) of the region; `cookie`
+    // comes back in its completion (npf_completion::cookie), e.g. a pointer
+    // to the application's request. False when NPF_POST_RING_SIZE buffers
+    // are outstanding (posted, not yet polled). Throws std::invalid_argument
+    // if the buffer is outside the region. A posted buffer's pages are not
+    // evicted until its completion is polled.
+    //
     // Posts reach XDP in groups: every kPostBurst posts, and at the latest on
-    // the next poll(), wait() or flush() (the post cursor's cache line is
-    // shared with XDP on every CPU; publishing it per post costs a line
-    // transfer per datagram).
-    bool post(uint64_t offset, uint32_t len);
+    // the next poll(), wait(), arm() or flush() (the post cursor's cache line
+    // is shared with XDP on every CPU; publishing it per post costs a line
+    // transfer per datagram). A datagram that finds no published buffer is
+    // dropped (counted drop_rnr): call flush() after posting fewer than
+    // kPostBurst buffers if you will not poll soon.
+    bool post(uint64_t offset, uint32_t len, uint64_t cookie = 0);
     // Makes every post so far visible to XDP now.
     void flush() noexcept;
     static constexpr uint32_t kPostBurst = 16;
-    // Completions ready now, in seq order; never blocks.
-    size_t poll(std::span<npf_completion> out) noexcept;
-    // Blocks up to `timeout` for at least one completion.
-    size_t wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
-    // Readable when completions may be ready (the read end of a pipe; for
-    // epoll loops: read and discard what it holds to re-arm it).
+    // Copies the completions ready now (at most out.size()) to `out`, in seq
+    // order; never blocks, never makes a system call. Returns how many, or a
+    // negative errno once the flow failed and nothing is left (see above).
+    int poll(std::span<npf_completion> out) noexcept;
+    // Blocks up to `timeout` (negative: no limit) for at least one
+    // completion. Returns how many (> 0), 0 when the timeout passed, or a
+    // negative errno (see above): a timeout is never confused with the
+    // source being gone.
+    int wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
+    // Event loops (epoll, poll, select, io_uring POLL_ADD): eventFd() is a
+    // file descriptor that becomes readable after arm(), when the next
+    // completion is ready or the flow fails. arm() asks for that one signal
+    // (in the spirit of ibv_req_notify_cq) and clears what the fd held:
+    //   0   armed: nothing is ready; sleep on eventFd()
+    //   > 0 completions are ready now (not armed): poll() them, then arm again
+    //   < 0 the flow failed (see above)
+    // No wake-up is lost between a poll() that found nothing and arm(); a
+    // spurious readability is possible (poll() then returns 0: arm again).
+    // The loop, with the fd registered in epoll once (level-triggered):
+    //   for (;;) {
+    //       int n;
+    //       while ((n = f.poll(c)) > 0) consume(c, n);
+    //       if (n < 0 || (n = f.arm()) < 0) break;   // failed
+    //       if (n == 0) epoll_wait(ep, ev, 16, -1);  // armed
+    //   }
+    // wait() does the same by itself; do not mix the two on one flow at once.
+    int arm() noexcept;
     int eventFd() const noexcept;
     // Buffers posted and not yet polled.
     uint64_t outstanding() const noexcept;
     // Why the flow is no longer served, "" while it is: the interface is
     // gone (in-process engine), or npfd is gone or dropped the connection
-    // (npf::Client). wait() returns 0 at once then; the buffers' content
-    // completed so far stays in the region.
+    // (npf::Client).
     std::string failure() const;
     // Every datagram of this flow since it was opened, accounted once: XDP's
     // outcomes for it, its completions by status, what is in flight
@@ -141,9 +182,25 @@ public:
     Flow& operator=(const Flow&) = delete;
 
 private:
+    friend class Engine;
+    friend class Client;
     std::unique_ptr<Impl> impl_;
 };
 
+// The in-process engine of one interface.
+//
+// Privileges: CAP_NET_ADMIN, CAP_BPF (or CAP_SYS_ADMIN) and CAP_PERFMON to
+// attach npf_xdp and bind AF_XDP sockets, CAP_IPC_LOCK (or a large enough
+// RLIMIT_MEMLOCK) for the UMEM; root has them. An unprivileged process
+// receives through npfd instead (npf/client.h). The region's userfaultfd
+// needs CAP_SYS_PTRACE or read-write access to /dev/userfaultfd when
+// vm.unprivileged_userfaultfd is 0 (the default).
+// One Engine per interface and network namespace in a process and on the
+// machine (a second one finds the flows' map in use and fails).
+//
+// Threads: the Engine's methods may be called from any thread, concurrently
+// with each other and with its flows' owners, except the destructor and
+// closeFlow(f) (no thread may use f or be inside one of its calls then).
 class Engine {
 public:
     // Throws std::system_error naming what failed (interface, attach, sockets, userfaultfd).
@@ -155,11 +212,19 @@ public:
     // Opens (or takes over, after a restart) the flow for UDP destination port
     // `port`, optionally only for destination address `addr`.
     Flow& openFlow(uint16_t port, const std::string& addr = "");
+    // Stops serving `f` (its traffic passes to the kernel again) and destroys
+    // it; its outstanding buffers complete no more and may be evicted.
+    // Throws std::invalid_argument if `f` is not this engine's.
+    void closeFlow(Flow& f);
 
     uint8_t* region() const noexcept;
     uint64_t regionSize() const noexcept;
     // The content of [offset, offset + len) is no longer needed: evicted
-    // pages are not saved and come back zeroed.
+    // pages are not saved and come back zeroed. Call it as soon as the
+    // application is done with received bytes (after consuming a completion,
+    // before posting the buffer again): the pager then evicts without
+    // writing the pages out, which is most of what eviction costs. Pages
+    // that are never released are saved to the spill file when evicted.
     void release(uint64_t offset, uint64_t len);
     // Makes [offset, offset + len) resident now (zero-filled or restored),
     // within the budget. Returns pages installed.

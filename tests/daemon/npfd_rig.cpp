@@ -111,8 +111,12 @@ size_t awaitCompletions(Flow& f, std::span<npf_completion> out)
     using namespace std::chrono_literals;
     size_t got = 0;
     const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    while (got < out.size() && std::chrono::steady_clock::now() < end)
-        got += f.wait(out.subspan(got), 100ms);
+    while (got < out.size() && std::chrono::steady_clock::now() < end) {
+        const int k = f.wait(out.subspan(got), 100ms);
+        if (k < 0)
+            break;
+        got += static_cast<size_t>(k);
+    }
     return got;
 }
 

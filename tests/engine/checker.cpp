@@ -159,7 +159,8 @@ size_t Checker::pumpOnce(std::chrono::milliseconds wait, size_t lag)
     if (plan_.slots < plan_.depth + lag + 1)
         throw std::invalid_argument("buffer plan: slots must exceed depth + lag");
     npf_completion batch[256];
-    const size_t n = wait.count() ? flow_.wait(batch, wait) : flow_.poll(batch);
+    const int r = wait.count() ? flow_.wait(batch, wait) : flow_.poll(batch);
+    const size_t n = r > 0 ? static_cast<size_t>(r) : 0;
     for (size_t i = 0; i < n; i++)
         handle(batch[i]);
     verifyPending(lag);

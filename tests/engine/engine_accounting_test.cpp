@@ -22,8 +22,8 @@ struct RawFlow {
     void poll()
     {
         npf_completion c[64];
-        for (size_t n; (n = flow.poll(c)) > 0;)
-            for (size_t i = 0; i < n; i++) {
+        for (int n; (n = flow.poll(c)) > 0;)
+            for (int i = 0; i < n; i++) {
                 polled.completions++;
                 switch (c[i].status) {
                 case NPF_CS_OK: polled.ok++; break;

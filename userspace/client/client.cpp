@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -133,7 +135,13 @@ struct Client::Impl {
     uint64_t budget = 0;
     std::optional<ipc::Channel> ch;
     std::mutex mu; // the channel: one request at a time
-    std::vector<std::unique_ptr<Flow>> flows;
+    // Each open flow and the connection it was opened on.
+    struct OpenFlow {
+        std::unique_ptr<Flow> app;
+        std::shared_ptr<Link> on;
+    };
+    std::mutex flowsMu; // openFlow and closeFlow may run on any thread
+    std::vector<OpenFlow> flows;
     std::shared_ptr<Link> link;
 
     void connect();
@@ -278,11 +286,40 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
                                                 "and open the flow again")
                                   : std::string();
     };
+    parts.error = [link, sock](bool probe) { return (probe ? link->hungUp(sock) : link->isGone()) ? -EPIPE : 0; };
     // The Client owns its flows (and destroys them first): `c` outlives the
     // lambda. `link` pins the connection the flow belongs to.
     parts.stats = [&c, id = parts.id, port = parts.port, link] { return c.flowStats(id, port, link); };
-    c.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
-    return *c.flows.back();
+    auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
+    std::lock_guard<std::mutex> lock(c.flowsMu);
+    c.flows.push_back({std::move(flow), link});
+    return *c.flows.back().app;
+}
+
+void Client::closeFlow(Flow& f)
+{
+    Impl& c = *impl_;
+    Impl::OpenFlow open;
+    {
+        std::lock_guard<std::mutex> lock(c.flowsMu);
+        auto it = std::find_if(c.flows.begin(), c.flows.end(), [&](const Impl::OpenFlow& o) { return o.app.get() == &f; });
+        if (it == c.flows.end())
+            throwErrno(EINVAL, "closeFlow: flow " + std::to_string(f.id()) + " is not this client's");
+        open = std::move(*it);
+        c.flows.erase(it);
+    }
+    const uint32_t id = open.app->id();
+    open.app.reset();
+    // A flow of a connection that is gone is closed already (npfd closed it
+    // with the connection); its id may name another flow by now.
+    if (open.on != c.link || c.link->isGone())
+        return;
+    try {
+        (void)c.call(ipc::CloseFlowRequest{id});
+    } catch (const std::system_error& e) {
+        if (!c.link->isGone())
+            throw;
+    }
 }
 
 uint8_t* Client::region() const noexcept { return impl_->map.as<uint8_t>(); }

@@ -1,19 +1,5 @@
-#include <fcntl.h>
-#include <sched.h>
-#include <unistd.h>
-
-#include <cstring>
-#include <stdexcept>
-
-#include "counters/engine_stats.h"
-#include "dataplane/attach.h"
-#include "dataplane/pins.h"
-#include "dataplane/xsk_slots.h"
-#include "engine/engine_impl.h"
-#include "sys/error.h"
-#include "sys/log.h"
-#include "xsk/sizing.h"
-
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -97,9 +83,30 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     parts.region = e.region.get();
     Service* svc = e.service.get();
     parts.failure = [svc] { return svc->failure(); };
+    parts.error = [svc](bool) { return svc->ifaceGone() ? -ENODEV : 0; };
     parts.stats = [svc, &served] { return svc->flowStats(served); };
-    e.flows.push_back(std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts))));
-    return *e.flows.back();
+    auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
+    std::lock_guard<std::mutex> lock(e.flowsMu);
+    e.flows.push_back({std::move(flow), &served});
+    return *e.flows.back().app;
+}
+
+void Engine::closeFlow(Flow& f)
+{
+    Impl& e = *impl_;
+    Impl::OpenFlow open;
+    {
+        std::lock_guard<std::mutex> lock(e.flowsMu);
+        auto it = std::find_if(e.flows.begin(), e.flows.end(), [&](const Impl::OpenFlow& o) { return o.app.get() == &f; });
+        if (it == e.flows.end())
+            throw std::invalid_argument("closeFlow: flow " + std::to_string(f.id()) + " is not this engine's");
+        open = std::move(*it);
+        e.flows.erase(it);
+    }
+    // XDP stops steering to it and the workers are through with it before the
+    // application's side lifts the protection of its outstanding buffers.
+    e.service->closeFlow(*open.served);
+    open.app.reset();
 }
 
 std::string Engine::failure() const { return impl_->service->failure(); }

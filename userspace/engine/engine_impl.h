@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -25,7 +26,13 @@ struct Engine::Impl {
     std::optional<dataplane::ResidentMap> bitmap; // the region's, shared with XDP
     std::unique_ptr<Region> region;
     std::unique_ptr<Service> service;
-    std::vector<std::unique_ptr<Flow>> flows;
+    // The application's side of each open flow and the service's.
+    struct OpenFlow {
+        std::unique_ptr<Flow> app;
+        ServedFlow* served;
+    };
+    std::mutex flowsMu; // openFlow and closeFlow may run on any thread
+    std::vector<OpenFlow> flows;
 };
 
 } // namespace npf

@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <stdexcept>
 #include <string>
 
@@ -11,8 +12,18 @@ Flow::Impl::Impl(Parts p)
       posts(std::make_unique<dataplane::PostProducer>(parts.ring->posts, &parts.ring->cursor)),
       completions(*parts.completions),
       polled(posts->start()),
-      postedLen(new uint32_t[NPF_POST_RING_SIZE]())
+      posted(new Posted[NPF_POST_RING_SIZE]())
 {
+}
+
+Flow::Impl::~Impl()
+{
+    if (!parts.region)
+        return;
+    for (uint64_t seq = polled; seq != posts->produced(); ++seq) {
+        const Posted& p = posted[seq & dataplane::PostSlots::kMask];
+        parts.region->unprotect(p.offset, p.len);
+    }
 }
 
 Flow::Flow(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -26,7 +37,7 @@ FlowStats Flow::stats() const { return impl_->parts.stats(); }
 int Flow::eventFd() const noexcept { return impl_->completions.notifyFd(); }
 uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 
-bool Flow::post(uint64_t offset, uint32_t len)
+bool Flow::post(uint64_t offset, uint32_t len, uint64_t cookie)
 {
     Impl& f = *impl_;
     const uint64_t size = f.parts.regionSize;
@@ -34,12 +45,12 @@ bool Flow::post(uint64_t offset, uint32_t len)
         throw std::invalid_argument("post [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                     ") is outside the region of " + std::to_string(size) + " bytes");
     // A slot is reused only after the application polled its completion, so
-    // the sequencer's window and postedLen[] stay valid.
+    // the sequencer's window and posted[] stay valid.
     if (outstanding() >= NPF_POST_RING_SIZE)
         return false;
     if (f.parts.region)
         f.parts.region->protect(offset, len);
-    f.postedLen[f.posts->produced() & dataplane::PostSlots::kMask] = len;
+    f.posted[f.posts->produced() & dataplane::PostSlots::kMask] = {offset, cookie, len};
     f.posts->post(offset, len);
     if (f.posts->unpublished() >= kPostBurst)
         flush();
@@ -48,29 +59,54 @@ bool Flow::post(uint64_t offset, uint32_t len)
 
 void Flow::flush() noexcept { impl_->posts->publish(); }
 
-size_t Flow::poll(std::span<npf_completion> out) noexcept
+int Flow::poll(std::span<npf_completion> out) noexcept
 {
     flush();
     Impl& f = *impl_;
-    size_t n = f.completions.poll(out.size(), out.data());
+    const uint64_t badBefore = f.completions.badProd();
+    const size_t n = f.completions.poll(std::min<size_t>(out.size(), INT32_MAX), out.data());
     for (size_t i = 0; i < n; i++) {
+        // What this side posted, not what the ring says it was.
+        const Impl::Posted& p = f.posted[out[i].seq & dataplane::PostSlots::kMask];
         if (f.parts.region)
-            f.parts.region->unprotect(out[i].offset, f.postedLen[out[i].seq & dataplane::PostSlots::kMask]);
+            f.parts.region->unprotect(p.offset, p.len);
+        out[i].offset = p.offset;
+        out[i].cookie = p.cookie;
         f.polled++;
     }
-    return n;
+    if (n || out.empty())
+        return static_cast<int>(n);
+    if (f.completions.badProd() != badBefore)
+        return -EPROTO;
+    return f.parts.error ? f.parts.error(false) : 0;
 }
 
-size_t Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept
+int Flow::arm() noexcept
 {
-    size_t n = poll(out);
+    flush();
+    Impl& f = *impl_;
+    const int r = f.completions.arm();
+    if (r != 0)
+        return r;
+    return f.parts.error ? f.parts.error(true) : 0;
+}
+
+int Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept
+{
+    int n = poll(out);
     if (n || out.empty())
         return n;
-    if (impl_->parts.failure && !impl_->parts.failure().empty())
-        return 0; // nothing will come: do not block
-    if (impl_->completions.wait(timeout, impl_->parts.hangupFd) <= 0)
-        return 0;
-    return poll(out);
+    Impl& f = *impl_;
+    if (int err = f.parts.error ? f.parts.error(true) : 0)
+        return err; // nothing will come: do not block
+    const int r = f.completions.wait(timeout, f.parts.hangupFd);
+    if (r < 0)
+        return r;
+    n = poll(out);
+    if (n || r > 0)
+        return n;
+    // Woken with nothing ready: the timeout, or the service stopped.
+    return f.parts.error ? f.parts.error(true) : 0;
 }
 
 } // namespace npf

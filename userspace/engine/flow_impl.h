@@ -35,15 +35,29 @@ struct Flow::Impl {
         std::unique_ptr<CompletionRing> ownCompletions;
         int hangupFd = -1;
         std::function<std::string()> failure;
+        // 0 while served, else the negative errno poll()/wait()/arm() return
+        // (npf/engine.h). probe = false: only what is known already, no
+        // system call (poll's empty path); true: may ask the kernel.
+        std::function<int(bool probe)> error;
         std::function<FlowStats()> stats; // Flow::stats: the engine's, or a request to npfd
     };
     explicit Impl(Parts p);
+    // Lifts the eviction protection of the buffers still outstanding.
+    ~Impl();
+
+    // What the application posted in each slot, kept on its own side: the
+    // cookie its completion returns, the range protect() covered.
+    struct Posted {
+        uint64_t offset;
+        uint64_t cookie;
+        uint32_t len;
+    };
 
     Parts parts;
     std::unique_ptr<dataplane::PostProducer> posts;
     CompletionConsumer completions;
     uint64_t polled; // completions taken: posts - polled buffers are outstanding
-    std::unique_ptr<uint32_t[]> postedLen; // per slot: the length protect() covered
+    std::unique_ptr<Posted[]> posted; // NPF_POST_RING_SIZE, by seq & mask
 };
 
 } // namespace npf

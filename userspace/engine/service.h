@@ -65,6 +65,8 @@ public:
     void closeFlow(ServedFlow& f) noexcept;
 
     std::string failure() const;
+    // failure() is not "": the interface is gone. Any thread, no system call.
+    bool ifaceGone() const noexcept { return ifaceGone_.load(std::memory_order_acquire); }
     EngineStats stats() const;
     // The counters of its regions, added up (npfd: its clients' regions).
     RegionStats regionStats() const;

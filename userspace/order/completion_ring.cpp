@@ -209,6 +209,36 @@ size_t CompletionConsumer::poll(size_t max, npf_completion* out) noexcept
     return n;
 }
 
+int CompletionConsumer::arm() noexcept
+{
+    // Signals sent before this point answered earlier arms or waits: drop
+    // them, so the fd is readable again only for the one asked for now. A
+    // read of 0 is end of file: every write end is closed.
+    bool producerGone = false;
+    char drain[64];
+    for (;;) {
+        const ssize_t r = ::read(ring_.notifyFd(), drain, sizeof(drain));
+        if (r == 0)
+            producerGone = true;
+        if (r != static_cast<ssize_t>(sizeof(drain)))
+            break;
+    }
+    const uint64_t badBefore = badProd();
+    if (size_t n = ready())
+        return static_cast<int>(std::min<size_t>(n, INT32_MAX));
+    if (badProd() != badBefore)
+        return -EPROTO;
+    if (producerGone)
+        return -EPIPE;
+    Ref w(waitWord(ring_.hdr()));
+    w.store(1, std::memory_order_seq_cst); // see write()
+    if (size_t n = ready(std::memory_order_seq_cst)) {
+        w.store(0, std::memory_order_relaxed); // a signal already sent is dropped by the next arm
+        return static_cast<int>(std::min<size_t>(n, INT32_MAX));
+    }
+    return 0;
+}
+
 int CompletionConsumer::wait(std::chrono::milliseconds timeout, int hangupFd) noexcept
 {
     using Clock = std::chrono::steady_clock;

@@ -124,6 +124,13 @@ public:
     // hangupFd (an npfd client's connection), -EPIPE once it hangs up (the
     // producer is gone) and nothing is ready.
     int wait(std::chrono::milliseconds timeout, int hangupFd = -1) noexcept;
+    // For a consumer that sleeps on notifyFd() itself (epoll): clears the
+    // signals notifyFd() holds and asks the producer for one more when it
+    // next publishes (the same wait word and Dekker pairing as wait()).
+    // Returns entries ready (> 0: not armed, poll them), 0 when armed,
+    // -EPROTO on a corrupt producer cursor, -EPIPE when the producer's end
+    // of the notifier is closed (it is gone) and nothing is ready.
+    int arm() noexcept;
     int notifyFd() const noexcept { return ring_.notifyFd(); }
     // Times the producer's cursor was out of range (read nothing). Any thread.
     uint64_t badProd() const noexcept { return badProd_.load(std::memory_order_relaxed); }
