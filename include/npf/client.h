@@ -7,10 +7,10 @@
 //   npf::Flow& f = cli.openFlow(9000);
 //   f.post(0, 2048);                       // [offset, offset + len) of cli.region()
 //   npf_completion c[64];
-//   size_t n = f.wait(c, std::chrono::milliseconds(100));
+//   int n = f.wait(c, std::chrono::milliseconds(100));    // < 0: -EPIPE once npfd is gone
 //
 // The process needs no privileges: npfd authenticates it by its uid/gid
-// (SO_PEERCRED) against its config. If npfd goes away, Flow::wait returns 0
+// (SO_PEERCRED) against its config. If npfd goes away, Flow::wait returns -EPIPE
 // at once and Flow::failure() / Client::failure() say so; the region and
 // what was received into it stay: what npfd had evicted is saved in a spill
 // file this process owns, and is copied back into the region as soon as the

@@ -4,7 +4,7 @@
 //   npf::Flow& f = eng.openFlow(9000);
 //   f.post(0, 2048);                       // receive buffers: [offset, offset + len) of eng.region()
 //   npf_completion c[64];
-//   size_t n = f.wait(c, std::chrono::milliseconds(100));   // in seq order, bytes in place
+//   int n = f.wait(c, std::chrono::milliseconds(100));   // > 0: in seq order, bytes in place; 0: timeout; < 0: -errno
 //
 // The engine attaches the XDP program itself unless `npfctl attach` already
 // did (and then never detaches it), binds a primary and a backup AF_XDP socket
