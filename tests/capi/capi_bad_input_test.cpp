@@ -7,8 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "engine_fixture.h"
-#include "npf/npf.h"
+#include "ctx_in_ns.h"
 
 namespace npf::e2e {
 namespace {
@@ -21,15 +20,6 @@ std::string last() { return npf_strerror_last(); }
     if (last().find(words) != std::string::npos)
         return ::testing::AssertionSuccess();
     return ::testing::AssertionFailure() << "npf_strerror_last() is '" << last() << "', without '" << words << "'";
-}
-
-npf_engine_opts engineOpts(const char* ifname)
-{
-    npf_engine_opts o{};
-    o.sz = sizeof(o);
-    o.ifname = ifname;
-    o.region_size = 4ull << 20;
-    return o;
 }
 
 TEST(CApiArgs, NullHandlesAreEinvalNotCrashes)
@@ -134,28 +124,6 @@ TEST(CApiArgs, TheLastErrorIsPerThread)
     std::thread([] { EXPECT_EQ(npf_release(nullptr, 0, 1), -EINVAL); }).join();
     EXPECT_TRUE(lastSays("npf_flow_arm")) << "another thread's failure replaced this thread's message";
 }
-
-// An engine in the rx namespace through the C API; closed there too.
-class CtxInNs {
-public:
-    CtxInNs(Rig& rig, npf_engine_opts o) : rig_(rig)
-    {
-        test::NetnsGuard in(rig_.veth().rxNs());
-        rc_ = npf_engine_open(&o, &ctx_);
-    }
-    ~CtxInNs()
-    {
-        test::NetnsGuard in(rig_.veth().rxNs());
-        npf_ctx_close(ctx_);
-    }
-    int rc() const { return rc_; }
-    npf_ctx* get() const { return ctx_; }
-
-private:
-    Rig& rig_;
-    npf_ctx* ctx_ = nullptr;
-    int rc_ = 0;
-};
 
 TEST_F(EngineE2E, CApiMissingInterfaceIsEnodev)
 {

@@ -50,7 +50,7 @@ static int receive(npf_ctx *ctx, npf_flow_handle *f, uint32_t count, int out)
 	struct npf_completion c[64];
 	struct epoll_event ev;
 	uint32_t got = 0;
-	int ep = epoll_create1(EPOLL_CLOEXEC), n, i;
+	int ep = epoll_create1(EPOLL_CLOEXEC), n, i, rc;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
@@ -71,8 +71,8 @@ static int receive(npf_ctx *ctx, npf_flow_handle *f, uint32_t count, int out)
 					perror("capi_client: write");
 					return 1;
 				}
-				if ((n = npf_release(ctx, c[i].offset, BUF)) < 0)
-					return failed("npf_release", n);
+				if ((rc = npf_release(ctx, c[i].offset, BUF)) < 0)
+					return failed("npf_release", rc);
 			}
 		}
 		if (n < 0)
