@@ -1,0 +1,271 @@
+/*
+ * libnpf's C API: receive UDP datagrams into pageable, unpinned memory, from
+ * C (C99 or later) or any language with a C FFI. A thin layer over the C++
+ * API (npf/engine.h, npf/client.h): the same engine, client and flows, the
+ * same rules; read those headers for what each call does in depth.
+ *
+ *   struct npf_engine_opts o = {.sz = sizeof(o), .ifname = "eth0", .region_size = 64ull << 20};
+ *   npf_ctx *ctx;
+ *   npf_flow_handle *f;
+ *   if (npf_engine_open(&o, &ctx) < 0 || npf_flow_open(ctx, 9000, NULL, NULL, &f) < 0)
+ *       fprintf(stderr, "npf: %s\n", npf_strerror_last());
+ *   npf_flow_post(f, 0, 2048, 42);             // [0, 2048) of npf_region(ctx, NULL), cookie 42
+ *   struct npf_completion c[64];
+ *   int n = npf_flow_wait(f, c, 64, 100);      // in seq order, bytes in place
+ *
+ * Back ends. An npf_ctx is either an in-process engine on one interface
+ * (npf_engine_open: needs privileges, see below) or a connection to npfd, the
+ * npf daemon (npf_client_open: needs none). Everything else is the same for
+ * both.
+ *
+ * Errors. Functions return 0 (or a count) on success and a negative errno on
+ * failure; npf_strerror_last() then says what failed in words (the message is
+ * the calling thread's own and stays until its next failure). No C++
+ * exception crosses this API. Results of the flow calls:
+ *   -EINVAL  a NULL handle or argument, a size or buffer out of range
+ *   -EAGAIN  npf_flow_post: NPF_POST_RING_SIZE buffers are outstanding
+ *   -ENODEV  the interface is gone (in-process engine)
+ *   -EPIPE   npfd is gone or dropped the connection (npfd client)
+ *   -EPROTO  the completion ring was found corrupt (npfd client)
+ * Completions already in the ring are returned before -ENODEV / -EPIPE /
+ * -EPROTO; after one of them nothing more arrives: close the flow (the
+ * content of buffers completed so far stays in the region).
+ *
+ * Ownership. npf_engine_open / npf_client_open hand out a context that
+ * npf_ctx_close frees; npf_flow_open hands out a flow that npf_flow_close
+ * frees, and npf_ctx_close frees every flow of the context still open. The
+ * region (npf_region) belongs to the context and is unmapped by npf_ctx_close.
+ * The strings of an options struct are copied: they need not outlive the
+ * call. npf_strerror_last's string belongs to the library.
+ *
+ * Threads. A flow's npf_flow_post, _flush, _poll, _wait and _arm belong to one
+ * thread at a time (the flow's owner; hand it over with your own
+ * synchronisation). The other npf_flow_* calls and the npf_ctx calls
+ * (npf_region, npf_release, npf_populate, npf_ctx_read_counters, npf_flow_open)
+ * may be called from any thread, concurrently. npf_flow_close(f) and
+ * npf_ctx_close(ctx) may not run while another thread uses f (or any flow of
+ * ctx) or is inside one of its calls.
+ *
+ * Privileges. An engine needs CAP_NET_ADMIN, CAP_BPF (or CAP_SYS_ADMIN) and
+ * CAP_PERFMON to attach npf_xdp and bind AF_XDP sockets, CAP_IPC_LOCK (or a
+ * large enough RLIMIT_MEMLOCK) for its pinned UMEM, and CAP_SYS_PTRACE or
+ * access to /dev/userfaultfd for the region's userfaultfd when
+ * vm.unprivileged_userfaultfd is 0; root has them. One engine per interface
+ * and network namespace on the machine. A client of npfd needs no privilege:
+ * a uid/gid npfd's config admits, and the userfaultfd system call (user mode
+ * only) allowed by any seccomp profile.
+ *
+ * Event loops (epoll, poll, select, io_uring POLL_ADD). npf_flow_event_fd(f)
+ * becomes readable after npf_flow_arm(f) when the next completion is ready or
+ * the flow fails. npf_flow_arm asks for that one signal and returns 0 (armed:
+ * sleep on the fd), > 0 (completions are ready now, not armed: poll them,
+ * then arm again) or < 0 (the flow failed). No wake-up is lost between a poll
+ * that found nothing and the arm; a spurious wake-up is possible (the poll
+ * then returns 0: arm again). With the fd registered in epoll once
+ * (level-triggered, EPOLLIN):
+ *
+ *   for (;;) {
+ *       int n;
+ *       while ((n = npf_flow_poll(f, c, 64)) > 0)
+ *           consume(c, n);
+ *       if (n < 0 || (n = npf_flow_arm(f)) < 0)
+ *           break;                                 // failed: npf_strerror_last()
+ *       if (n == 0)
+ *           epoll_wait(ep, ev, 16, -1);            // armed
+ *   }
+ *
+ * npf_flow_wait does the same by itself; do not mix the two on one flow at once.
+ *
+ * ABI stability. While libnpf's major version is 0 the C ABI may change with
+ * the minor version (the SONAME, libnpf.so.0, changes when it breaks). Within
+ * one SONAME: functions are only added; the option and counter structs only
+ * grow at their end, and each starts with `sz`, which the caller sets to
+ * sizeof the struct it was compiled with (see "Versioned structs" below);
+ * handles stay opaque. struct npf_completion and the NPF_* constants come
+ * from npf/abi.h (NPF_ABI_VERSION).
+ *
+ * Versioned structs (npf_engine_opts, npf_client_opts, npf_flow_counters,
+ * npf_ctx_counters). The library refuses an sz smaller than the first
+ * version's (sizeof in this header) with -EINVAL. An options struct larger
+ * than the library knows (a newer header) is accepted when its unknown tail
+ * is all zero bytes, refused with -E2BIG otherwise (a newer option the
+ * library cannot honour). Into a larger counters struct the library writes
+ * what it knows and zeroes the rest. Zero-initialise an options struct and
+ * set only what you need: every zero field means the default.
+ */
+#ifndef NPF_NPF_H
+#define NPF_NPF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npf/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An engine or a connection to npfd, with its region. */
+typedef struct npf_ctx npf_ctx;
+/* One flow of a context: a UDP destination whose datagrams land in posted
+ * buffers. (Not `struct npf_flow`: that is the flows map's value in npf/abi.h.) */
+typedef struct npf_flow_handle npf_flow_handle;
+
+/* The calling thread's message for its last failure ("" if none yet). */
+const char *npf_strerror_last(void);
+
+/* ---- contexts -------------------------------------------------------- */
+
+/* npf_engine_opts.xdp_mode: how the engine attaches npf_xdp (when `npfctl
+ * attach` has not already). */
+#define NPF_XDP_NATIVE 0
+#define NPF_XDP_SKB    1
+
+/* npf_engine_opts.flags */
+/* Do not verify the UDP checksum of each datagram: only for a trusted source
+ * that sends partial checksums (a veth peer with tx checksum offload on). */
+#define NPF_ENGINE_F_NO_UDP_CSUM   0x1u
+/* The pagers spin instead of sleeping: faults are picked up in microseconds;
+ * give each pager a core of its own. */
+#define NPF_ENGINE_F_PAGER_BUSY_POLL 0x2u
+
+/* The in-process engine's options (npf::EngineConfig's common ones). */
+struct npf_engine_opts {
+	size_t sz;                /* sizeof(struct npf_engine_opts) */
+	const char *ifname;       /* the interface; required */
+	uint64_t region_size;     /* bytes of receive memory, a multiple of page_size; 0 = 1 GiB */
+	uint64_t resident_budget; /* bytes the region may keep resident; 0 = unlimited */
+	uint64_t page_size;       /* 4096 or 2 MiB (hugetlbfs pages); 0 = 4096 */
+	uint32_t queues;          /* RX queues to serve; 0 = all */
+	uint32_t xdp_mode;        /* NPF_XDP_NATIVE or NPF_XDP_SKB */
+	uint32_t pager_threads;   /* 0 = 1 */
+	uint32_t flags;           /* NPF_ENGINE_F_* */
+	/* Where evicted content is saved (an unlinked file in this directory);
+	 * NULL = /var/tmp, "" = a memfd (evicted content stays in RAM). */
+	const char *spill_dir;
+};
+
+/* Opens an engine on opts->ifname in the caller's network namespace: attaches
+ * npf_xdp unless it is attached already, binds the AF_XDP sockets, maps the
+ * region and starts the worker and pager threads. *out is set on success. */
+int npf_engine_open(const struct npf_engine_opts *opts, npf_ctx **out);
+
+/* A connection to npfd (npf::ClientConfig). */
+struct npf_client_opts {
+	size_t sz;                /* sizeof(struct npf_client_opts) */
+	const char *socket;       /* npfd's socket; NULL = /run/npf/npfd.sock */
+	const char *name;         /* shown in npfd's log; NULL = none */
+	uint64_t region_size;     /* bytes of receive memory, a multiple of page_size; 0 = 1 GiB */
+	uint64_t resident_budget; /* 0 = the most npfd's rule allows, up to region_size */
+	uint64_t page_size;       /* 4096 or 2 MiB; 0 = 4096 */
+	uint32_t timeout_ms;      /* for each request to npfd; 0 = 10000 */
+};
+
+/* Connects to npfd, says hello and registers a region of this process with
+ * it. A refusal's reason is npfd's, in npf_strerror_last(). */
+int npf_client_open(const struct npf_client_opts *opts, npf_ctx **out);
+
+/* Closes every flow of ctx still open, then the engine (detaching npf_xdp if
+ * it attached it) or the connection, and unmaps the region. NULL is a no-op. */
+void npf_ctx_close(npf_ctx *ctx);
+
+/* The region: receive buffers are [offset, offset + len) of it. *size (if
+ * size is not NULL) is set to its bytes. NULL only for a NULL ctx. */
+void *npf_region(const npf_ctx *ctx, uint64_t *size);
+/* The content of [offset, offset + len) is no longer needed: evicted pages
+ * are not saved and come back zeroed. Call it once the application is done
+ * with received bytes, before posting the buffer again. */
+int npf_release(npf_ctx *ctx, uint64_t offset, uint64_t len);
+/* Makes [offset, offset + len) resident now, within the budget: pages
+ * installed, or a negative errno. */
+int64_t npf_populate(npf_ctx *ctx, uint64_t offset, uint64_t len);
+/* Why the context is no longer served ("" while it is), copied like
+ * snprintf: returns the message's length (0 while served) or -EINVAL. */
+int npf_ctx_failure(const npf_ctx *ctx, char *buf, size_t len);
+
+/* A few totals of the engine (npf::EngineStats); through npfd, this client's
+ * own (its flows' completions, its region's faults). */
+struct npf_ctx_counters {
+	size_t sz;                   /* sizeof(struct npf_ctx_counters) */
+	uint64_t completed_ok, completed_truncated, completed_lost, completed_bad_csum;
+	uint64_t fast_path;          /* datagrams copied into resident pages */
+	uint64_t fault_path;         /* datagrams placed by the pager (backup ring) */
+	uint64_t cpu_faults;         /* the application touched a non-resident page */
+	uint64_t packet_faults;      /* a datagram's page was not resident */
+	uint64_t evicted, restored;  /* pages */
+	uint64_t resident_pages;     /* now */
+	uint64_t pinned_bytes;       /* now: the UMEM (0 through npfd) */
+	uint64_t kernel_rx_dropped;  /* dropped by the kernel at the AF_XDP sockets */
+};
+int npf_ctx_read_counters(npf_ctx *ctx, struct npf_ctx_counters *out);
+
+/* ---- flows ------------------------------------------------------------ */
+
+/* Opens (or takes over, after a restart) the flow of UDP destination port
+ * `port`, only for destination address `addr` (IPv4 or IPv6 text) unless it
+ * is NULL. `iface`: NULL for the engine's interface, or npfd's only one;
+ * through npfd, the interface to receive on when it serves several. */
+int npf_flow_open(npf_ctx *ctx, uint16_t port, const char *addr, const char *iface, npf_flow_handle **out);
+/* Stops serving the flow (its datagrams pass to the kernel again) and frees
+ * it, whatever it returns (a negative errno: npfd refused the close). Its
+ * outstanding buffers complete no more. NULL is a no-op. */
+int npf_flow_close(npf_flow_handle *f);
+
+/* Posts a receive buffer [offset, offset + len) of the region; `cookie`
+ * comes back in its completion. 0, -EAGAIN when NPF_POST_RING_SIZE buffers
+ * are outstanding (posted, not yet polled), -EINVAL outside the region. Posts
+ * reach XDP in groups of 16 and at the latest on the next poll, wait, arm
+ * or flush: flush after posting fewer if you will not poll soon. */
+int npf_flow_post(npf_flow_handle *f, uint64_t offset, uint32_t len, uint64_t cookie);
+/* Makes every post so far visible to XDP now. */
+void npf_flow_flush(npf_flow_handle *f);
+/* Copies up to `max` ready completions to `out` in seq order; never blocks,
+ * never makes a system call. How many, or a negative errno. */
+int npf_flow_poll(npf_flow_handle *f, struct npf_completion *out, unsigned max);
+/* Blocks up to timeout_ms (< 0: no limit) for at least one completion: how
+ * many (> 0), 0 when the timeout passed, or a negative errno. */
+int npf_flow_wait(npf_flow_handle *f, struct npf_completion *out, unsigned max, int timeout_ms);
+/* Event loops (top of this file): 0 armed, > 0 completions ready, < 0 failed. */
+int npf_flow_arm(npf_flow_handle *f);
+/* The fd to sleep on after npf_flow_arm; owned by the flow. -EINVAL for NULL. */
+int npf_flow_event_fd(const npf_flow_handle *f);
+/* Buffers posted and not yet polled. */
+uint64_t npf_flow_outstanding(const npf_flow_handle *f);
+uint16_t npf_flow_port(const npf_flow_handle *f);
+/* The flow's id in npf_xdp's maps (what `npfctl flow list` shows). */
+uint32_t npf_flow_id(const npf_flow_handle *f);
+/* Why the flow is no longer served ("" while it is), copied like snprintf:
+ * returns the message's length (0 while served) or -EINVAL. */
+int npf_flow_failure(const npf_flow_handle *f, char *buf, size_t len);
+
+/* Room in npf_flow_counters.xdp: outcomes appended to NPF_STATS later fit
+ * without moving the fields after it. */
+#define NPF_FLOW_COUNTERS_XDP 32
+
+/* Every datagram of a flow since it was opened, accounted once (npf::FlowStats,
+ * npf/stats.h; docs/cli.md "Accounting"):
+ *   reached = passed + dropped_in_xdp + claimed
+ *   claimed = completed_ok + completed_truncated + completed_bad_csum + completed_lost + in_flight */
+struct npf_flow_counters {
+	size_t sz; /* sizeof(struct npf_flow_counters) */
+	/* XDP's outcomes for the flow: xdp[s - NPF_STAT_FLOW_FIRST] for enum
+	 * npf_stat s >= NPF_STAT_FLOW_FIRST; entries from NPF_FLOW_STAT_MAX on are 0. */
+	uint64_t xdp[NPF_FLOW_COUNTERS_XDP];
+	/* Completions published to the flow, by status. */
+	uint64_t completed_ok, completed_truncated, completed_bad_csum, completed_lost;
+	uint64_t lost_unarrived; /* of completed_lost: the datagram never reached the service */
+	uint64_t in_flight;      /* claimed, not completed yet */
+	uint64_t late;           /* arrived after its seq completed LOST */
+	uint64_t rejected;       /* frames refused as no seq of the flow's window */
+	/* Sums of xdp[] by class (kFlowPassed, ... in npf/stats.h). */
+	uint64_t reached, passed, dropped_in_xdp, claimed, lost_in_xdp;
+	uint64_t socket_dropped; /* of lost_unarrived: dropped by the kernel at the AF_XDP socket */
+};
+/* In process from the engine and XDP's counters; through npfd, one request. */
+int npf_flow_read_counters(const npf_flow_handle *f, struct npf_flow_counters *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NPF_NPF_H */

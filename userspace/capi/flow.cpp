@@ -1,0 +1,148 @@
+// The flows of npf/npf.h: npf::Flow behind a handle its context owns.
+#include <climits>
+#include <cstring>
+#include <span>
+
+#include "capi/error.h"
+#include "capi/handles.h"
+#include "capi/sized_struct.h"
+
+using npf::capi::fail;
+using npf::capi::guarded;
+
+static_assert(NPF_FLOW_STAT_MAX <= NPF_FLOW_COUNTERS_XDP, "npf_flow_counters.xdp has no room for every outcome");
+
+namespace {
+
+// A failed poll/wait/arm: the flow's own words for it.
+int flowFailed(const npf_flow_handle* f, int rc) noexcept
+{
+    return guarded([&] {
+        const std::string why = f->flow->failure();
+        return fail(-rc, why.empty() ? std::string("flow ") + std::to_string(f->flow->port()) + ": " +
+                                           std::strerror(-rc)
+                                     : why);
+    });
+}
+
+// The flow's result as the C API returns it: a count, or a negative errno with its words.
+int flowResult(const npf_flow_handle* f, int rc) noexcept { return rc < 0 ? flowFailed(f, rc) : rc; }
+
+int nullFlow(const char* fn) noexcept { return fail(EINVAL, std::string(fn) + ": flow is NULL"); }
+
+} // namespace
+
+int npf_flow_open(npf_ctx* ctx, uint16_t port, const char* addr, const char* iface, npf_flow_handle** out)
+{
+    return guarded([&] {
+        if (!ctx || !out)
+            return fail(EINVAL, std::string("npf_flow_open: ") + (ctx ? "out" : "ctx") + " is NULL");
+        *out = nullptr;
+        // The node is allocated before the flow is opened: once it is, nothing can fail.
+        std::list<npf_flow_handle> node(1);
+        npf_flow_handle& h = node.front();
+        h.ctx = ctx;
+        h.self = node.begin();
+        h.flow = &ctx->openFlow(port, addr ? addr : "", iface ? iface : "");
+        {
+            std::lock_guard<std::mutex> lock(ctx->flowsMu);
+            ctx->flows.splice(ctx->flows.end(), node);
+        }
+        *out = &h;
+        return 0;
+    });
+}
+
+int npf_flow_close(npf_flow_handle* f)
+{
+    if (!f)
+        return 0;
+    npf_ctx* ctx = f->ctx;
+    npf::Flow& flow = *f->flow;
+    std::list<npf_flow_handle> gone; // frees the handle on return, whatever closeFlow says
+    {
+        std::lock_guard<std::mutex> lock(ctx->flowsMu);
+        gone.splice(gone.end(), ctx->flows, f->self);
+    }
+    return guarded([&] {
+        ctx->closeFlow(flow);
+        return 0;
+    });
+}
+
+int npf_flow_post(npf_flow_handle* f, uint64_t offset, uint32_t len, uint64_t cookie)
+{
+    if (!f)
+        return nullFlow("npf_flow_post");
+    return guarded([&] {
+        if (!f->flow->post(offset, len, cookie))
+            return fail(EAGAIN, "post ring full: " + std::to_string(NPF_POST_RING_SIZE) +
+                                    " buffers outstanding; poll completions first");
+        return 0;
+    });
+}
+
+void npf_flow_flush(npf_flow_handle* f)
+{
+    if (f)
+        f->flow->flush();
+}
+
+int npf_flow_poll(npf_flow_handle* f, struct npf_completion* out, unsigned max)
+{
+    if (!f || (!out && max))
+        return fail(EINVAL, std::string("npf_flow_poll: ") + (f ? "out" : "flow") + " is NULL");
+    return flowResult(f, f->flow->poll(std::span<npf_completion>(out, max)));
+}
+
+int npf_flow_wait(npf_flow_handle* f, struct npf_completion* out, unsigned max, int timeout_ms)
+{
+    if (!f || (!out && max))
+        return fail(EINVAL, std::string("npf_flow_wait: ") + (f ? "out" : "flow") + " is NULL");
+    return flowResult(f, f->flow->wait(std::span<npf_completion>(out, max), std::chrono::milliseconds(timeout_ms)));
+}
+
+int npf_flow_arm(npf_flow_handle* f)
+{
+    if (!f)
+        return nullFlow("npf_flow_arm");
+    return flowResult(f, f->flow->arm());
+}
+
+int npf_flow_event_fd(const npf_flow_handle* f) { return f ? f->flow->eventFd() : nullFlow("npf_flow_event_fd"); }
+uint64_t npf_flow_outstanding(const npf_flow_handle* f) { return f ? f->flow->outstanding() : 0; }
+uint16_t npf_flow_port(const npf_flow_handle* f) { return f ? f->flow->port() : 0; }
+uint32_t npf_flow_id(const npf_flow_handle* f) { return f ? f->flow->id() : 0; }
+
+int npf_flow_failure(const npf_flow_handle* f, char* buf, size_t len)
+{
+    if (!f)
+        return nullFlow("npf_flow_failure");
+    return guarded([&] { return npf::capi::copyMessage(f->flow->failure(), buf, len); });
+}
+
+int npf_flow_read_counters(const npf_flow_handle* f, struct npf_flow_counters* out)
+{
+    if (!f)
+        return nullFlow("npf_flow_read_counters");
+    return guarded([&] {
+        const npf::FlowStats s = f->flow->stats();
+        npf_flow_counters c{};
+        std::copy(s.xdp.begin(), s.xdp.end(), c.xdp);
+        c.completed_ok = s.completedOk;
+        c.completed_truncated = s.completedTruncated;
+        c.completed_bad_csum = s.completedBadCsum;
+        c.completed_lost = s.completedLost;
+        c.lost_unarrived = s.lostUnarrived;
+        c.in_flight = s.inFlight;
+        c.late = s.late;
+        c.rejected = s.rejected;
+        c.reached = s.reached();
+        c.passed = s.passed();
+        c.dropped_in_xdp = s.droppedInXdp();
+        c.claimed = s.claimed();
+        c.lost_in_xdp = s.lostInXdp();
+        c.socket_dropped = s.socketDropped();
+        return npf::capi::writeCounters(c, out, sizeof(npf_flow_counters), "npf_flow_counters");
+    });
+}

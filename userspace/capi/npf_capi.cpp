@@ -1,0 +1,175 @@
+// The contexts of npf/npf.h: an npf::Engine or an npf::Client behind one
+// handle, their region and counters.
+#include <cstring>
+
+#include "capi/error.h"
+#include "capi/handles.h"
+#include "capi/sized_struct.h"
+
+using npf::capi::fail;
+using npf::capi::guarded;
+
+npf::Flow& npf_ctx::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
+{
+    if (client)
+        return client->openFlow(port, addr, iface);
+    if (!iface.empty() && iface != ifname)
+        throw std::invalid_argument("open flow " + std::to_string(port) + " on " + iface + ": this engine serves " +
+                                    ifname);
+    return engine->openFlow(port, addr);
+}
+
+void npf_ctx::closeFlow(npf::Flow& f)
+{
+    if (client)
+        client->closeFlow(f);
+    else
+        engine->closeFlow(f);
+}
+
+namespace {
+
+npf::EngineConfig engineConfig(const npf_engine_opts& o)
+{
+    if (!o.ifname)
+        throw std::invalid_argument("npf_engine_opts.ifname is NULL: name the interface");
+    if (o.xdp_mode != NPF_XDP_NATIVE && o.xdp_mode != NPF_XDP_SKB)
+        throw std::invalid_argument("npf_engine_opts.xdp_mode " + std::to_string(o.xdp_mode) +
+                                    " is neither NPF_XDP_NATIVE nor NPF_XDP_SKB");
+    constexpr uint32_t known = NPF_ENGINE_F_NO_UDP_CSUM | NPF_ENGINE_F_PAGER_BUSY_POLL;
+    if (o.flags & ~known)
+        throw std::invalid_argument("npf_engine_opts.flags has unknown bits " + std::to_string(o.flags & ~known));
+    npf::EngineConfig cfg;
+    cfg.ifname = o.ifname;
+    cfg.mode = o.xdp_mode == NPF_XDP_SKB ? npf::XdpMode::Skb : npf::XdpMode::Native;
+    cfg.queues = o.queues;
+    if (o.region_size)
+        cfg.regionSize = o.region_size;
+    cfg.residentBudget = o.resident_budget;
+    if (o.page_size)
+        cfg.pageSize = o.page_size;
+    if (o.pager_threads)
+        cfg.pagerThreads = o.pager_threads;
+    cfg.verifyUdpChecksum = !(o.flags & NPF_ENGINE_F_NO_UDP_CSUM);
+    cfg.pagerBusyPoll = o.flags & NPF_ENGINE_F_PAGER_BUSY_POLL;
+    if (o.spill_dir)
+        cfg.spillDir = o.spill_dir;
+    return cfg;
+}
+
+npf::ClientConfig clientConfig(const npf_client_opts& o)
+{
+    npf::ClientConfig cfg;
+    if (o.socket)
+        cfg.socket = o.socket;
+    if (o.name)
+        cfg.name = o.name;
+    if (o.region_size)
+        cfg.regionSize = o.region_size;
+    cfg.residentBudget = o.resident_budget;
+    if (o.page_size)
+        cfg.pageSize = o.page_size;
+    if (o.timeout_ms)
+        cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
+    return cfg;
+}
+
+} // namespace
+
+int npf_engine_open(const struct npf_engine_opts* opts, npf_ctx** out)
+{
+    return guarded([&] {
+        if (!out)
+            return fail(EINVAL, "npf_engine_open: out is NULL");
+        *out = nullptr;
+        npf_engine_opts o;
+        if (int rc = npf::capi::readOptions(opts, &o, sizeof(npf_engine_opts), "npf_engine_opts"))
+            return rc;
+        auto ctx = std::make_unique<npf_ctx>();
+        const npf::EngineConfig cfg = engineConfig(o);
+        ctx->ifname = cfg.ifname;
+        ctx->engine = std::make_unique<npf::Engine>(cfg);
+        *out = ctx.release();
+        return 0;
+    });
+}
+
+int npf_client_open(const struct npf_client_opts* opts, npf_ctx** out)
+{
+    return guarded([&] {
+        if (!out)
+            return fail(EINVAL, "npf_client_open: out is NULL");
+        *out = nullptr;
+        npf_client_opts o;
+        if (int rc = npf::capi::readOptions(opts, &o, sizeof(npf_client_opts), "npf_client_opts"))
+            return rc;
+        auto ctx = std::make_unique<npf_ctx>();
+        ctx->client = std::make_unique<npf::Client>(clientConfig(o));
+        *out = ctx.release();
+        return 0;
+    });
+}
+
+void npf_ctx_close(npf_ctx* ctx) { delete ctx; }
+
+void* npf_region(const npf_ctx* ctx, uint64_t* size)
+{
+    if (size)
+        *size = !ctx ? 0 : ctx->client ? ctx->client->regionSize() : ctx->engine->regionSize();
+    return !ctx ? nullptr : ctx->client ? ctx->client->region() : ctx->engine->region();
+}
+
+int npf_release(npf_ctx* ctx, uint64_t offset, uint64_t len)
+{
+    if (!ctx)
+        return fail(EINVAL, "npf_release: ctx is NULL");
+    return guarded([&] {
+        if (ctx->client)
+            ctx->client->release(offset, len);
+        else
+            ctx->engine->release(offset, len);
+        return 0;
+    });
+}
+
+int64_t npf_populate(npf_ctx* ctx, uint64_t offset, uint64_t len)
+{
+    if (!ctx)
+        return fail(EINVAL, "npf_populate: ctx is NULL");
+    return guarded([&]() -> int64_t {
+        return int64_t(ctx->client ? ctx->client->populate(offset, len) : ctx->engine->populate(offset, len));
+    });
+}
+
+int npf_ctx_failure(const npf_ctx* ctx, char* buf, size_t len)
+{
+    if (!ctx)
+        return fail(EINVAL, "npf_ctx_failure: ctx is NULL");
+    return guarded([&] {
+        return npf::capi::copyMessage(ctx->client ? ctx->client->failure() : ctx->engine->failure(), buf, len);
+    });
+}
+
+int npf_ctx_read_counters(npf_ctx* ctx, struct npf_ctx_counters* out)
+{
+    if (!ctx)
+        return fail(EINVAL, "npf_ctx_read_counters: ctx is NULL");
+    return guarded([&] {
+        const npf::EngineStats s = ctx->client ? ctx->client->stats() : ctx->engine->stats();
+        npf_ctx_counters c{};
+        c.completed_ok = s.completedOk;
+        c.completed_truncated = s.completedTruncated;
+        c.completed_lost = s.completedLost;
+        c.completed_bad_csum = s.completedBadCsum;
+        c.fast_path = s.fastPath;
+        c.fault_path = s.faultPath;
+        c.cpu_faults = s.cpuFaults;
+        c.packet_faults = s.packetFaults;
+        c.evicted = s.evicted;
+        c.restored = s.restored;
+        c.resident_pages = s.residentPages;
+        c.pinned_bytes = s.pinnedBytes;
+        c.kernel_rx_dropped = s.kernelRxDropped;
+        return npf::capi::writeCounters(c, out, sizeof(npf_ctx_counters), "npf_ctx_counters");
+    });
+}
