@@ -90,12 +90,10 @@ std::string prometheusXdpName(const char* statName)
 
 std::string prometheusLatencyName(const LatencyDef& l) { return std::string("npf_latency_") + l.name + "_seconds"; }
 
-std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
+namespace {
+
+void addXdpFamilies(std::vector<prometheus::MetricFamily>& out, const std::vector<IfaceStats>& snapshot)
 {
-    const std::vector<IfaceStats>& snapshot = all.ifaces;
-    std::vector<prometheus::MetricFamily> out;
-    addFamilies(out, kEngineCounters, "npf_", snapshot, &IfaceStats::engine);
-    addFamilies(out, kRegionCounters, "npf_region_", snapshot, &IfaceStats::region);
     for (size_t i = 0; i < std::size(dataplane::kStatNames); i++) {
         prometheus::MetricFamily f{prometheusXdpName(dataplane::kStatNames[i]),
                                    std::string("XDP: ") + dataplane::kStatHelp[i] + " (packets, all CPUs)",
@@ -108,8 +106,12 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
         }
         out.push_back(std::move(f));
     }
-    // Summaries: EngineStats carries the quantiles of each histogram, not its
-    // buckets or sum; _sum is NaN (unknown), not a made-up 0.
+}
+
+// Summaries: EngineStats carries the quantiles of each histogram, not its
+// buckets or sum; _sum is NaN (unknown), not a made-up 0.
+void addLatencyFamilies(std::vector<prometheus::MetricFamily>& out, const std::vector<IfaceStats>& snapshot)
+{
     for (const LatencyDef& l : kEngineLatencies) {
         prometheus::MetricFamily f{prometheusLatencyName(l),
                                    std::string(l.help) + " (quantile 1 is the maximum; _sum unknown: NaN)",
@@ -126,14 +128,14 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
         }
         out.push_back(std::move(f));
     }
-    prometheus::MetricFamily clients{"npf_clients", "npfd clients connected (clients)", prometheus::MetricType::Gauge,
-                                     {}};
-    clients.metric.emplace_back().gauge.value = double(all.clients);
-    out.push_back(std::move(clients));
-    // Per open flow of a client: a series per status or reason.
+}
+
+// Per open flow of a client: a series per status or reason.
+void addFlowFamilies(std::vector<prometheus::MetricFamily>& out, const std::vector<ClientFlow>& flows)
+{
     auto perFlow = [&](const char* name, const char* help, const char* label, auto values) {
         prometheus::MetricFamily f{name, help, prometheus::MetricType::Counter, {}};
-        for (const ClientFlow& fl : all.flows)
+        for (const ClientFlow& fl : flows)
             for (const auto& [what, value] : values(fl.stats)) {
                 prometheus::ClientMetric m = labelled(fl.iface);
                 m.label.push_back({"port", std::to_string(fl.port)});
@@ -172,6 +174,22 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
             "reason", [&](const FlowStats& s) {
                 return xdp(s, counters::FlowOutcomes::Passed);
             });
+}
+
+} // namespace
+
+std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
+{
+    std::vector<prometheus::MetricFamily> out;
+    addFamilies(out, kEngineCounters, "npf_", all.ifaces, &IfaceStats::engine);
+    addFamilies(out, kRegionCounters, "npf_region_", all.ifaces, &IfaceStats::region);
+    addXdpFamilies(out, all.ifaces);
+    addLatencyFamilies(out, all.ifaces);
+    prometheus::MetricFamily clients{"npf_clients", "npfd clients connected (clients)", prometheus::MetricType::Gauge,
+                                     {}};
+    clients.metric.emplace_back().gauge.value = double(all.clients);
+    out.push_back(std::move(clients));
+    addFlowFamilies(out, all.flows);
     return out;
 }
 
