@@ -3,7 +3,8 @@
 // `nc -lu`, but through npf. On every exit (count, idle, signal, write
 // error) a summary goes to stderr that accounts for every datagram of the
 // flow that reached XDP: written, or why not (Flow::stats, the same in
-// process and through npfd).
+// process and through npfd). Built on libnpf's public API (include/npf)
+// alone, as any application would be.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,19 +17,20 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
-#include "cli/exit_codes.h"
-#include "cli/sizes.h"
-#include "counters/engine_stats.h"
-#include "counters/flow_stats.h"
-#include "dataplane/flows.h"
-#include "dataplane/iface.h"
+#include "exit_codes.h"
+#include "npf/abi.h"
 #include "npf/client.h"
+#include "npf/counters.h"
 #include "npf/engine.h"
+#include "npf/error.h"
+#include "npf/interface.h"
 #include "npf/log.h"
-#include "sys/error.h"
+#include "sizes.h"
 
 namespace {
 
@@ -82,26 +84,25 @@ struct Sizes {
     uint64_t page = NPF_PAGE_SIZE;
 };
 
-// Throws ArgumentError naming the option.
+// Throws std::invalid_argument naming the option.
 Sizes parseSizes(const Options& o)
 {
-    using npf::ArgumentError;
-    using npf::cli::parseSize;
+    using recv::parseSize;
     constexpr uint64_t kMaxRegion = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
     Sizes s;
     s.region = parseSize("--region", o.region);
     if (s.region == 0 || s.region > kMaxRegion)
-        throw ArgumentError("--region: '" + o.region + "' is out of range (1 .. 1T)");
+        throw std::invalid_argument("--region: '" + o.region + "' is out of range (1 .. 1T)");
     s.page = o.pageSize == "2M" ? 2ull << 20 : NPF_PAGE_SIZE;
     s.region = (s.region + s.page - 1) / s.page * s.page;
     if (s.region > kMaxRegion)
-        throw ArgumentError("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
+        throw std::invalid_argument("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
     s.budget = parseSize("--budget", o.budget);
     const uint64_t maxBuf = std::min<uint64_t>(s.region, UINT32_MAX);
     const uint64_t buf = parseSize("--buf-size", o.bufSize);
     if (buf == 0 || buf > maxBuf)
-        throw ArgumentError("--buf-size: '" + o.bufSize + "' is out of range (1 .. " + std::to_string(maxBuf) +
-                            ", the region size)");
+        throw std::invalid_argument("--buf-size: '" + o.bufSize + "' is out of range (1 .. " +
+                                    std::to_string(maxBuf) + ", the region size)");
     s.buf = static_cast<uint32_t>(buf);
     return s;
 }
@@ -110,9 +111,9 @@ Sizes parseSizes(const Options& o)
 void checkAddr(const Options& o)
 {
     try {
-        npf::dataplane::parseFlowSpec(std::to_string(o.port), o.addr);
-    } catch (const npf::ArgumentError& e) {
-        throw npf::ArgumentError(std::string("--addr: ") + e.what());
+        npf::checkFlowAddress(o.addr);
+    } catch (const std::system_error& e) {
+        throw std::invalid_argument(std::string("--addr: ") + e.what());
     }
 }
 
@@ -126,23 +127,30 @@ struct Tally {
 // The interface's drops before XDP (any traffic, no flow's): read when the
 // flow opens and at exit, in process only (an npfd client's interface is npfd's).
 struct Outside {
-    npf::dataplane::LinkRxDrops link;
+    npf::InterfaceRxDrops link;
     std::string error; // why it could not be read ("" = read)
 };
-Outside readOutside(const npf::Engine&, int ifindex)
+Outside readOutside(const npf::Engine&, const std::string& ifname)
 {
     try {
-        return {npf::dataplane::linkRxDrops(ifindex), ""};
+        return {npf::interfaceRxDrops(ifname), ""};
     } catch (const std::exception& e) {
         return {{}, e.what()};
     }
 }
-Outside readOutside(const npf::Client&, int) { return {{}, "the interface is npfd's (npfctl stats IFACE)"}; }
+Outside readOutside(const npf::Client&, const std::string&)
+{
+    return {{}, "the interface is npfd's (npfctl stats IFACE)"};
+}
 
 std::string statsJson(const npf::Engine& eng) { return eng.statsJson(); }
+// The shape of Engine::statsJson() without an interface or a time: the
+// client's own numbers.
 std::string statsJson(const npf::Client& cli)
 {
-    return npf::counters::engineStatsJson(cli.stats(), "", ::getpid(), 0).dump();
+    nlohmann::ordered_json j = {{"interface", ""}, {"pid", ::getpid()}, {"time_ns", 0}};
+    j.update(nlohmann::ordered_json::parse(npf::toJson(cli.stats())));
+    return j.dump();
 }
 
 // Writes a completed buffer. An npfd client's region is registered for
@@ -185,7 +193,7 @@ struct Summary {
 
 // Engine counters on the summary's "engine" line, by their kEngineCounters names.
 using E = npf::EngineStats;
-constexpr std::initializer_list<npf::counters::EngineCounter> kEngineLine = {
+constexpr std::initializer_list<uint64_t E::*> kEngineLine = {
     &E::fastPath, &E::faultPath, &E::deferred, &E::cpuFaults, &E::packetFaults, &E::prefetched, &E::evicted};
 
 void printText(const Summary& m)
@@ -216,7 +224,7 @@ void printText(const Summary& m)
                 "completed_truncated=%llu completed_bad_csum=%llu completed_lost=%llu in_flight=%llu\n",
                 ull(f.reached()), ull(f.passed()), ull(f.droppedInXdp()), ull(f.claimed()), ull(f.completedOk),
                 ull(f.completedTruncated), ull(f.completedBadCsum), ull(f.completedLost), ull(f.inFlight));
-        const std::string xdp = npf::counters::formatFlowXdp(f, npf::counters::FlowOutcomes::All);
+        const std::string xdp = npf::formatXdpOutcomes(f);
         fprintf(stderr, "  xdp      %s  # this flow's datagrams by outcome (the non-zero ones)\n",
                 xdp.empty() ? "none" : xdp.c_str());
         fprintf(stderr,
@@ -231,7 +239,7 @@ void printText(const Summary& m)
                 ull(m.outside.link.dropped), ull(m.outside.link.missed));
     else
         fprintf(stderr, "  outside  unavailable: %s\n", m.outside.error.c_str());
-    fprintf(stderr, "  engine   %s\n", npf::counters::formatCounters(s, kEngineLine).c_str());
+    fprintf(stderr, "  engine   %s\n", npf::formatCounters(s, kEngineLine).c_str());
     fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
@@ -264,7 +272,7 @@ void printJson(const Summary& m, const std::string& engineJson)
                             {"passed", f.passed()},
                             {"in_flight", f.inFlight},
                             {"not_polled", m.notPolled()}};
-        j["flow"] = npf::counters::flowStatsJson(f);
+        j["flow"] = nlohmann::ordered_json::parse(npf::toJson(f));
         j["flow"]["lost_by_service"] = m.lostByService();
     } else {
         j["reached"] = nullptr;
@@ -381,7 +389,7 @@ Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster
 // The exit summary: the tally, the flow's accounting, the engine's counters
 // and the interface's drops since `start`, as text or JSON on stderr.
 template <typename Source>
-void summarize(const Options& o, Source& eng, const npf::Flow& flow, int ifindex, const Outside& start, const Tally& t)
+void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outside& start, const Tally& t)
 {
     Summary m{.t = t, .regionSize = eng.regionSize()};
     try {
@@ -398,7 +406,7 @@ void summarize(const Options& o, Source& eng, const npf::Flow& flow, int ifindex
     }
     m.outside = start;
     if (start.error.empty()) {
-        const Outside end = readOutside(eng, ifindex);
+        const Outside end = readOutside(eng, o.ifname);
         m.outside = end.error.empty() ? Outside{{end.link.dropped - start.link.dropped,
                                                  end.link.missed - start.link.missed}, ""}
                                       : end;
@@ -412,10 +420,10 @@ void summarize(const Options& o, Source& eng, const npf::Flow& flow, int ifindex
 // Receives through an in-process npf::Engine or npfd (npf::Client): the same
 // flow, posting and polling either way.
 template <typename Source>
-int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int ifindex, const OutFd& out)
+int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, const OutFd& out)
 {
     const bool client = std::is_same_v<Source, npf::Client>;
-    const Outside start = readOutside(eng, ifindex);
+    const Outside start = readOutside(eng, o.ifname);
     const uint64_t regionSize = eng.regionSize();
     Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
@@ -431,10 +439,10 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, int
     Tally t;
     const Ending ending = pollLoop(o, flow, eng.region(), poster, out, client, t);
     if (!o.quiet)
-        summarize(o, eng, flow, ifindex, start, t);
+        summarize(o, eng, flow, start, t);
     if (ending == Ending::SourceGone)
-        return npf::cli::kExitNoDevice;
-    return ending == Ending::WriteFailed ? npf::cli::kExitFailure : npf::cli::kExitOk;
+        return recv::kExitNoDevice;
+    return ending == Ending::WriteFailed ? recv::kExitFailure : recv::kExitOk;
 }
 
 int run(const Options& o)
@@ -443,7 +451,7 @@ int run(const Options& o)
     checkAddr(o);
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
-        throw npf::ArgumentError("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+        throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
                                     : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (out.fd < 0)
@@ -455,7 +463,7 @@ int run(const Options& o)
                          .residentBudget = sz.budget,
                          .name = "npf-recv"});
         npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
-        return receive(o, sz, cli, flow, 0, out);
+        return receive(o, sz, cli, flow, out);
     }
     npf::Engine eng({.ifname = o.ifname,
                      .mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native,
@@ -468,9 +476,8 @@ int run(const Options& o)
                      .verifyUdpChecksum = !o.noUdpCsum,
                      .pagerThreads = o.pagers,
                      .spillDir = o.spillDir});
-    const int ifindex = npf::dataplane::resolveInterface(o.ifname).ifindex;
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
-    return receive(o, sz, eng, flow, ifindex, out);
+    return receive(o, sz, eng, flow, out);
 }
 
 // A finite number in [lo, hi] (CLI::Range lets "nan" through).
@@ -492,6 +499,8 @@ int main(int argc, char** argv)
 {
     Options o;
     CLI::App app{"npf-recv: receive UDP datagrams into pageable memory through npf, payloads to a file or stdout"};
+    app.set_version_flag("--version", std::string("npf-recv ") + NPF_VERSION + " (npf ABI " +
+                                          std::to_string(NPF_ABI_VERSION) + ")");
     app.add_option("interface", o.ifname, "interface to receive on")->required();
     app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
     app.add_option("--addr", o.addr, "only datagrams to this destination address");
@@ -550,7 +559,7 @@ int main(int argc, char** argv)
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
             return app.exit(e);
         fprintf(stderr, "npf-recv: error: %s (npf-recv --help)\n", e.what());
-        return npf::cli::kExitUsage;
+        return recv::kExitUsage;
     }
     o.connect = app.count("--connect") > 0;
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
@@ -562,6 +571,6 @@ int main(int argc, char** argv)
         return run(o);
     } catch (const std::exception& e) {
         fprintf(stderr, "npf-recv: error: %s\n", e.what());
-        return npf::cli::exitCodeFor(e);
+        return recv::exitCodeFor(e);
     }
 }

@@ -16,6 +16,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 
 #include "npf/stats.h"
@@ -183,5 +185,22 @@ constexpr const CounterDef<EngineStats>& counterDef(uint64_t EngineStats::*m)
             return c;
     throw "EngineStats member missing from kEngineCounters";
 }
+
+// The counters as text and JSON, named by the tables above (what npf-recv's
+// exit summary prints).
+
+// {"counters": {<kEngineCounters name>: n, ...},
+//  "latency": {<kEngineLatencies name>: {"count", "p50_ns", "p99_ns", "p999_ns", "max_ns"}, ...}}:
+// the members of Engine::statsJson()'s object that EngineStats holds.
+std::string toJson(const EngineStats& s);
+// {"xdp": {<npf_stat name>: n, ... every outcome of a flow, from NPF_STAT_FLOW_FIRST on},
+//  <kFlowCounters name>: n, ...,
+//  "reached", "passed", "dropped_in_xdp", "claimed", "socket_dropped": FlowStats's sums}
+std::string toJson(const FlowStats& s);
+// "fast_path=1 fault_path=2": the named counters of `s`, in the order given.
+std::string formatCounters(const EngineStats& s, std::initializer_list<uint64_t EngineStats::*> which);
+// The flow's XDP outcomes that are not 0, by name in enum order:
+// "drop_rnr=3 redir_primary=9" ("" when none).
+std::string formatXdpOutcomes(const FlowStats& s);
 
 } // namespace npf

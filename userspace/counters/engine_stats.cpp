@@ -26,6 +26,20 @@ const Json* unsignedAt(const Json& j, const char* key)
     return v.is_number_unsigned() ? &v : nullptr;
 }
 
+// "counters" and "latency" of the engine's JSON.
+void addEngineStats(Json& j, const EngineStats& s)
+{
+    Json& c = j["counters"] = Json::object();
+    for (const auto& d : kEngineCounters)
+        c[d.name] = s.*d.member;
+    Json& l = j["latency"] = Json::object();
+    for (const LatencyDef& d : kEngineLatencies) {
+        Json& q = l[d.name] = Json::object();
+        for (const QuantileDef& f : kLatencyFields)
+            q[f.name] = (s.*d.member).*f.member;
+    }
+}
+
 } // namespace
 
 std::string engineStatsPath(const std::string& ifname)
@@ -41,15 +55,7 @@ Json engineStatsJson(const EngineStats& s, const std::string& ifname, pid_t pid,
     j["interface"] = ifname;
     j["pid"] = pid;
     j["time_ns"] = timeNs;
-    Json& c = j["counters"] = Json::object();
-    for (const auto& d : kEngineCounters)
-        c[d.name] = s.*d.member;
-    Json& l = j["latency"] = Json::object();
-    for (const LatencyDef& d : kEngineLatencies) {
-        Json& q = l[d.name] = Json::object();
-        for (const QuantileDef& f : kLatencyFields)
-            q[f.name] = (s.*d.member).*f.member;
-    }
+    addEngineStats(j, s);
     return j;
 }
 
@@ -98,12 +104,29 @@ Counters engineCounters(const std::string& ifname)
     return out;
 }
 
-std::string formatCounters(const EngineStats& s, std::initializer_list<EngineCounter> which)
+void addCounters(Json& out, const EngineStats& s, std::initializer_list<EngineCounter> which)
+{
+    for (EngineCounter m : which)
+        out[counterDef(m).name] = s.*m;
+}
+
+} // namespace npf::counters
+
+namespace npf {
+
+std::string toJson(const EngineStats& s)
+{
+    counters::Json j;
+    counters::addEngineStats(j, s);
+    return j.dump();
+}
+
+std::string formatCounters(const EngineStats& s, std::initializer_list<uint64_t EngineStats::*> which)
 {
     // Appended piece by piece: a temporary '" " + std::string(...)' trips
     // GCC 12's bogus -Wrestrict at -O3 (GCC PR 105329).
     std::string out;
-    for (EngineCounter m : which) {
+    for (uint64_t EngineStats::*m : which) {
         if (!out.empty())
             out += ' ';
         out += counterDef(m).name;
@@ -113,10 +136,4 @@ std::string formatCounters(const EngineStats& s, std::initializer_list<EngineCou
     return out;
 }
 
-void addCounters(Json& out, const EngineStats& s, std::initializer_list<EngineCounter> which)
-{
-    for (EngineCounter m : which)
-        out[counterDef(m).name] = s.*m;
-}
-
-} // namespace npf::counters
+} // namespace npf

@@ -1,7 +1,8 @@
-// The engine's counters in JSON and text, all from the tables of
+// The engine's counters in JSON and as rows, all from the tables of
 // npf/counters.h: the snapshot a running npf::Engine writes every 500 ms to
-// engineStatsPath(ifname), what `npfctl stats` reads back, and npf-recv's
-// name=value summary.
+// engineStatsPath(ifname) and what `npfctl stats` reads back. The public
+// forms (npf::toJson(EngineStats), npf::formatCounters: npf/counters.h) are
+// defined in engine_stats.cpp.
 #pragma once
 
 #include <sys/types.h>
@@ -39,10 +40,9 @@ EngineStats parseEngineStats(const Json& j);
 // snapshot (missing file, or its pid is gone).
 Counters engineCounters(const std::string& ifname);
 
-// "fast_path=1 fault_path=2": the named counters of `s`, in the order given.
+// The named counters of `s`, in the order given, as JSON members of `out` (an
+// object; as text: npf::formatCounters, npf/counters.h).
 using EngineCounter = uint64_t EngineStats::*;
-std::string formatCounters(const EngineStats& s, std::initializer_list<EngineCounter> which);
-// The same as JSON members of `out` (an object).
 void addCounters(Json& out, const EngineStats& s, std::initializer_list<EngineCounter> which);
 
 } // namespace npf::counters

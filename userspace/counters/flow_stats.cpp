@@ -92,3 +92,11 @@ std::string formatFlowXdp(const FlowStats& s, FlowOutcomes which)
 }
 
 } // namespace npf::counters
+
+namespace npf {
+
+std::string toJson(const FlowStats& s) { return counters::flowStatsJson(s).dump(); }
+
+std::string formatXdpOutcomes(const FlowStats& s) { return counters::formatFlowXdp(s, counters::FlowOutcomes::All); }
+
+} // namespace npf

@@ -1,7 +1,9 @@
 // One flow's accounting (npf::FlowStats) as JSON and text: what npfd sends a
-// client for its own flow, npf-recv's exit summary and `npfctl flow list`
-// show. Names come from the tables: XDP outcomes from enum npf_stat
-// (dataplane::kStatNames), the rest from kFlowCounters.
+// client for its own flow and `npfctl flow list` shows; the public forms
+// (npf::toJson(FlowStats), npf::formatXdpOutcomes: npf/counters.h, what
+// npf-recv's exit summary prints) are defined in flow_stats.cpp. Names come
+// from the tables: XDP outcomes from enum npf_stat (dataplane::kStatNames),
+// the rest from kFlowCounters.
 #pragma once
 
 #include <string>

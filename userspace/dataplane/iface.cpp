@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "dataplane/netlink.h"
+#include "npf/interface.h"
 #include "sys/error.h"
 #include "sys/fd.h"
 #include "sys/log.h"
@@ -121,10 +122,14 @@ rtnl_link_stats64 linkStats(int ifindex)
     return *stats;
 }
 
-LinkRxDrops linkRxDrops(int ifindex)
+} // namespace npf::dataplane
+
+namespace npf {
+
+InterfaceRxDrops interfaceRxDrops(const std::string& ifname)
 {
-    const rtnl_link_stats64 st = linkStats(ifindex);
+    const rtnl_link_stats64 st = dataplane::linkStats(dataplane::resolveInterface(ifname).ifindex);
     return {st.rx_dropped, st.rx_missed_errors};
 }
 
-} // namespace npf::dataplane
+} // namespace npf

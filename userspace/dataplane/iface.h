@@ -33,16 +33,9 @@ uint32_t linkMtu(const std::string& ifname);
 // All interfaces of this namespace, by ifindex.
 std::vector<Interface> listInterfaces();
 
-// Receive drops the interface counts itself (rtnl_link_stats64, what
-// /sys/class/net/IF/statistics shows, read over rtnetlink so it is this
-// namespace's): rx_dropped (on most drivers before any XDP program runs;
-// veth also counts a failed XDP redirect here) and rx_missed_errors (the NIC
-// had no descriptor).
-struct LinkRxDrops {
-    uint64_t dropped = 0, missed = 0;
-};
-LinkRxDrops linkRxDrops(int ifindex);
 // All of the interface's counters (rtnetlink IFLA_STATS64), in this namespace.
+// The public npf::interfaceRxDrops (npf/interface.h, defined in iface.cpp)
+// reads its receive drops from them.
 rtnl_link_stats64 linkStats(int ifindex);
 
 } // namespace npf::dataplane

@@ -1,0 +1,38 @@
+// npf/error.h: the kind of a failure libnpf threw, from the internal error
+// classes (sys/error.h) the public header does not show, and the flow
+// address check openFlow makes (dataplane/flows.h).
+#include "npf/error.h"
+
+#include <stdexcept>
+#include <system_error>
+
+#include "dataplane/flows.h"
+#include "sys/error.h"
+
+namespace npf {
+
+ErrorKind errorKind(const std::exception& e) noexcept
+{
+    if (dynamic_cast<const ArgumentError*>(&e) || dynamic_cast<const std::invalid_argument*>(&e))
+        return ErrorKind::Argument;
+    if (dynamic_cast<const StateError*>(&e))
+        return ErrorKind::Conflict;
+    if (auto* se = dynamic_cast<const std::system_error*>(&e)) {
+        if (se->code().category() == std::generic_category() || se->code().category() == std::system_category()) {
+            switch (se->code().value()) {
+            case EPERM:
+            case EACCES: return ErrorKind::Permission;
+            case ENODEV: return ErrorKind::NoDevice;
+            default: break;
+            }
+        }
+    }
+    return ErrorKind::Failure;
+}
+
+void checkFlowAddress(const std::string& addr)
+{
+    dataplane::parseFlowSpec("1", addr); // any valid port: only the address is checked
+}
+
+} // namespace npf
