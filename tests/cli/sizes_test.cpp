@@ -1,14 +1,13 @@
-// Sizes on command lines (cli::parseSize): suffixes, and every bad input
+// Sizes on npf-recv's command line (apps/sizes.h, recv::parseSize): suffixes, and every bad input
 // refused with the option's name instead of wrapping or being truncated.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 
-#include "cli/sizes.h"
-#include "sys/error.h"
+#include "sizes.h"
 
-namespace npf::cli {
+namespace recv {
 namespace {
 
 TEST(Sizes, Valid)
@@ -74,11 +73,11 @@ TEST(Sizes, InvalidNamesTheOptionAndTheValue)
         try {
             parseSize("--budget", text);
             ADD_FAILURE() << "accepted";
-        } catch (const ArgumentError& e) {
+        } catch (const std::invalid_argument& e) {
             EXPECT_EQ(e.what(), "--budget: '" + std::string(text) + "' " + why);
         }
     }
 }
 
 } // namespace
-} // namespace npf::cli
+} // namespace recv

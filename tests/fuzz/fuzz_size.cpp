@@ -1,14 +1,13 @@
-// cli::parseSize on arbitrary text, against a reference parser of sizes.h's
+// recv::parseSize (npf-recv's apps/sizes.h) on arbitrary text, against a reference parser of sizes.h's
 // grammar (decimal digits, optional K/M/G/T, k/m/g/t or KiB..TiB suffix, at
-// most 2^64 - 1 bytes). Anything else must be an ArgumentError that names
+// most 2^64 - 1 bytes). Anything else must be an std::invalid_argument that names
 // the option and says which rule the text broke; no other exception.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "cli/sizes.h"
 #include "fuzz_check.h"
-#include "sys/error.h"
+#include "sizes.h"
 
 namespace {
 
@@ -56,8 +55,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     Want got = Want::Ok;
     uint64_t bytes = 0;
     try {
-        bytes = npf::cli::parseSize("--size", text);
-    } catch (const npf::ArgumentError& e) {
+        bytes = recv::parseSize("--size", text);
+    } catch (const std::invalid_argument& e) {
         // The message quotes the text, then says why. what() is a C string, so
         // a NUL in the text ends it there: then only "refused" can be checked.
         const std::string msg = e.what(), quoted = "--size: '" + text + "'";

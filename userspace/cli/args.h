@@ -1,4 +1,4 @@
-// Command-line arguments the programs share beyond sizes (sizes.h): the XDP
+// Command-line arguments the programs share: the XDP
 // mode. (What a user types that reaches the maps, ports, addresses and
 // interface names, the dataplane parses itself: dataplane/flows.h, iface.h.)
 #pragma once

@@ -1,27 +1,17 @@
 #include "cli/exit_codes.h"
 
-#include <cerrno>
-#include <system_error>
-
-#include "sys/error.h"
+#include "npf/error.h"
 
 namespace npf::cli {
 
 int exitCodeFor(const std::exception& e)
 {
-    if (dynamic_cast<const ArgumentError*>(&e))
-        return kExitUsage;
-    if (dynamic_cast<const StateError*>(&e))
-        return kExitConflict;
-    if (auto* se = dynamic_cast<const std::system_error*>(&e)) {
-        if (se->code().category() == std::generic_category() || se->code().category() == std::system_category()) {
-            switch (se->code().value()) {
-            case EPERM:
-            case EACCES: return kExitPermission;
-            case ENODEV: return kExitNoDevice;
-            default: break;
-            }
-        }
+    switch (errorKind(e)) {
+    case ErrorKind::Argument: return kExitUsage;
+    case ErrorKind::Permission: return kExitPermission;
+    case ErrorKind::NoDevice: return kExitNoDevice;
+    case ErrorKind::Conflict: return kExitConflict;
+    case ErrorKind::Failure: break;
     }
     return kExitFailure;
 }

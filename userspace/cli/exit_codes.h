@@ -1,5 +1,6 @@
-// Exit codes of npf's command-line tools, npfctl and npf-recv (documented in
-// docs/cli.md and README.md).
+// Exit codes of npf's command-line tools, npfctl and npfd (documented in
+// docs/cli.md and README.md; npf-recv has the same numbers, apps/exit_codes.h),
+// chosen by the kind of failure (npf/error.h, npf::errorKind).
 #pragma once
 
 #include <exception>

@@ -1,12 +1,11 @@
-// npf/error.h: the kind of a failure libnpf threw, from the internal error
-// classes (sys/error.h) the public header does not show, and the flow
-// address check openFlow makes (dataplane/flows.h).
+// npf/error.h's errorKind: the kind of a failure libnpf threw, from the
+// internal error classes (sys/error.h) the public header does not show. The
+// tools' exit codes (cli/exit_codes.h) are chosen by it too.
 #include "npf/error.h"
 
 #include <stdexcept>
 #include <system_error>
 
-#include "dataplane/flows.h"
 #include "sys/error.h"
 
 namespace npf {
@@ -28,11 +27,6 @@ ErrorKind errorKind(const std::exception& e) noexcept
         }
     }
     return ErrorKind::Failure;
-}
-
-void checkFlowAddress(const std::string& addr)
-{
-    dataplane::parseFlowSpec("1", addr); // any valid port: only the address is checked
 }
 
 } // namespace npf
