@@ -1,7 +1,9 @@
 // Only include/npf: what an application linking libnpf gets.
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <set>
+#include <system_error>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -9,6 +11,8 @@
 #include "npf/abi.h"
 #include "npf/counters.h"
 #include "npf/engine.h"
+#include "npf/error.h"
+#include "npf/interface.h"
 #include "npf/log.h"
 
 namespace {
@@ -51,6 +55,48 @@ TEST(PublicApi, BadConfigIsAClearError)
     } catch (const std::exception& e) {
         EXPECT_NE(std::string(e.what()).find("region size"), std::string::npos) << e.what();
     }
+}
+
+// What the library throws is classified without its internal types: a bad
+// region size is an Argument, a missing interface NoDevice, a bad address
+// Argument; anything else is what its errno says.
+TEST(PublicApi, ErrorsAreClassifiedFromOutsideTheLibrary)
+{
+    auto kindOf = [](auto&& f) {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            return npf::errorKind(e);
+        }
+        return npf::ErrorKind(-1);
+    };
+    EXPECT_EQ(kindOf([] { npf::Engine e({.ifname = "npf-no-such-if0", .regionSize = 4097}); }),
+              npf::ErrorKind::Argument);
+    EXPECT_EQ(kindOf([] { npf::checkFlowAddress("198.18.0.300"); }), npf::ErrorKind::Argument);
+    EXPECT_NO_THROW(npf::checkFlowAddress("198.18.0.1"));
+    EXPECT_NO_THROW(npf::checkFlowAddress(""));
+    EXPECT_EQ(kindOf([] { (void)npf::interfaceRxDrops("npf-no-such-if0"); }), npf::ErrorKind::NoDevice);
+    EXPECT_EQ(kindOf([] { throw std::system_error(EACCES, std::generic_category(), "x"); }),
+              npf::ErrorKind::Permission);
+    EXPECT_EQ(kindOf([] { throw std::runtime_error("x"); }), npf::ErrorKind::Failure);
+}
+
+// The stats as JSON and text name their counters; an empty flow prints no outcome.
+TEST(PublicApi, StatsAsJsonAndText)
+{
+    npf::FlowStats f;
+    EXPECT_EQ(npf::formatXdpOutcomes(f), "");
+    f.xdp[NPF_STAT_DROP_RNR - NPF_STAT_FLOW_FIRST] = 3;
+    f.completedOk = 9;
+    EXPECT_EQ(npf::formatXdpOutcomes(f), "drop_rnr=3");
+    const std::string j = npf::toJson(f);
+    EXPECT_NE(j.find("\"drop_rnr\":3"), std::string::npos) << j;
+    EXPECT_NE(j.find("\"reached\":3"), std::string::npos) << j;
+    npf::EngineStats s;
+    s.fastPath = 5;
+    EXPECT_NE(npf::toJson(s).find("\"fast_path\":5"), std::string::npos) << npf::toJson(s);
+    EXPECT_EQ(npf::formatCounters(s, {&npf::EngineStats::fastPath}), "fast_path=5");
+    EXPECT_NO_THROW((void)npf::interfaceRxDrops("lo"));
 }
 
 } // namespace
