@@ -17,8 +17,8 @@ cmake -S "$(dirname "$0")/consumer_cxx" -B "$work/consumer" -DCMAKE_PREFIX_PATH=
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; fail "configuring consumer_cxx failed"; }
 cmake --build "$work/consumer" >"$work/build.log" 2>&1 ||
   { cat "$work/build.log" >&2; fail "building consumer_cxx against the staged libnpf failed"; }
-LD_LIBRARY_PATH=$lib ldd "$work/consumer/consumer" | grep -q "$lib/libnpf.so" ||
-  fail "consumer does not load the staged libnpf.so"
+libs=$(LD_LIBRARY_PATH=$lib ldd "$work/consumer/consumer")
+grep -qF "$lib/libnpf.so" <<<"$libs" || fail "consumer does not load the staged libnpf.so: $libs"
 
 # Two namespaces joined by a veth pair, names unique to this run, a /30 of
 # 198.18.0.0/15; tx checksum offload off on both ends (the sender then writes

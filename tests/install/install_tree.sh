@@ -97,8 +97,9 @@ for p in "$NPF_SBINDIR/npfctl" "$NPF_SBINDIR/npfd"; do
 done
 recv=$root$NPF_BINDIR/npf-recv
 file_at "$recv"
-LD_LIBRARY_PATH=$lib ldd "$recv" | grep -q "libnpf.so.$major => $lib/libnpf.so.$major" ||
-  fail "npf-recv does not load the staged libnpf.so.$major: $(LD_LIBRARY_PATH=$lib ldd "$recv")"
+libs=$(LD_LIBRARY_PATH=$lib ldd "$recv")
+grep -qF "libnpf.so.$major => $lib/libnpf.so.$major" <<<"$libs" ||
+  fail "npf-recv does not load the staged libnpf.so.$major: $libs"
 help=$(LD_LIBRARY_PATH=$lib "$recv" --help) || fail "npf-recv --help failed"
 if grep -q -- --version <<<"$help"; then
   got=$(LD_LIBRARY_PATH=$lib "$recv" --version) || fail "npf-recv --version failed"
@@ -107,13 +108,14 @@ fi
 
 # The BPF object, npfd's unit (not enabled: no .wants link) and sample config.
 file_at "$lib/npf/npf_xdp.bpf.o"
-readelf -h "$lib/npf/npf_xdp.bpf.o" | grep -q 'Machine: *Linux BPF' || fail "npf_xdp.bpf.o is not a BPF object"
+grep -q 'Machine: *Linux BPF' <<<"$(readelf -h "$lib/npf/npf_xdp.bpf.o")" || fail "npf_xdp.bpf.o is not a BPF object"
 unit=$root$NPF_PREFIX/lib/systemd/system/npfd.service
 file_at "$unit"
 grep -qx "ExecStart=$NPF_SBINDIR/npfd --config /etc/npf/npfd.json --foreground" "$unit" ||
   fail "npfd.service's ExecStart is not the installed npfd: $(grep ExecStart "$unit")"
 grep -qx "Documentation=file://$NPF_DOCDIR/cli.md" "$unit" || fail "npfd.service's Documentation is not the installed cli.md"
 file_at "$root$NPF_DOCDIR/cli.md"
-! find "$root" -path '*.wants*' | grep -q . || fail "the install enables a unit: $(find "$root" -path '*.wants*')"
+wants=$(find "$root" -path '*.wants*')
+[ -z "$wants" ] || fail "the install enables a unit: $wants"
 file_at "$root$NPF_DOCDIR/examples/npfd.json"
 note "PASS"
