@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/exit_codes.h"
+#include "cli/version.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
 #include "npf/log.h"
@@ -106,6 +107,7 @@ int main(int argc, char** argv)
     app.add_option("--ready-fd", o.readyFd, "write \"ready\\n\" to this inherited fd once serving, then close it")
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
+    app.set_version_flag("--version", npf::cli::versionLine("npfd"));
     app.footer("Clients are allowed by uid/gid (SO_PEERCRED) through the config's \"clients\" rules; root is\n"
                "allowed everything unless \"allow_root\": false. SIGTERM/SIGINT: every client's flows are\n"
                "withdrawn (their traffic passes to the kernel), then npfd exits; it detaches the XDP\n"

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "cli/version.h"
 #include "sys/csum.h"
 
 namespace {
@@ -43,6 +44,10 @@ constexpr int kTrials = 5;
 
 int main(int argc, char** argv)
 {
+    if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+        std::puts(npf::cli::versionLine("npf-csum-bench").c_str());
+        return 0;
+    }
     const uint64_t iters = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2'000'000;
     constexpr size_t kPool = 64u << 20, kStride = 9216;
     std::vector<uint8_t> src(kStride), pool(kPool);

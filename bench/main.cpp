@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "cli/version.h"
 #include "plots.h"
 #include "report.h"
 #include "run.h"
@@ -91,6 +92,7 @@ int main(int argc, char** argv)
     app.add_flag("--print-json", printJson, "also print the JSON on stdout after the tables");
     app.add_flag("--no-plots", noPlots, "do not run gnuplot");
     app.add_flag("-v,--verbose", verbose, "progress on stderr (-vv: library logs)");
+    app.set_version_flag("--version", npf::cli::versionLine("npf-bench"));
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

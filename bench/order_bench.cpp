@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
+#include "cli/version.h"
 #include "order/completion_ring.h"
 #include "order/sequencer.h"
 
@@ -98,6 +100,10 @@ Result concurrent(uint64_t n, int workers)
 
 int main(int argc, char** argv)
 {
+    if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
+        std::puts(npf::cli::versionLine("npf-order-bench").c_str());
+        return 0;
+    }
     const uint64_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 0) : 10'000'000;
     const int workers = argc > 2 ? std::atoi(argv[2]) : 3;
     if (n == 0 || workers < 1 || workers > 64) {

@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/version.h"
 #include "region/uffd.h"
 #include "report.h"
 #include "sys/clock.h"
@@ -437,6 +438,7 @@ int main(int argc, char** argv)
     app.add_option("--mib", mib, "region MiB per trial (4 KiB cases: MiB * 256 pages; 2 MiB cases: MiB / 2)")
         ->check(CLI::Range(4, 4096));
     npf::bench::addCommonOptions(app, common);
+    app.set_version_flag("--version", npf::cli::versionLine("npf-uffd-bench"));
     CLI11_PARSE(app, argc, argv);
 
     try {

@@ -59,6 +59,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/version.h"
 #include "dataplane/flow_ring.h"
 #include "dataplane/skeleton.h"
 #include "dataplane/stats.h"
@@ -597,6 +598,7 @@ int main(int argc, char** argv)
                    "interleaved, and print the cost over it")
         ->check(CLI::ExistingFile);
     npf::bench::addCommonOptions(app, common);
+    app.set_version_flag("--version", npf::cli::versionLine("npf-xdp-bench"));
     CLI11_PARSE(app, argc, argv);
 
     std::signal(SIGINT, onSignal);

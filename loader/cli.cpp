@@ -6,10 +6,7 @@
 
 #include "dataplane/stats.h"
 #include "cli/exit_codes.h"
-
-#ifndef NPF_VERSION
-#define NPF_VERSION "unknown"
-#endif
+#include "cli/version.h"
 
 namespace npf::cli {
 namespace {
@@ -36,8 +33,7 @@ void setup(CLI::App& app, Options& opt)
 {
     app.require_subcommand(1);
     app.fallthrough(); // -v is accepted after the subcommand too
-    app.set_version_flag("--version", std::string("npfctl ") + NPF_VERSION + " (npf ABI " +
-                                          std::to_string(NPF_ABI_VERSION) + ")");
+    app.set_version_flag("--version", versionLine("npfctl"));
     app.add_flag("-v,--verbose", opt.verbose, "more output; repeat for libbpf/libxdp debug (-vv)");
 
     auto* attach = app.add_subcommand("attach", "load npf_xdp, pin its maps and attach it to IFACE");

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages npf needs to build, test and run (idempotent).
+# Installs the Debian packages npf needs to build, test, package and run
+# (idempotent). Packaging: dpkg-dev (dpkg-shlibdeps, for the .deb's Depends),
+# file (cpack finds the binaries with it), mmdebstrap (tests/install).
 # Usage: scripts/deps.sh        (as root; does nothing when all are present)
 set -euo pipefail
 
@@ -9,6 +11,7 @@ pkgs=(
   libcli11-dev nlohmann-json3-dev googletest libgtest-dev liburing-dev prometheus-cpp-dev
   iproute2 ethtool iputils-ping netcat-openbsd socat netsniff-ng tcpdump util-linux gnuplot-nox
   libsystemd-dev systemd
+  dpkg-dev file mmdebstrap
 )
 
 missing=()

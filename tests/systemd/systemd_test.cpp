@@ -60,7 +60,7 @@ struct TempDir {
 std::string unitFor(const std::string& npfd)
 {
     std::string unit = readFile(NPFD_UNIT_PATH);
-    const std::string installed = "/usr/local/bin/npfd";
+    const std::string installed = "/usr/local/sbin/npfd";
     const size_t at = unit.find("ExecStart=" + installed);
     if (at == std::string::npos)
         return "";
@@ -240,7 +240,7 @@ TEST(SystemdUnit, VerifiesWithSystemdAnalyze)
     TempDir dir;
     // verify checks that ExecStart's binary exists: point it at the built npfd.
     const std::string unit = unitFor(NPFD_PATH);
-    ASSERT_FALSE(unit.empty()) << NPFD_UNIT_PATH << " has no ExecStart=/usr/local/bin/npfd";
+    ASSERT_FALSE(unit.empty()) << NPFD_UNIT_PATH << " has no ExecStart=/usr/local/sbin/npfd";
     const std::string path = dir.path + "/npfd.service";
     std::ofstream(path) << unit;
     const std::string out = sh("systemd-analyze verify " + path + " 2>&1", &st);

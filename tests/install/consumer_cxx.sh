@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# consumer_cxx/, an application outside this tree, configured and built with
+# find_package(npf) against this build's install staged in a temporary
+# directory, then run as root: in a fresh namespace it opens an engine on one
+# end of a veth pair and receives a 1 MiB file socat sends from the other
+# end's namespace as 1024 datagrams, byte for byte; first linked to
+# libnpf.so (from the staging directory), then to libnpf.a.
+source "$(dirname "$0")/common.sh"
+[ "$(id -u)" -eq 0 ] || skip "needs root (network namespaces, XDP, AF_XDP)"
+for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat; do need "${t%%:*}" "${t#*:}"; done
+mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
+
+root=$work/stage
+stage "$root"
+lib=$root$NPF_LIBDIR
+cmake -S "$(dirname "$0")/consumer_cxx" -B "$work/consumer" -DCMAKE_PREFIX_PATH="$root$NPF_PREFIX" \
+  >"$work/configure.log" 2>&1 || { cat "$work/configure.log" >&2; fail "configuring consumer_cxx failed"; }
+cmake --build "$work/consumer" >"$work/build.log" 2>&1 ||
+  { cat "$work/build.log" >&2; fail "building consumer_cxx against the staged libnpf failed"; }
+libs=$(LD_LIBRARY_PATH=$lib ldd "$work/consumer/consumer")
+grep -qF "$lib/libnpf.so" <<<"$libs" || fail "consumer does not load the staged libnpf.so: $libs"
+
+# Two namespaces joined by a veth pair, names unique to this run, a /30 of
+# 198.18.0.0/15; tx checksum offload off on both ends (the sender then writes
+# full UDP checksums, which npf verifies); IPv6 off.
+id=$$
+ns_rx=npfinst${id}r ns_tx=npfinst${id}t if_rx=npfi${id}r if_tx=npfi${id}t
+n=$((id % 16384))
+net=198.$((18 + n / 8192)).$(((n / 64) % 128)).
+addr_rx=$net$(((n % 64) * 4 + 1)) addr_tx=$net$(((n % 64) * 4 + 2))
+port=9000
+in_rx() { nsenter --net="/run/netns/$ns_rx" "$@"; }
+in_tx() { nsenter --net="/run/netns/$ns_tx" "$@"; }
+for ns in "$ns_rx" "$ns_tx"; do
+  ip netns add "$ns" || fail "ip netns add $ns failed"
+  at_exit "ip netns del $ns"
+done
+# What an engine leaves if it dies (its XDP program, pins, stats directory).
+ino=$(stat -L -c %i "/run/netns/$ns_rx")
+at_exit "rm -rf /sys/fs/bpf/npf/netns-$ino/$if_rx /run/npf/netns-$ino/$if_rx"
+at_exit "in_rx '$root$NPF_SBINDIR/npfctl' detach --force $if_rx >/dev/null 2>&1"
+ip link add "$if_rx" netns "$ns_rx" type veth peer name "$if_tx" netns "$ns_tx" || fail "ip link add veth failed"
+for side in rx tx; do
+  ns=ns_$side ifc=if_$side addr=addr_$side
+  in_$side sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 || true
+  in_$side ip link set lo up
+  in_$side ip link set "${!ifc}" up || fail "ip link set ${!ifc} up in ${!ns} failed"
+  in_$side ip addr add "${!addr}/30" dev "${!ifc}" || fail "ip addr add ${!addr} in ${!ns} failed"
+  in_$side ethtool -K "${!ifc}" tx off >/dev/null || fail "ethtool -K ${!ifc} tx off failed"
+done
+
+head -c $((1 << 20)) /dev/urandom >"$work/in"
+
+# receive BINARY: runs it on if_rx, sends the file once it is ready.
+receive() {
+  local bin=$1 out=$work/$1.out pid i rc=0
+  LD_LIBRARY_PATH=$lib in_rx "$work/consumer/$bin" "$if_rx" $port "$work/in" >"$out" 2>&1 &
+  pid=$!
+  at_exit "kill $pid 2>/dev/null"
+  for ((i = 0; i < 300; i++)); do
+    grep -qsx ready "$out" && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -qsx ready "$out" || { wait $pid || true; fail "$bin did not get ready:"$'\n'"$(cat "$out")"; }
+  in_tx socat -u -b 1024 "FILE:$work/in" "UDP:$addr_rx:$port" || fail "socat could not send to $addr_rx:$port"
+  wait $pid || rc=$?
+  [ $rc -eq 0 ] || fail "$bin exited $rc:"$'\n'"$(cat "$out")"
+  note "$bin: $(tail -n 1 "$out")"
+}
+receive consumer
+receive consumer_static
+note "PASS"
