@@ -30,6 +30,7 @@
 #include "npf/error.h"
 #include "npf/interface.h"
 #include "npf/log.h"
+#include "npf/version.h"
 #include "sizes.h"
 
 namespace {
@@ -499,8 +500,9 @@ int main(int argc, char** argv)
 {
     Options o;
     CLI::App app{"npf-recv: receive UDP datagrams into pageable memory through npf, payloads to a file or stdout"};
-    app.set_version_flag("--version", std::string("npf-recv ") + NPF_VERSION + " (npf ABI " +
-                                          std::to_string(NPF_ABI_VERSION) + ")");
+    // The libnpf this program runs with (npf/version.h), like every npf program's line.
+    app.set_version_flag("--version", std::string("npf-recv ") + npf_version() + " (npf ABI " +
+                                          std::to_string(npf_abi_version()) + ")");
     app.add_option("interface", o.ifname, "interface to receive on")->required();
     app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
     app.add_option("--addr", o.addr, "only datagrams to this destination address");

@@ -1,4 +1,4 @@
-// The C API through npfd: capi_client (capi_client.c, C only) runs as uid
+// The C API through npfd: capi_client (tests/install/consumer_c/consumer.c, C only) runs as uid
 // 65534 in the rx namespace, connects to npfd with npf_client_open, receives
 // a stream socat sends from the peer namespace by epoll, and writes it out:
 // the output must be the stream, byte for byte.

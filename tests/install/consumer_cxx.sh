@@ -20,34 +20,8 @@ cmake --build "$work/consumer" >"$work/build.log" 2>&1 ||
 libs=$(LD_LIBRARY_PATH=$lib ldd "$work/consumer/consumer")
 grep -qF "$lib/libnpf.so" <<<"$libs" || fail "consumer does not load the staged libnpf.so: $libs"
 
-# Two namespaces joined by a veth pair, names unique to this run, a /30 of
-# 198.18.0.0/15; tx checksum offload off on both ends (the sender then writes
-# full UDP checksums, which npf verifies); IPv6 off.
-id=$$
-ns_rx=npfinst${id}r ns_tx=npfinst${id}t if_rx=npfi${id}r if_tx=npfi${id}t
-n=$((id % 16384))
-net=198.$((18 + n / 8192)).$(((n / 64) % 128)).
-addr_rx=$net$(((n % 64) * 4 + 1)) addr_tx=$net$(((n % 64) * 4 + 2))
+veth_pair
 port=9000
-in_rx() { nsenter --net="/run/netns/$ns_rx" "$@"; }
-in_tx() { nsenter --net="/run/netns/$ns_tx" "$@"; }
-for ns in "$ns_rx" "$ns_tx"; do
-  ip netns add "$ns" || fail "ip netns add $ns failed"
-  at_exit "ip netns del $ns"
-done
-# What an engine leaves if it dies (its XDP program, pins, stats directory).
-ino=$(stat -L -c %i "/run/netns/$ns_rx")
-at_exit "rm -rf /sys/fs/bpf/npf/netns-$ino/$if_rx /run/npf/netns-$ino/$if_rx"
-at_exit "in_rx '$root$NPF_SBINDIR/npfctl' detach --force $if_rx >/dev/null 2>&1"
-ip link add "$if_rx" netns "$ns_rx" type veth peer name "$if_tx" netns "$ns_tx" || fail "ip link add veth failed"
-for side in rx tx; do
-  ns=ns_$side ifc=if_$side addr=addr_$side
-  in_$side sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 || true
-  in_$side ip link set lo up
-  in_$side ip link set "${!ifc}" up || fail "ip link set ${!ifc} up in ${!ns} failed"
-  in_$side ip addr add "${!addr}/30" dev "${!ifc}" || fail "ip addr add ${!addr} in ${!ns} failed"
-  in_$side ethtool -K "${!ifc}" tx off >/dev/null || fail "ethtool -K ${!ifc} tx off failed"
-done
 
 head -c $((1 << 20)) /dev/urandom >"$work/in"
 

@@ -1,5 +1,5 @@
 // The line every npf program prints for --version:
-// "<program> <libnpf version> (npf ABI <NPF_ABI_VERSION>)", e.g. "npfd 0.1.0 (npf ABI 4)".
+// "<program> <libnpf version> (npf ABI <NPF_ABI_VERSION>)", e.g. "npfd 0.1.0 (npf ABI 5)".
 #pragma once
 
 #include <string>

@@ -1,6 +1,9 @@
-/* A client of npfd written against the C API alone (C11):
+/* A client of npfd written against the C API alone (C11), built two ways:
+ * in this tree (tests/capi, target capi_client) and outside it, against an
+ * installed libnpf found with pkg-config (this directory's CMakeLists.txt,
+ * tests/install/consumer_c.sh):
  *
- *   capi_client SOCKET PORT COUNT OUT [--ready-fd FD]
+ *   consumer SOCKET PORT COUNT OUT [--ready-fd FD]
  *
  * connects to npfd, opens the flow of PORT, posts COUNT buffers (cookie =
  * buffer index), writes "ready\n" to FD, then receives COUNT datagrams from an
@@ -25,7 +28,7 @@
 
 static int failed(const char *what, int rc)
 {
-	fprintf(stderr, "capi_client: %s: %s (%s)\n", what, npf_strerror_last(), strerror(-rc));
+	fprintf(stderr, "consumer: %s: %s (%s)\n", what, npf_strerror_last(), strerror(-rc));
 	return 1;
 }
 
@@ -55,20 +58,20 @@ static int receive(npf_ctx *ctx, npf_flow_handle *f, uint32_t count, int out)
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, npf_flow_event_fd(f), &ev) != 0) {
-		perror("capi_client: epoll on npf_flow_event_fd");
+		perror("consumer: epoll on npf_flow_event_fd");
 		return 1;
 	}
 	while (got < count) {
 		while ((n = npf_flow_poll(f, c, 64)) > 0) {
 			for (i = 0; i < n; i++, got++) {
 				if (c[i].status != NPF_CS_OK || c[i].cookie != got || c[i].offset != (uint64_t)got * BUF) {
-					fprintf(stderr, "capi_client: completion %u: status %u cookie %llu offset %llu\n",
+					fprintf(stderr, "consumer: completion %u: status %u cookie %llu offset %llu\n",
 						got, c[i].status, (unsigned long long)c[i].cookie,
 						(unsigned long long)c[i].offset);
 					return 1;
 				}
 				if (write_all(out, region + c[i].offset, c[i].len) != 0) {
-					perror("capi_client: write");
+					perror("consumer: write");
 					return 1;
 				}
 				if ((rc = npf_release(ctx, c[i].offset, BUF)) < 0)
@@ -82,7 +85,7 @@ static int receive(npf_ctx *ctx, npf_flow_handle *f, uint32_t count, int out)
 		if ((n = npf_flow_arm(f)) < 0)
 			return failed("npf_flow_arm", n);
 		if (n == 0 && epoll_wait(ep, &ev, 1, DEADLINE_MS) == 0) {
-			fprintf(stderr, "capi_client: nothing for %d ms after %u of %u datagrams\n", DEADLINE_MS, got,
+			fprintf(stderr, "consumer: nothing for %d ms after %u of %u datagrams\n", DEADLINE_MS, got,
 				count);
 			return 1;
 		}
@@ -100,14 +103,14 @@ int main(int argc, char **argv)
 	int out, ready = -1, rc, status;
 
 	if (argc != 5 && !(argc == 7 && strcmp(argv[5], "--ready-fd") == 0)) {
-		fprintf(stderr, "usage: capi_client SOCKET PORT COUNT OUT [--ready-fd FD]\n");
+		fprintf(stderr, "usage: consumer SOCKET PORT COUNT OUT [--ready-fd FD]\n");
 		return 2;
 	}
 	if (argc == 7)
 		ready = atoi(argv[6]);
 	count = (uint32_t)strtoul(argv[3], NULL, 10);
 	if (count == 0 || count > NPF_POST_RING_SIZE) {
-		fprintf(stderr, "capi_client: COUNT must be 1..%u\n", NPF_POST_RING_SIZE);
+		fprintf(stderr, "consumer: COUNT must be 1..%u\n", NPF_POST_RING_SIZE);
 		return 2;
 	}
 	out = open(argv[4], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -119,7 +122,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.sz = sizeof(o);
 	o.socket = argv[1];
-	o.name = "capi_client";
+	o.name = "npf-consumer-c";
 	o.region_size = ((uint64_t)count * BUF + 4095) / 4096 * 4096;
 	if ((rc = npf_client_open(&o, &ctx)) < 0)
 		return failed("npf_client_open", rc);
@@ -132,7 +135,7 @@ int main(int argc, char **argv)
 			return failed("npf_flow_post", rc);
 	npf_flow_flush(f);
 	if (ready >= 0 && (write(ready, "ready\n", 6) != 6 || close(ready) != 0)) {
-		perror("capi_client: ready fd");
+		perror("consumer: ready fd");
 		return 1;
 	}
 
