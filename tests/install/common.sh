@@ -31,6 +31,20 @@ stage() {
     { cat "$work/install.log" >&2; fail "cmake --install $NPF_BUILD_DIR (DESTDIR=$1) failed"; }
 }
 
+# await_line FILE PID GREP_ARGS...: true once FILE has a line that grep -qs
+# GREP_ARGS matches, false if PID exits first or 30 s pass (a ready line, not
+# a sleep).
+await_line() {
+  local file=$1 pid=$2 i
+  shift 2
+  for ((i = 0; i < 300; i++)); do
+    grep -qs "$@" "$file" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -qs "$@" "$file"
+}
+
 # veth_pair: two namespaces joined by a veth pair, names unique to this run
 # ($ns_rx, $ns_tx, $if_rx, $if_tx), a /30 of 198.18.0.0/15 ($addr_rx,
 # $addr_tx); tx checksum offload off on both ends (the sender then writes

@@ -37,12 +37,7 @@ EOF
 LD_LIBRARY_PATH=$lib in_rx "$root$NPF_SBINDIR/npfd" -c "$work/npfd.json" >"$work/npfd.log" 2>&1 &
 npfd=$!
 at_exit "kill $npfd 2>/dev/null; wait $npfd 2>/dev/null"
-for ((i = 0; i < 300; i++)); do
-  grep -qs "^npfd: serving" "$work/npfd.log" && break
-  kill -0 $npfd 2>/dev/null || break
-  sleep 0.1
-done
-grep -qs "^npfd: serving" "$work/npfd.log" || fail "npfd did not get ready:"$'\n'"$(cat "$work/npfd.log")"
+await_line "$work/npfd.log" $npfd "^npfd: serving" || fail "npfd did not get ready:"$'\n'"$(cat "$work/npfd.log")"
 
 head -c $((1 << 20)) /dev/urandom >"$work/in"
 touch "$work/out" "$work/ready" && chmod 0666 "$work/out" "$work/ready"
@@ -51,12 +46,7 @@ LD_LIBRARY_PATH=$lib in_rx setpriv --reuid=65534 --regid=65534 --clear-groups \
   "$work/consumer/consumer" "$work/npfd.sock" $port 1024 "$work/out" 2>"$work/consumer.err" &
 pid=$!
 at_exit "kill $pid 2>/dev/null"
-for ((i = 0; i < 300; i++)); do
-  grep -qsx ready "$work/ready" && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.1
-done
-grep -qsx ready "$work/ready" ||
+await_line "$work/ready" $pid -x ready ||
   { wait $pid || true; fail "consumer did not get ready:"$'\n'"$(cat "$work/consumer.err")"$'\n'"$(cat "$work/npfd.log")"; }
 in_tx socat -u -b 1024 "FILE:$work/in" "UDP:$addr_rx:$port" || fail "socat could not send to $addr_rx:$port"
 rc=0

@@ -27,16 +27,11 @@ head -c $((1 << 20)) /dev/urandom >"$work/in"
 
 # receive BINARY: runs it on if_rx, sends the file once it is ready.
 receive() {
-  local bin=$1 out=$work/$1.out pid i rc=0
+  local bin=$1 out=$work/$1.out pid rc=0
   LD_LIBRARY_PATH=$lib in_rx "$work/consumer/$bin" "$if_rx" $port "$work/in" >"$out" 2>&1 &
   pid=$!
   at_exit "kill $pid 2>/dev/null"
-  for ((i = 0; i < 300; i++)); do
-    grep -qsx ready "$out" && break
-    kill -0 $pid 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -qsx ready "$out" || { wait $pid || true; fail "$bin did not get ready:"$'\n'"$(cat "$out")"; }
+  await_line "$out" $pid -x ready || { wait $pid || true; fail "$bin did not get ready:"$'\n'"$(cat "$out")"; }
   in_tx socat -u -b 1024 "FILE:$work/in" "UDP:$addr_rx:$port" || fail "socat could not send to $addr_rx:$port"
   wait $pid || rc=$?
   [ $rc -eq 0 ] || fail "$bin exited $rc:"$'\n'"$(cat "$out")"
