@@ -76,8 +76,9 @@
  *
  * npf_flow_wait does the same by itself; do not mix the two on one flow at once.
  *
- * ABI stability. While libnpf's major version is 0 the C ABI may change with
- * the minor version (the SONAME, libnpf.so.0, changes when it breaks). Within
+ * ABI stability. The SONAME (libnpf.so.0 now) changes whenever a release
+ * breaks the binary interface, C or C++; while libnpf's major version is 0 a
+ * minor release may do so (and the source API may change with it). Within
  * one SONAME: functions are only added; the option and counter structs only
  * grow at their end, and each starts with `sz`, which the caller sets to
  * sizeof the struct it was compiled with (see "Versioned structs" below);

@@ -21,7 +21,7 @@ note "staged in $root:"
 file_at() { [ -f "$1" ] || fail "$1 is not installed"; }
 
 # The shared library: libnpf.so -> libnpf.so.0 -> libnpf.so.$NPF_VERSION.
-major=${NPF_VERSION%%.*}
+major=$NPF_SOVERSION # the SONAME's number (libnpf/CMakeLists.txt)
 file_at "$lib/libnpf.so.$NPF_VERSION"
 [ "$(readlink "$lib/libnpf.so.$major")" = "libnpf.so.$NPF_VERSION" ] ||
   fail "$lib/libnpf.so.$major does not link to libnpf.so.$NPF_VERSION"
