@@ -22,7 +22,6 @@
 #include <system_error>
 #include <vector>
 
-#include "exit_codes.h"
 #include "npf/abi.h"
 #include "npf/client.h"
 #include "npf/counters.h"
@@ -31,6 +30,7 @@
 #include "npf/interface.h"
 #include "npf/log.h"
 #include "npf/version.h"
+#include "npf_exit_codes.h"
 #include "sizes.h"
 
 namespace {
@@ -442,8 +442,8 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     if (!o.quiet)
         summarize(o, eng, flow, start, t);
     if (ending == Ending::SourceGone)
-        return recv::kExitNoDevice;
-    return ending == Ending::WriteFailed ? recv::kExitFailure : recv::kExitOk;
+        return npf::exit_codes::kExitNoDevice;
+    return ending == Ending::WriteFailed ? npf::exit_codes::kExitFailure : npf::exit_codes::kExitOk;
 }
 
 int run(const Options& o)
@@ -561,7 +561,7 @@ int main(int argc, char** argv)
         if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
             return app.exit(e);
         fprintf(stderr, "npf-recv: error: %s (npf-recv --help)\n", e.what());
-        return recv::kExitUsage;
+        return npf::exit_codes::kExitUsage;
     }
     o.connect = app.count("--connect") > 0;
     npf::log::setVerbosity(o.verbose, npf::log::Level::Info);
@@ -573,6 +573,6 @@ int main(int argc, char** argv)
         return run(o);
     } catch (const std::exception& e) {
         fprintf(stderr, "npf-recv: error: %s\n", e.what());
-        return recv::exitCodeFor(e);
+        return npf::exit_codes::exitCodeFor(e);
     }
 }

@@ -1,22 +1,14 @@
-// Exit codes of npf's command-line tools, npfctl and npfd (documented in
-// docs/cli.md and README.md; npf-recv has the same numbers, apps/exit_codes.h),
-// chosen by the kind of failure (npf/error.h, npf::errorKind).
+// Exit codes of npf's command-line tools (npfctl, npfd): the ones every npf
+// program shares (npf_exit_codes.h, tools/exit_codes, which npf-recv uses
+// too), under npf::cli.
 #pragma once
 
-#include <exception>
+#include "npf_exit_codes.h"
 
 namespace npf::cli {
 
-enum ExitCode : int {
-    kExitOk = 0,
-    kExitFailure = 1,    // runtime failure
-    kExitUsage = 2,      // usage / bad arguments
-    kExitPermission = 3, // not root / EPERM
-    kExitNoDevice = 4,   // no such interface
-    kExitConflict = 5,   // already attached / foreign program / not attached / flow conflicts
-};
-
-// The exit code for an exception thrown by a command.
-int exitCodeFor(const std::exception& e);
+using enum exit_codes::ExitCode;
+using exit_codes::ExitCode;
+using exit_codes::exitCodeFor;
 
 } // namespace npf::cli

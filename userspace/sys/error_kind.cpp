@@ -1,6 +1,6 @@
 // npf/error.h's errorKind: the kind of a failure libnpf threw, from the
 // internal error classes (sys/error.h) the public header does not show. The
-// tools' exit codes (cli/exit_codes.h) are chosen by it too.
+// programs' exit codes (npf_exit_codes.h) are chosen by it too.
 #include "npf/error.h"
 
 #include <stdexcept>
