@@ -120,6 +120,8 @@ void Channel::drain()
             closed("a request");
         if (r.status == IoStatus::WouldBlock)
             return;
+        if (unanswered_)
+            unanswered_--;
     }
 }
 
@@ -154,8 +156,12 @@ Channel::Reply Channel::exchange(std::string_view type, uint32_t id, const std::
         Message m = parse(r.message.bytes);
         if (m.type == ErrorReply::kType && (m.id == id || m.id == 0))
             throw RemoteError(type, ErrorReply::decode(m));
-        if (m.id != id)
-            continue; // the late reply to a request that timed out; its fds close here
+        if (m.id != id) {
+            if (unanswered_)
+                unanswered_--;
+            continue; // a send()'s reply, or the late reply to a request that timed out; its fds close here
+        }
+        unanswered_ = 0; // replies come in order: every earlier one came first
         if (m.type != OkReply::kType)
             throw ProtocolError(ErrorCode::BadMessage, "npfd replied to '" + std::string(type) +
                                                            "' with type '" + m.type + "'", 0, id);

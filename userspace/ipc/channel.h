@@ -83,14 +83,27 @@ public:
     // Sends a request without waiting for its reply (a hint whose outcome
     // the client does not need, such as release): the reply is taken, and
     // dropped, by a later drain() or call(). Takes the replies already there
-    // first, so they never pile up in npfd's way. Throws as request() does
-    // when npfd has gone.
+    // first. Every kMaxUnanswered-th request in a row whose reply has not
+    // come is sent as a call instead: its reply comes after all the earlier
+    // ones, so replies never pile up in npfd's way (npfd disconnects a client
+    // whose replies it cannot send) while this side sends a burst and then
+    // sleeps. Throws as request() does when npfd has gone.
+    static constexpr uint32_t kMaxUnanswered = 32;
     template <typename Req>
     void send(const Req& req)
     {
         drain();
         const uint32_t id = nextId();
+        if (unanswered_ + 1 >= kMaxUnanswered) {
+            try {
+                (void)exchange(Req::kType, id, req.encode(id), {}, kDefaultTimeout);
+            } catch (const RemoteError&) {
+                // npfd's answer to a hint, dropped as drain() drops it
+            }
+            return;
+        }
         sendOnly(Req::kType, req.encode(id));
+        unanswered_++;
     }
     // Takes every reply that has arrived, without waiting; drops them.
     void drain();
@@ -111,6 +124,7 @@ private:
 
     Fd fd_;
     uint32_t id_ = 0;
+    uint32_t unanswered_ = 0; // send()s whose reply has not been taken yet
 };
 
 } // namespace npf::ipc
