@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages npf needs to build, test, package and run
 # (idempotent). Packaging: dpkg-dev (dpkg-shlibdeps, for the .deb's Depends),
-# file (cpack finds the binaries with it), mmdebstrap (tests/install).
+# file (cpack finds the binaries with it), mmdebstrap (tests/install, the
+# image's base). Containers: podman with runc and catatonit (its pod pause image), jq (deploy/seccomp/generate.sh),
+# python3-yaml (tests/container renders the manifests), libcap2-bin (capsh).
 # Usage: scripts/deps.sh        (as root; does nothing when all are present)
 set -euo pipefail
 
@@ -12,6 +14,7 @@ pkgs=(
   iproute2 ethtool iputils-ping netcat-openbsd socat netsniff-ng tcpdump util-linux gnuplot-nox
   libsystemd-dev systemd
   dpkg-dev file mmdebstrap
+  podman runc catatonit jq python3-yaml libcap2-bin
 )
 
 missing=()

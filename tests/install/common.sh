@@ -1,27 +1,7 @@
-# Sourced by the install tests: failing with a message, a temporary directory
-# ($work) removed at exit with whatever else a test registers (at_exit), and
-# staging this build's install. The environment comes from CMakeLists.txt
-# (NPF_BUILD_DIR, NPF_PREFIX, NPF_LIBDIR, ...: the build's install paths).
-set -euo pipefail
-
-name=$(basename "$0" .sh)
-fail() { echo "$name: FAIL: $*" >&2; exit 1; }
-note() { echo "$name: $*"; }
-skip() { echo "$name: SKIPPED: $*"; exit 77; }
-need() { command -v "$1" >/dev/null || fail "$1 not found (Debian package $2; scripts/deps.sh installs it)"; }
-
-# Cleanup steps, run last registered first, at any exit (INT and TERM exit too).
-cleanups=()
-at_exit() { cleanups+=("$1"); }
-run_cleanups() {
-  local i
-  for ((i = ${#cleanups[@]} - 1; i >= 0; i--)); do eval "${cleanups[i]}" || true; done
-}
-trap run_cleanups EXIT
-trap 'exit 130' INT TERM
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/npf-$name.XXXXXX")
-at_exit "rm -rf --one-file-system '$work'"
+# Sourced by the install tests: tests/common/shell.sh, and staging this
+# build's install. The environment comes from CMakeLists.txt (NPF_BUILD_DIR,
+# NPF_PREFIX, NPF_LIBDIR, ...: the build's install paths).
+source "$(dirname "${BASH_SOURCE[0]}")/../common/shell.sh"
 
 # stage DIR: `cmake --install` of this build with DESTDIR=DIR: the files land in
 # DIR$NPF_PREFIX, DIR$NPF_LIBDIR, ... (cmake --install also rewrites the build
@@ -29,20 +9,6 @@ at_exit "rm -rf --one-file-system '$work'"
 stage() {
   DESTDIR="$1" cmake --install "$NPF_BUILD_DIR" >"$work/install.log" 2>&1 ||
     { cat "$work/install.log" >&2; fail "cmake --install $NPF_BUILD_DIR (DESTDIR=$1) failed"; }
-}
-
-# await_line FILE PID GREP_ARGS...: true once FILE has a line that grep -qs
-# GREP_ARGS matches, false if PID exits first or 30 s pass (a ready line, not
-# a sleep).
-await_line() {
-  local file=$1 pid=$2 i
-  shift 2
-  for ((i = 0; i < 300; i++)); do
-    grep -qs "$@" "$file" && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -qs "$@" "$file"
 }
 
 # veth_pair: two namespaces joined by a veth pair, names unique to this run

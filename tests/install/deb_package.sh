@@ -19,19 +19,7 @@ mirror=${NPF_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${NPF_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 abi=$(sed -n 's/^#define NPF_ABI_VERSION \([0-9]*\)$/\1/p' "$NPF_SOURCE_DIR/include/npf/abi.h")
 
-# Build the package.
-pkgbuild=$NPF_BUILD_DIR/tests/install/deb-build
-exec 9>"$pkgbuild.lock"
-flock 9
-note "building the package in $pkgbuild (scripts/package.sh)"
-"$NPF_SOURCE_DIR/scripts/package.sh" "$pkgbuild" >"$work/package.log" 2>&1 ||
-  { tail -n 40 "$work/package.log" >&2; fail "scripts/package.sh failed"; }
-deb=$(tail -n 1 "$work/package.log")
-[ "$(basename "$deb")" = "npf_${NPF_VERSION}_$(dpkg --print-architecture).deb" ] || fail "unexpected package name: $deb"
-cp "$deb" "$work/"
-deb=$work/$(basename "$deb")
-flock -u 9
-note "$(basename "$deb"): $(stat -c %s "$deb") bytes"
+deb=$(debian_package) || exit 1
 
 # Control fields.
 dpkg-deb -I "$deb" >"$work/info" || fail "dpkg-deb -I $deb failed"

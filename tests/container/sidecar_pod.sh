@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# deploy/k8s/sidecar-pod.yaml in podman (kube play), with the manifest's own
+# securityContext: npfd (uid 0, the manifest's capabilities, its seccomp
+# profile, read-only root) and the app (uid 65534, no capability, the client
+# seccomp profile) in one pod whose network namespace has eth0, a veth from a
+# peer namespace. 1 MiB sent from the peer reaches the app byte for byte.
+# What the test changes (tests/container/render.py): npfd, a native sidecar,
+# becomes a regular container (podman 4.3 has no native sidecars); the pod
+# restarts on failure only; the app writes to a directory of the test's and
+# stops after 1024 datagrams.
+source "$(dirname "$0")/../common/shell.sh"
+source "$(dirname "$0")/podman.sh"
+podman_env
+for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat; do need "${t%%:*}" "${t#*:}"; done
+mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
+use_shipped_image
+
+out=$work/out
+mkdir -p "$out" && chmod 0777 "$out"
+pod=npf-sidecar-$$
+"$(dirname "$0")/render.py" "$NPF_SOURCE_DIR/deploy/k8s/sidecar-pod.yaml" --native-sidecars --name "$pod" \
+  --restart OnFailure --mount "app:/out=$out" \
+  --args 'app=["eth0", "9000", "--connect", "/run/npf/npfd.sock", "-o", "/out/received", "-n", "1024", "--ready-fd", "1"]' \
+  >"$work/pod.yaml" || fail "render.py failed"
+play "$work/pod.yaml"
+
+# The pod's eth0: a veth from a peer namespace, in place before npfd starts.
+subnet
+pod_ns=npfcpod$$ peer_ns=npfcpeer$$
+pod_netns "$pod" "$pod_ns"
+netns_with "$peer_ns"
+wire "$pod_ns" eth0 "$addr_in" "$peer_ns" peer0 "$addr_out"
+at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$pod_ns")"
+start_pod "$pod" "$work/pod.yaml"
+
+await_log "$pod-app" -x ready || fail "the app did not get ready"
+check_security "$pod-npfd" 0 "$(caps_of "$NPF_SOURCE_DIR/deploy/k8s/sidecar-pod.yaml" npfd)" npfd.json
+check_security "$pod-app" 65534 "" npf-client.json
+
+head -c $((1 << 20)) /dev/urandom >"$work/in"
+nsenter --net="/run/netns/$peer_ns" socat -u -b 1024 "FILE:$work/in" "UDP:$addr_in:9000" ||
+  fail "socat could not send to $addr_in:9000"
+rc=$(timeout 60 podman wait "$pod-app") || fail "the app did not exit within 60 s"$'\n'"$(pod_logs)"
+[ "$rc" -eq 0 ] || fail "the app exited $rc"$'\n'"$(pod_logs)"
+cmp -s "$work/in" "$out/received" ||
+  fail "the app received $(stat -c %s "$out/received" 2>/dev/null || echo no) bytes, not the 1 MiB sent"$'\n'"$(pod_logs)"
+note "1024 datagrams (1 MiB) from a veth peer reached the app container byte for byte through the npfd sidecar"
+note "PASS"
