@@ -38,7 +38,9 @@ Fd innerMap(int outer, uint32_t id, const char* outerName)
 
 FlowRing::FlowRing(Fd fd, const std::string& what) : fd_(std::move(fd))
 {
-    bpf_map_info info = mapInfo(fd_.get(), what);
+    // From fdinfo, not bpf(2): a client checks the map npfd handed it with
+    // no bpf call, which container seccomp profiles deny without CAP_SYS_ADMIN.
+    const bpf_map_info info = mapShape(fd_.get(), what);
     if (info.type != BPF_MAP_TYPE_ARRAY || info.key_size != sizeof(uint32_t) ||
         info.value_size != sizeof(npf_ring) || info.max_entries != 1 || !(info.map_flags & BPF_F_MMAPABLE))
         throw StateError(EPROTO, what + " is not an npf post ring map (ABI version " +
