@@ -201,3 +201,16 @@ check_security() {
   [ "$(podman inspect -f '{{.HostConfig.ReadonlyRootfs}}' "$c")" = true ] || fail "$c's root is writable"
   note "$c: uid $uid, capabilities {$want}, seccomp $profile, read-only root, no new privileges"
 }
+
+# huge_pages N: at least N free 2 MiB pages in the kernel's pool, raising
+# vm.nr_hugepages by what is missing; given back at exit.
+huge_pages() {
+  local total free want
+  total=$(cat /proc/sys/vm/nr_hugepages)
+  free=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+  [ "$free" -ge "$1" ] && return 0
+  want=$((total + $1 - free))
+  echo "$want" >/proc/sys/vm/nr_hugepages
+  at_exit "echo $total >/proc/sys/vm/nr_hugepages"
+  [ "$(cat /proc/sys/vm/nr_hugepages)" -ge "$want" ] || skip "the kernel has no $1 free 2 MiB pages (vm.nr_hugepages)"
+}

@@ -7,20 +7,23 @@
 # What the test changes (tests/container/render.py): npfd, a native sidecar,
 # becomes a regular container (podman 4.3 has no native sidecars); the pod
 # restarts on failure only; the app writes to a directory of the test's and
-# stops after 1024 datagrams.
+# stops after 1024 datagrams (with the manifest's page size, region and budget).
 source "$(dirname "$0")/../common/shell.sh"
 source "$(dirname "$0")/podman.sh"
 podman_env
 for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat; do need "${t%%:*}" "${t#*:}"; done
 mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
 use_shipped_image
+# The app uses 2 MiB pages (the manifest's hugepages-2Mi): the node's pool
+# must hold npfd's request.
+huge_pages 33
 
 out=$work/out
 mkdir -p "$out" && chmod 0777 "$out"
 pod=npf-sidecar-$$
 "$(dirname "$0")/render.py" "$NPF_SOURCE_DIR/deploy/k8s/sidecar-pod.yaml" --native-sidecars --name "$pod" \
   --restart OnFailure --mount "app:/out=$out" \
-  --args 'app=["eth0", "9000", "--connect", "/run/npf/npfd.sock", "-o", "/out/received", "-n", "1024", "--ready-fd", "1"]' \
+  --args 'app=["eth0", "9000", "--connect", "/run/npf/npfd.sock", "--page-size", "2M", "--region", "256M", "--budget", "64M", "-o", "/out/received", "-n", "1024", "--ready-fd", "1"]' \
   >"$work/pod.yaml" || fail "render.py failed"
 play "$work/pod.yaml"
 
