@@ -131,10 +131,12 @@ TEST_F(NpfdHealth, NeverReadyAgainOnceItsInterfaceIsDeleted)
         notReady += a.status == 503;
     std::cout << "/readyz after the deletion, until npfd exited (status " << st << "): " << notReady << " x 503, "
               << after.size() - notReady << " x no answer\n";
+
     for (const HttpReply& a : after) {
         EXPECT_NE(a.status, 200) << "ready again after it was not";
         if (a.status == 503) {
             EXPECT_TRUE(has(a.body, "not ready: " + p.rig.rxIf() + ": ")) << a.body;
+            EXPECT_TRUE(has(a.body, " is gone")) << a.body;
         }
     }
 }

@@ -1,5 +1,7 @@
 #include "daemon/readiness.h"
 
+#include <net/if.h>
+
 #include <optional>
 
 #include "daemon/daemon.h"
@@ -10,12 +12,17 @@
 namespace npf::daemon {
 namespace {
 
-// "" while npfd's program is the one attached to the interface.
+// "" while npfd's program is the one attached to the interface (which the
+// pager has not seen go yet: this may be first).
 std::string xdpProblem(const Iface& s)
 {
     std::optional<NetnsScope> in;
     if (s.netnsFd)
         in.emplace(s.netnsFd.get(), "of " + s.label);
+    char name[IF_NAMESIZE];
+    if (!::if_indextoname(static_cast<unsigned>(s.service->ifindex()), name))
+        return "is gone (no interface with ifindex " + std::to_string(s.service->ifindex()) +
+               " any more: deleted, or moved out of its network namespace)";
     const dataplane::XdpState st = dataplane::queryXdp(s.service->ifindex());
     const dataplane::XdpProgram* prog = st.npf();
     const std::string ours = std::to_string(s.service->progId());
