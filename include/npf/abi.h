@@ -13,6 +13,15 @@
 
 #define NPF_ABI_VERSION 5
 
+/* The layouts an npfd client maps, apart from the library's interface: the
+ * post ring (npf_ring: npf_cursor, npf_post) and the completion ring
+ * (npf_completion_ring, npf_completion). It changes only when one of them
+ * does, and the npfd protocol with it (kProtocolVersion in
+ * userspace/ipc/protocol.h, docs/protocol.md "Versioning");
+ * npf_completion_ring.version carries it. Numbered on from ABI 5's layouts,
+ * whose number it keeps. */
+#define NPF_RING_LAYOUT_VERSION 5
+
 /* ---- limits --------------------------------------------------------- */
 
 /* Flows a program instance can serve (flow ids are 0 .. NPF_MAX_FLOWS-1). */
@@ -280,7 +289,7 @@ struct npf_completion_ring {
 	__u64 pad1[6];
 	__u32 size;      /* entries, a power of two */
 	__u32 magic;     /* NPF_RING_MAGIC */
-	__u32 version;   /* NPF_ABI_VERSION of the creator */
+	__u32 version;   /* NPF_RING_LAYOUT_VERSION of the creator */
 	__u32 pad2[13];
 };
 

@@ -357,11 +357,14 @@ struct HostileFlow {
 // A client that speaks the protocol itself, connected as uid 65534: its
 // region is a memfd it maps, registered with its own userfaultfd (and
 // optionally a spill memfd), as npf::Client's; it holds every descriptor it
-// handed npfd or got from it, to abuse them.
+// handed npfd or got from it, to abuse them. `hello` sets the versions it
+// claims (npfd_versions_test.cpp: a client of the previous protocol).
 struct Hostile {
-    explicit Hostile(const Npfd& d, const std::string& name, uid_t uid = kNobody) : ch(connectAs(uid, d.socket()))
+    explicit Hostile(const Npfd& d, const std::string& name, uid_t uid = kNobody, ipc::HelloRequest hello = {})
+        : ch(connectAs(uid, d.socket()))
     {
-        (void)ch.call(ipc::HelloRequest{.name = name});
+        hello.name = name;
+        helloReply = ch.call(hello).reply;
     }
     ~Hostile()
     {
@@ -470,6 +473,7 @@ struct Hostile {
     }
 
     ipc::Channel ch;
+    ipc::HelloReply helloReply;
     Fd memfd, uffd, spill;
     uint8_t* base = nullptr;
     uint64_t size = 0;
@@ -635,18 +639,20 @@ private:
 
 // How npfd answered a connection's hello: "ok", or the error's code name
 // (a limit: npfd sent the error with id 0 when it accepted the connection and
-// closed it, whatever the client sent).
+// closed it, whatever the client sent), and the error's message.
 struct HelloAnswer {
     std::string answer;
+    std::string message; // an error's
     bool closed = false; // npfd closed the connection after it
     Fd fd;
 };
-inline HelloAnswer helloAs(uid_t uid, const std::string& path)
+inline HelloAnswer helloAs(uid_t uid, const std::string& path,
+                           const ipc::HelloRequest& hello = ipc::HelloRequest{.name = "limits"})
 {
     HelloAnswer out;
     out.fd = connectAs(uid, path);
     try {
-        (void)ipc::sendMessage(out.fd.get(), ipc::HelloRequest{.name = "limits"}.encode(1));
+        (void)ipc::sendMessage(out.fd.get(), hello.encode(1));
     } catch (const std::exception&) {
         // npfd closed it already; its error is still queued
     }
@@ -659,9 +665,14 @@ inline HelloAnswer helloAs(uid_t uid, const std::string& path)
     if (r.status != ipc::IoStatus::Ok)
         throw std::runtime_error("npfd closed the connection without a reply");
     const ipc::Message m = ipc::parse(r.message.bytes);
-    out.answer = m.type == "ok" ? "ok" : std::string(ipc::toString(ipc::ErrorReply::decode(m).code));
-    if (out.answer != "ok")
-        out.closed = awaitEof(out.fd.get());
+    if (m.type == "ok") {
+        out.answer = "ok";
+        return out;
+    }
+    const ipc::ErrorReply e = ipc::ErrorReply::decode(m);
+    out.answer = std::string(ipc::toString(e.code));
+    out.message = e.message;
+    out.closed = awaitEof(out.fd.get());
     return out;
 }
 

@@ -34,10 +34,12 @@
 #include "doc_section.h"
 #include "engine_fixture.h"
 #include "http_client.h"
+#include "ipc/protocol.h"
 #include "metrics_scrape.h"
 #include "netns.h"
 #include "npf/client.h"
 #include "npf/counters.h"
+#include "npf/version.h"
 #include "npfd_rig.h"
 #include "region/region_stats.h"
 #include "wait.h"
@@ -83,6 +85,7 @@ std::string expectedDocNames()
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
     row("npf_clients", "gauge");
+    row("npf_build_info", "gauge");
     for (const std::string& f : kFlowFamilies)
         row(f, "counter");
     return out.str();
@@ -138,9 +141,9 @@ private:
 
 size_t expectedNpfFamilies()
 {
-    // The tables' families, + npf_clients and the per-flow ones.
+    // The tables' families, + npf_clients, npf_build_info and the per-flow ones.
     return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) +
-           kEngineLatencies.size() + 1 + kFlowFamilies.size();
+           kEngineLatencies.size() + 2 + kFlowFamilies.size();
 }
 size_t npfFamilies(const Scrape& s)
 {
@@ -203,6 +206,12 @@ TEST_F(NpfdMetrics, ScrapeHasEveryTableEntryAndCountsWhatWasSent)
     for (const std::string& f : kFlowFamilies)
         expectFamily(before, f, "counter");
     EXPECT_EQ(before.at("npf_clients"), 0);
+    expectFamily(before, "npf_build_info", "gauge");
+    const std::string info = "npf_build_info{version=\"" NPF_VERSION_STRING "\",abi=\"" +
+                             std::to_string(NPF_ABI_VERSION) + "\",protocol=\"" +
+                             std::to_string(ipc::kProtocolVersion) + "\",oldest_protocol=\"" +
+                             std::to_string(ipc::kOldestProtocol) + "\"}";
+    EXPECT_EQ(before.at(info), 1) << info;
     expectFamily(before, "exposer_scrapes_total", "counter");
     expectFamily(before, "exposer_transferred_bytes_total", "counter");
     expectFamily(before, "exposer_request_latencies", "summary");

@@ -53,8 +53,7 @@ TEST(Channel, TypedCallsWithDescriptorsBothWays)
     std::thread daemon([&] {
         Served hello = nextRequest(rig.daemon.get());
         HelloRequest h = HelloRequest::decode(hello.message);
-        checkVersion(h);
-        HelloReply hr;
+        HelloReply hr = helloReplyFor(negotiate(h));
         hr.daemonPid = static_cast<uint32_t>(::getpid());
         hr.ifaces = {"eth0"};
         hr.limits = {1 << 30, 1 << 28, 8};

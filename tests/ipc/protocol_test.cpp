@@ -385,19 +385,45 @@ TEST(Protocol, ErrorRepliesFromErrors)
     EXPECT_EQ(future.err, 122u);
 }
 
-TEST(Protocol, VersionCheckNamesBothSides)
+// npfd serves its own protocol and the one before, each in its own
+// version; the library's ABI does not matter from protocol 3 on.
+TEST(Protocol, NegotiateServesThisProtocolAndThePreviousOne)
 {
-    checkVersion(HelloRequest{});
-    for (HelloRequest h : {HelloRequest{.protocol = kProtocolVersion + 1}, HelloRequest{.abi = NPF_ABI_VERSION + 7}}) {
-        Thrown t = thrownBy([&] { checkVersion(h); });
-        EXPECT_TRUE(t.thrown);
+    EXPECT_EQ(negotiate(HelloRequest{}), kProtocolVersion);
+    EXPECT_EQ(negotiate(HelloRequest{.abi = NPF_ABI_VERSION + 1}), kProtocolVersion) << "a newer library, same wire";
+    EXPECT_EQ(negotiate(HelloRequest{.protocol = kOldestProtocol, .abi = kProtocol2Abi}), kOldestProtocol);
+    EXPECT_EQ(kOldestProtocol, kProtocolVersion - 1);
+
+    const HelloReply now = helloReplyFor(kProtocolVersion), before = helloReplyFor(kOldestProtocol);
+    EXPECT_EQ(now.protocol, kProtocolVersion);
+    EXPECT_EQ(now.abi, uint32_t(NPF_ABI_VERSION));
+    EXPECT_EQ(before.protocol, kOldestProtocol);
+    EXPECT_EQ(before.abi, kProtocol2Abi) << "a protocol 2 client reads the ring layouts there";
+}
+
+TEST(Protocol, NegotiateRefusesOthersNamingBothSidesAndTheFix)
+{
+    const std::string npfd = "npfd speaks protocol " + std::to_string(kOldestProtocol) + " or " +
+                             std::to_string(kProtocolVersion);
+    const struct {
+        HelloRequest hello;
+        std::string says;
+    } cases[] = {
+        {HelloRequest{.protocol = kProtocolVersion + 1}, "upgrade npfd"},
+        {HelloRequest{.protocol = kProtocolVersion + 7}, "upgrade npfd"},
+        {HelloRequest{.protocol = kOldestProtocol - 1}, "upgrade the client"},
+        {HelloRequest{.protocol = 0}, "upgrade the client"},
+        {HelloRequest{.protocol = 2, .abi = kProtocol2Abi - 1}, "upgrade the client"},
+        {HelloRequest{.protocol = 2, .abi = kProtocol2Abi + 1}, "upgrade the client"},
+    };
+    for (const auto& c : cases) {
+        Thrown t = thrownBy([&] { negotiate(c.hello); });
+        EXPECT_TRUE(t.thrown) << c.hello.protocol;
         EXPECT_EQ(t.code, ErrorCode::BadVersion);
-        EXPECT_NE(t.what.find("protocol " + std::to_string(h.protocol)), std::string::npos) << t.what;
-        EXPECT_NE(t.what.find("ABI " + std::to_string(h.abi)), std::string::npos) << t.what;
-        EXPECT_NE(t.what.find("npfd speaks protocol " + std::to_string(kProtocolVersion) + " with ABI " +
-                              std::to_string(NPF_ABI_VERSION)),
-                  std::string::npos)
+        EXPECT_NE(t.what.find("client speaks protocol " + std::to_string(c.hello.protocol)), std::string::npos)
             << t.what;
+        EXPECT_NE(t.what.find(npfd), std::string::npos) << t.what;
+        EXPECT_NE(t.what.find(c.says), std::string::npos) << t.what;
     }
 }
 

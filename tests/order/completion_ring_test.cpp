@@ -267,13 +267,14 @@ TEST(CompletionRing, AttachRejectsWhatIsNotARing)
     npf_completion_ring h{};
     h.size = 1u << 20;
     h.magic = NPF_RING_MAGIC;
-    h.version = NPF_ABI_VERSION;
+    h.version = NPF_RING_LAYOUT_VERSION;
     ASSERT_EQ(::pwrite(liar.get(), &h, sizeof(h), 0), static_cast<ssize_t>(sizeof(h)));
     EXPECT_THROW(CompletionRing::attach(std::move(liar), pipeReadEnd(), "liar"),
                  std::system_error);
 
-    // A ring of another ABI version, and a file without the magic.
-    for (auto [magic, version] : {std::pair{NPF_RING_MAGIC, NPF_ABI_VERSION + 1}, std::pair{0, NPF_ABI_VERSION}}) {
+    // A ring of another layout version, and a file without the magic.
+    for (auto [magic, version] : {std::pair{NPF_RING_MAGIC, NPF_RING_LAYOUT_VERSION + 1},
+                                  std::pair{0, NPF_RING_LAYOUT_VERSION}}) {
         Fd other(::memfd_create("other", MFD_CLOEXEC));
         ASSERT_TRUE(other);
         ASSERT_EQ(::ftruncate(other.get(), 4096), 0);

@@ -18,6 +18,8 @@ enum ExitCode : int {
     kExitNoDevice = 4,   // no such interface
     kExitConflict = 5,   // already attached / foreign program / not attached / flow conflicts / another
                          // engine serves the interface
+    kExitMemoryLimit = 6, // npfd: what it would pin does not fit its cgroup's memory limit (not an error kind:
+                          // npfd maps its own check, daemon/memory_limit.h)
 };
 
 // The exit code for an exception thrown by a command.

@@ -204,6 +204,9 @@ void Client::Impl::connect()
     ipc::HelloRequest hello;
     hello.name = cfg.name;
     ipc::HelloReply h = call(hello).reply;
+    if (h.protocol != hello.protocol) // npfd speaks to each client in the client's version
+        throwErrno(EPROTO, "npf client: npfd answered a protocol " + std::to_string(hello.protocol) +
+                               " hello in protocol " + std::to_string(h.protocol) + ": not an npfd this client knows");
     budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
     if (budget > cfg.regionSize)
         budget = cfg.regionSize;

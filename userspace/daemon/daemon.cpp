@@ -1,5 +1,6 @@
 #include "daemon/daemon.h"
 
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -8,7 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/health.h"
+#include "daemon/memory_limit.h"
 #include "daemon/metrics.h"
+#include "daemon/readiness.h"
 #include "daemon/session.h"
 #include "engine/service.h"
 #include "sys/clock.h"
@@ -23,6 +27,9 @@ using ipc::ErrorCode;
 
 constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kAcceptPauseNs = 100 * kMs;
+// How long a scrape waits for the control loop's lock (a round of requests
+// holds it: milliseconds) before it goes out without npf's families.
+constexpr std::chrono::milliseconds kSnapshotWait{1000};
 // Descriptors npfd holds per connection (socket, region memfd, the
 // client's uffd and its own, spill, resident bitmap map, headroom) and per
 // flow (post ring map, completion memfd, notifier pipe).
@@ -74,29 +81,85 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
 {
     if (opt_.config.ifaces.empty())
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
-    if (!opt_.metrics.empty())
-        checkMetricsAddress(opt_.metrics); // before any interface is touched
     ownNetns_ = ipc::currentNetns();
     ensureFdLimit(opt_.config);
+    startHttp();
+    openIfaces();
+    listenClients();
+    health_->setPhase(Health::Phase::Serving);
+}
+
+Daemon::~Daemon()
+{
+    stop_.store(true, std::memory_order_release);
+    metrics_.reset(); // no scrape nor probe reads the services from now on
+    healthServer_.reset();
+    // Every client's flows withdrawn and removed (its traffic fails open to
+    // the kernel), its region released; then the services stop.
+    sessions_.clear();
+    ifaces_.clear();
+}
+
+void Daemon::startHttp()
+{
+    for (const auto& [flag, address] : {std::pair{"--metrics", opt_.metrics}, std::pair{"--health", opt_.health}})
+        if (!address.empty())
+            checkListenAddress(flag, address); // before anything listens
+    health_ = std::make_unique<Health>(
+        opt_.stallLimit,
+        Health::Source{[this] {
+                           std::vector<LoopProgress> out;
+                           for (const Iface& s : ifaces_)
+                               s.service->loops(s.label + " ", out);
+                           return out;
+                       },
+                       [this] { return notServed(ifaces_, listener_); },
+                       [this] { return describeIfaces() + " on " + listener_.path(); }});
+    if (!opt_.metrics.empty())
+        metrics_ = std::make_unique<MetricsExporter>(opt_.metrics, [this] { return snapshot(); }, health_->routes());
+    if (!opt_.health.empty()) {
+        healthServer_ = serveHttp("--health", opt_.health, health_->routes());
+        NPF_INFO("npfd: health probes on http://%s/healthz and /readyz", opt_.health.c_str());
+    }
+}
+
+void Daemon::openIfaces()
+{
+    std::vector<IfaceSpec> specs;
     for (const std::string& label : opt_.config.ifaces) {
         std::string why;
         const std::optional<IfaceSpec> spec = parseIfaceSpec(label, &why);
         if (!spec)
             throw ArgumentError("npfd: interface " + why);
+        specs.push_back(*spec);
+    }
+    checkMemoryLimit(planMemory(opt_.config.ifaces, specs, opt_.engine), cgroupMemoryLimit()); // before any pinning
+    for (size_t i = 0; i < specs.size(); i++) {
+        const IfaceSpec& spec = specs[i];
+        const std::string& label = opt_.config.ifaces[i];
         EngineConfig c = opt_.engine;
-        c.ifname = spec->ifname;
+        c.ifname = spec.ifname;
         c.spillDir = opt_.config.spillDir;
         // The service is built in the interface's namespace (attach, pins,
         // sockets) and keeps it for its teardown.
-        NetnsScope in(spec->netns);
+        NetnsScope in(spec.netns);
         const uint64_t netns = ipc::currentNetns();
         for (const Iface& same : ifaces_)
-            if (same.netns == netns && same.ifname == spec->ifname)
+            if (same.netns == netns && same.ifname == spec.ifname)
                 throw ArgumentError("npfd: " + same.label + " and " + label + " are the same interface");
-        ifaces_.push_back({label, spec->ifname, netns, std::make_unique<Service>(c, &epochs_)});
+        Fd nsFd;
+        if (netns != ownNetns_)
+            nsFd.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+        if (netns != ownNetns_ && !nsFd)
+            throwErrno("npfd: open the network namespace of " + label);
+        ifaces_.push_back({label, spec.ifname, netns, std::make_unique<Service>(c, &epochs_), std::move(nsFd)});
     }
     for (Iface& s : ifaces_)
         s.service->start();
+}
+
+void Daemon::listenClients()
+{
     listener_ = ipc::listenSocket(opt_.config.socket, 0660, opt_.config.socketGroup);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
     stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -108,18 +171,6 @@ Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
         ev.data.fd = fd;
         checkErrno(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "npfd: epoll_ctl");
     }
-    if (!opt_.metrics.empty())
-        metrics_ = std::make_unique<MetricsExporter>(opt_.metrics, [this] { return snapshot(); });
-}
-
-Daemon::~Daemon()
-{
-    stop_.store(true, std::memory_order_release);
-    metrics_.reset(); // no scrape reads the services from now on
-    // Every client's flows withdrawn and removed (its traffic fails open to
-    // the kernel), its region released; then the services stop.
-    sessions_.clear();
-    ifaces_.clear();
 }
 
 Iface* Daemon::iface(const std::string& ifname, uint64_t netns) noexcept
@@ -160,7 +211,10 @@ std::string Daemon::describeIfaces() const
 
 Snapshot Daemon::snapshot()
 {
-    std::lock_guard<std::mutex> lock(controlMu_);
+    std::unique_lock<std::timed_mutex> lock(controlMu_, kSnapshotWait);
+    if (!lock)
+        throw std::runtime_error("the control loop has held its lock for over " +
+                                 std::to_string(kSnapshotWait.count()) + " ms (busy, or stuck: /healthz says)");
     Snapshot out;
     for (const Iface& s : ifaces_)
         out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
@@ -173,6 +227,7 @@ Snapshot Daemon::snapshot()
 void Daemon::stop() noexcept
 {
     stop_.store(true, std::memory_order_release);
+    health_->setPhase(Health::Phase::Stopping);
     const uint64_t one = 1;
     (void)!::write(stopFd_.get(), &one, sizeof(one));
 }
@@ -182,10 +237,11 @@ void Daemon::run()
     epoll_event evs[32];
     int timeoutMs = 500;
     while (!stop_.load(std::memory_order_acquire)) {
+        health_->beat();
         const int n = ::epoll_wait(epoll_.get(), evs, 32, timeoutMs);
         if (n < 0 && errno != EINTR)
             throwErrno("npfd: epoll_wait");
-        std::lock_guard<std::mutex> lock(controlMu_);
+        std::lock_guard<std::timed_mutex> lock(controlMu_);
         for (int i = 0; i < std::max(n, 0); i++) {
             const int fd = evs[i].data.fd;
             if (fd == stopFd_.get())
@@ -284,6 +340,7 @@ void Daemon::handleRequests(int fd) noexcept
             drop(fd, "hung up");
             return;
         }
+        health_->beat();
         if (!s.handle(std::move(r.message))) {
             drop(fd, "disconnected");
             return;

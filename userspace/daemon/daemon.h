@@ -5,7 +5,9 @@
 //
 // Threads: the control thread runs run(): accept, requests, disconnects, all
 // of them one at a time (opening a flow waits for RCU grace periods: a few
-// ms). The services' workers and pagers run the dataplane.
+// ms). The services' workers and pagers run the dataplane. --metrics and
+// --health each serve HTTP on a thread of their own (metrics_server.h),
+// started first, so the probes (health.h) answer while npfd starts.
 //
 // Every client is a potential attacker of every other (docs/protocol.md,
 // "Threat model"): connections are bounded npfd-wide (max_connections) and
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,13 +38,17 @@ class Service;
 namespace daemon {
 
 class Session;
+class Health;
 class MetricsExporter;
+class MetricsServer;
 struct Snapshot;
 
 struct DaemonOptions {
     DaemonConfig config;
     EngineConfig engine;         // template for every interface's service (ifname, region fields ignored)
-    std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h); empty = none
+    std::string metrics;         // ADDR:PORT of the Prometheus exporter (metrics.h) and the probes; empty = none
+    std::string health;          // ADDR:PORT of the probes alone (health.h); empty = none
+    std::chrono::milliseconds stallLimit{10000}; // /healthz fails when a loop makes no progress for longer
 };
 
 // One interface npfd serves: as configured ("eth0", "pod-a:eth0"), its name
@@ -51,6 +58,7 @@ struct Iface {
     std::string ifname;  // in its namespace
     uint64_t netns = 0;  // that namespace's cookie (ipc::currentNetns)
     std::unique_ptr<Service> service;
+    Fd netnsFd;          // that namespace, when it is not npfd's (the probes enter it)
 };
 
 class Daemon {
@@ -89,6 +97,9 @@ public:
     Snapshot snapshot();
 
 private:
+    void startHttp();   // the probes and the exporter, before anything else
+    void openIfaces();  // a Service per interface, started
+    void listenClients();
     void accept();
     void handleRequests(int fd) noexcept;
     void drop(int fd, const char* why) noexcept;
@@ -115,9 +126,12 @@ private:
     // Held by run() while it handles requests and disconnects, by snapshot()
     // while it reads: flows open and close (and their completions join the
     // service's totals) only in between, so a scrape never sees a flow that
-    // is being freed, nor one whose counts are in neither place.
-    std::mutex controlMu_;
+    // is being freed, nor one whose counts are in neither place. Timed: a
+    // scrape waits for a stuck control loop only so long.
+    std::timed_mutex controlMu_;
+    std::unique_ptr<Health> health_;           // before the servers that call it
     std::unique_ptr<MetricsExporter> metrics_;
+    std::unique_ptr<MetricsServer> healthServer_;
 };
 
 } // namespace daemon

@@ -19,6 +19,8 @@
 
 #include "counters/flow_stats.h"
 #include "daemon/metrics_server.h"
+#include "ipc/protocol.h"
+#include "npf/version.h"
 #include "sys/error.h"
 #include "sys/log.h"
 
@@ -64,23 +66,6 @@ void addFamilies(std::vector<prometheus::MetricFamily>& out, const Table& table,
 }
 
 } // namespace
-
-// The forms MetricsServer takes (metrics_server.h), checked before npfd
-// touches any interface.
-void checkMetricsAddress(const std::string& a)
-{
-    const size_t colon = a.rfind(':');
-    const std::string host = colon == std::string::npos ? "" : a.substr(0, colon);
-    const std::string port = colon == std::string::npos ? a : a.substr(colon + 1);
-    char* end = nullptr;
-    const unsigned long p = port.empty() ? 0 : std::strtoul(port.c_str(), &end, 10);
-    const bool portOk = !port.empty() && *end == '\0' && port.find_first_not_of("0123456789") == std::string::npos &&
-                        p >= 1 && p <= 65535;
-    const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
-    const bool hostOk = colon == std::string::npos || v6 || (!host.empty() && host.find(':') == std::string::npos);
-    if (!portOk || !hostOk)
-        throw ArgumentError("--metrics " + a + ": expected ADDR:PORT (127.0.0.1:9100, [::1]:9100) or PORT");
-}
 
 std::string prometheusXdpName(const char* statName)
 {
@@ -128,6 +113,25 @@ void addLatencyFamilies(std::vector<prometheus::MetricFamily>& out, const std::v
         }
         out.push_back(std::move(f));
     }
+}
+
+// npf_build_info: npfd's version, the library ABI it was built with and the
+// protocols it speaks (what a rolling update needs to know), as labels of a
+// constant 1.
+prometheus::MetricFamily buildInfo()
+{
+    prometheus::MetricFamily f{"npf_build_info",
+                               "npfd's version, library ABI and the protocols it serves (oldest_protocol to "
+                               "protocol), as labels; always 1",
+                               prometheus::MetricType::Gauge,
+                               {}};
+    prometheus::ClientMetric& m = f.metric.emplace_back();
+    m.label = {{"version", NPF_VERSION_STRING},
+               {"abi", std::to_string(NPF_ABI_VERSION)},
+               {"protocol", std::to_string(ipc::kProtocolVersion)},
+               {"oldest_protocol", std::to_string(ipc::kOldestProtocol)}};
+    m.gauge.value = 1;
+    return f;
 }
 
 // Per open flow of a client: a series per status or reason.
@@ -189,6 +193,7 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
                                      {}};
     clients.metric.emplace_back().gauge.value = double(all.clients);
     out.push_back(std::move(clients));
+    out.push_back(buildInfo());
     addFlowFamilies(out, all.flows);
     return out;
 }
@@ -238,28 +243,14 @@ struct MetricsExporter::State {
             .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}});
 };
 
-MetricsExporter::MetricsExporter(const std::string& address, Source snapshot)
+MetricsExporter::MetricsExporter(const std::string& address, Source snapshot, std::vector<HttpRoute> more)
     : state_(std::make_unique<State>(std::move(snapshot)))
 {
-    checkMetricsAddress(address);
     State* st = state_.get();
-    try {
-        server_ = std::make_unique<MetricsServer>(
-            address, [st] { return st->render(); },
-            [st](size_t bytes, std::chrono::nanoseconds took) { st->replied(bytes, took); });
-    } catch (const std::invalid_argument& e) {
-        throw ArgumentError("--" + std::string(e.what()));
-    } catch (const std::system_error& e) {
-        const int err = e.code().value();
-        const char* hint = err == EADDRINUSE      ? " (the port is in use)"
-                           : err == EADDRNOTAVAIL ? " (the address is not one of this host's)"
-                           : err == EACCES        ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
-                                                  : "";
-        std::string why = e.what();
-        if (const std::string prefix = MetricsServer::listenPrefix(address); why.rfind(prefix, 0) == 0)
-            why.erase(0, prefix.size());
-        throw Error(err, "--metrics " + address + ": cannot listen there: " + why + hint);
-    }
+    std::vector<HttpRoute> routes = {{"/metrics", [st] { return HttpPage{200, st->render()}; }, true}};
+    routes.insert(routes.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    server_ = serveHttp("--metrics", address, std::move(routes),
+                        [st](size_t bytes, std::chrono::nanoseconds took) { st->replied(bytes, took); });
     NPF_INFO("npfd: Prometheus metrics on http://%s/metrics", address.c_str());
 }
 

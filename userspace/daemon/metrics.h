@@ -7,7 +7,8 @@
 // regions) as npf_region_<name>_total, dataplane::kStatNames as
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
-// `iface`); per client, npf_clients, and per open flow of a client
+// `iface`); npf_build_info (version, ABI, protocols); per client,
+// npf_clients, and per open flow of a client
 // npf_flow_completed_total (labels iface, port, client, uid, status),
 // npf_flow_dropped_total and npf_flow_passed_total (the same labels with
 // reason instead of status). No state of its own: nothing goes stale,
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/metrics_server.h"
 #include "dataplane/stats.h"
 #include "npf/counters.h"
 #include "npf/stats.h"
@@ -73,14 +75,9 @@ std::string prometheusLatencyName(const LatencyDef& l);
 
 // The families of a snapshot, in table order: engine counters, region
 // counters, XDP counters, latency summaries; then npf_clients,
-// npf_flow_completed_total, npf_flow_dropped_total and npf_flow_passed_total.
+// npf_build_info, npf_flow_completed_total, npf_flow_dropped_total and
+// npf_flow_passed_total.
 std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& snapshot);
-
-// Throws ArgumentError unless `address` is "ADDR:PORT", "[V6]:PORT" or
-// "PORT" (what MetricsExporter takes).
-void checkMetricsAddress(const std::string& address);
-
-class MetricsServer;
 
 class MetricsExporter {
 public:
@@ -88,9 +85,9 @@ public:
     using Source = std::function<Snapshot()>;
 
     // Listens on `address` ("127.0.0.1:9100", "[::1]:9100", "9100" = every
-    // IPv4 address); throws ArgumentError for a malformed address and
-    // a std::system_error naming it when it cannot listen there.
-    MetricsExporter(const std::string& address, Source snapshot);
+    // IPv4 address) and serves /metrics there, and `more` (npfd's probes);
+    // throws as serveHttp (metrics_server.h).
+    MetricsExporter(const std::string& address, Source snapshot, std::vector<HttpRoute> more = {});
     ~MetricsExporter(); // stops serving: no scrape runs after it returns
     MetricsExporter(const MetricsExporter&) = delete;
     MetricsExporter& operator=(const MetricsExporter&) = delete;

@@ -31,7 +31,8 @@ namespace {
 constexpr uint64_t kStopId = 0;     // epoll data of the stop eventfd
 constexpr uint64_t kListenerId = 1; // of the listener; connections count up from 2
 constexpr int kAcceptBatch = 16;    // accepts per wakeup, so ready connections are served in between
-constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kScrapeType = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kTextType = "text/plain; charset=utf-8";
 
 uint64_t toNs(std::chrono::milliseconds ms) { return uint64_t(ms.count()) * 1000000ull; }
 
@@ -208,15 +209,24 @@ const char* reason(int status)
     case 405: return "Method Not Allowed";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
     default: return "Error";
     }
 }
 
-std::string responseHead(int status, size_t length, const char* extra = "")
+std::string responseHead(int status, size_t length, const char* extra = "", const char* type = kTextType)
 {
-    return "HTTP/1.1 " + std::to_string(status) + " " + reason(status) +
-           "\r\nContent-Type: " + (status == 200 ? kContentType : "text/plain; charset=utf-8") +
+    return "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\nContent-Type: " + type +
            "\r\nContent-Length: " + std::to_string(length) + "\r\n" + extra + "Connection: close\r\n\r\n";
+}
+
+// "/metrics, /healthz": what a 404 names.
+std::string describePaths(const std::vector<HttpRoute>& routes)
+{
+    std::string out;
+    for (const HttpRoute& r : routes)
+        out += (out.empty() ? "" : ", ") + r.path;
+    return out;
 }
 
 } // namespace
@@ -225,8 +235,8 @@ std::string responseHead(int status, size_t length, const char* extra = "")
 
 class MetricsServer::Loop {
 public:
-    Loop(Fd listener, int stopFd, Render render, OnReply onReply, MetricsServerLimits limits)
-        : listener_(std::move(listener)), render_(std::move(render)), onReply_(std::move(onReply)), limits_(limits)
+    Loop(Fd listener, int stopFd, std::vector<HttpRoute> routes, OnReply onReply, MetricsServerLimits limits)
+        : listener_(std::move(listener)), routes_(std::move(routes)), onReply_(std::move(onReply)), limits_(limits)
     {
         epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
         if (!epoll_)
@@ -289,12 +299,13 @@ private:
     void handle(Conns::iterator it, uint32_t events, uint64_t now);
     void readRequest(Conns::iterator it, uint64_t now);
     void answer(Conns::iterator it, size_t headEnd, uint64_t now);
+    void serve(Conns::iterator it, const HttpRoute& route, bool head, std::string_view headers, uint64_t now);
     void respond(Conns::iterator it, int status, std::string head, std::string body, uint64_t now);
     void writeResponse(Conns::iterator it);
     void linger(Conns::iterator it);
 
     Fd epoll_, listener_;
-    Render render_;
+    std::vector<HttpRoute> routes_;
     OnReply onReply_;
     MetricsServerLimits limits_;
     Conns conns_;
@@ -501,13 +512,15 @@ void MetricsServer::Loop::answer(Conns::iterator it, size_t headEnd, uint64_t no
     const size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
     if (sp1 == std::string_view::npos || sp2 == sp1 || line.substr(sp2 + 1).rfind("HTTP/1.", 0) != 0 ||
         line.substr(sp2 + 1).size() != 8) {
-        respond(it, 400, {}, "expected GET /metrics HTTP/1.1\n", now);
+        respond(it, 400, {}, "expected GET " + routes_.front().path + " HTTP/1.1\n", now);
         return;
     }
     const std::string_view method = line.substr(0, sp1);
     const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    if (target.substr(0, target.find('?')) != "/metrics") {
-        respond(it, 404, {}, "only /metrics here\n", now);
+    const std::string_view path = target.substr(0, target.find('?'));
+    const auto route = std::find_if(routes_.begin(), routes_.end(), [&](const HttpRoute& r) { return r.path == path; });
+    if (route == routes_.end()) {
+        respond(it, 404, {}, "only " + describePaths(routes_) + " here\n", now);
         return;
     }
     const bool head = method == "HEAD";
@@ -515,27 +528,38 @@ void MetricsServer::Loop::answer(Conns::iterator it, size_t headEnd, uint64_t no
         respond(it, 405, "Allow: GET, HEAD\r\n", "only GET and HEAD\n", now);
         return;
     }
-    std::string body;
+    serve(it, *route, head, headers, now);
+}
+
+void MetricsServer::Loop::serve(Conns::iterator it, const HttpRoute& route, bool head, std::string_view headers,
+                                uint64_t now)
+{
+    HttpPage page;
     try {
-        body = render_();
+        page = route.page();
     } catch (const std::exception& e) {
-        NPF_WARN_RL("npfd: metrics: scrape failed: %s", e.what());
-        respond(it, 500, {}, "scrape failed\n", now);
+        NPF_WARN_RL("npfd: metrics: %s failed: %s", route.path.c_str(), e.what());
+        respond(it, 500, {}, route.path + " failed\n", now);
+        return;
+    }
+    if (page.status != 200) {
+        respond(it, page.status, {}, head ? std::string() : std::move(page.body), now);
         return;
     }
     const char* encoding = "";
     std::string zipped;
-    if (acceptsGzip(headers) && gzip(body, &zipped)) {
-        body.swap(zipped);
+    if (route.scrape && acceptsGzip(headers) && gzip(page.body, &zipped)) {
+        page.body.swap(zipped);
         encoding = "Content-Encoding: gzip\r\n";
     }
     Conn& c = it->second;
-    c.bodyBytes = body.size();
+    c.bodyBytes = route.scrape ? page.body.size() : 0;
     c.answeredNs = now;
-    c.out = responseHead(200, body.size(), encoding);
+    c.out = responseHead(200, page.body.size(), encoding, route.scrape ? kScrapeType : kTextType);
     if (!head)
-        c.out += body;
-    scrapes_.fetch_add(1, std::memory_order_relaxed);
+        c.out += page.body;
+    if (route.scrape)
+        scrapes_.fetch_add(1, std::memory_order_relaxed);
     c.state = State::Response;
     c.deadlineNs = now + toNs(limits_.responseDeadline);
     c.in = std::string();
@@ -605,14 +629,22 @@ void MetricsServer::Loop::linger(Conns::iterator it)
 std::string MetricsServer::listenPrefix(const std::string& address) { return "metrics: listen on " + address + ": "; }
 
 MetricsServer::MetricsServer(const std::string& address, Render render, OnReply onReply, MetricsServerLimits limits)
+    : MetricsServer(address,
+                    {HttpRoute{"/metrics", [r = std::move(render)] { return HttpPage{200, r()}; }, true}},
+                    std::move(onReply), limits)
 {
-    if (limits.maxConnections == 0 || limits.maxHeaderBytes < 64)
-        throw std::invalid_argument("metrics: maxConnections must be > 0 and maxHeaderBytes >= 64");
+}
+
+MetricsServer::MetricsServer(const std::string& address, std::vector<HttpRoute> routes, OnReply onReply,
+                             MetricsServerLimits limits)
+{
+    if (limits.maxConnections == 0 || limits.maxHeaderBytes < 64 || routes.empty())
+        throw std::invalid_argument("metrics: maxConnections must be > 0, maxHeaderBytes >= 64, a route given");
     Fd listener = listenOn(address, &port_);
     stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!stop_)
         throwErrno("metrics: eventfd");
-    loop_ = std::make_unique<Loop>(std::move(listener), stop_.get(), std::move(render), std::move(onReply), limits);
+    loop_ = std::make_unique<Loop>(std::move(listener), stop_.get(), std::move(routes), std::move(onReply), limits);
     // Signals go to npfd's other threads, not this one.
     sigset_t all, old;
     ::sigfillset(&all);
@@ -636,5 +668,46 @@ MetricsServer::~MetricsServer()
 }
 
 MetricsServerStats MetricsServer::stats() const noexcept { return loop_->stats(); }
+
+} // namespace npf::daemon
+
+namespace npf::daemon {
+
+void checkListenAddress(const std::string& flag, const std::string& a)
+{
+    const size_t colon = a.rfind(':');
+    const std::string host = colon == std::string::npos ? "" : a.substr(0, colon);
+    const std::string port = colon == std::string::npos ? a : a.substr(colon + 1);
+    char* end = nullptr;
+    const unsigned long p = port.empty() ? 0 : std::strtoul(port.c_str(), &end, 10);
+    const bool portOk = !port.empty() && *end == '\0' && port.find_first_not_of("0123456789") == std::string::npos &&
+                        p >= 1 && p <= 65535;
+    const bool v6 = host.size() > 2 && host.front() == '[' && host.back() == ']';
+    const bool hostOk = colon == std::string::npos || v6 || (!host.empty() && host.find(':') == std::string::npos);
+    if (!portOk || !hostOk)
+        throw ArgumentError(flag + " " + a + ": expected ADDR:PORT (127.0.0.1:9100, [::1]:9100) or PORT");
+}
+
+std::unique_ptr<MetricsServer> serveHttp(const std::string& flag, const std::string& address,
+                                         std::vector<HttpRoute> routes, MetricsServer::OnReply onReply)
+{
+    checkListenAddress(flag, address);
+    try {
+        return std::make_unique<MetricsServer>(address, std::move(routes), std::move(onReply));
+    } catch (const std::invalid_argument& e) { // "metrics ADDR: ..."
+        const std::string why = e.what();
+        throw ArgumentError(flag + why.substr(why.find(' ')));
+    } catch (const std::system_error& e) {
+        const int err = e.code().value();
+        const char* hint = err == EADDRINUSE      ? " (the port is in use)"
+                           : err == EADDRNOTAVAIL ? " (the address is not one of this host's)"
+                           : err == EACCES        ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
+                                                  : "";
+        std::string why = e.what();
+        if (const std::string prefix = MetricsServer::listenPrefix(address); why.rfind(prefix, 0) == 0)
+            why.erase(0, prefix.size());
+        throw Error(err, flag + " " + address + ": cannot listen there: " + why + hint);
+    }
+}
 
 } // namespace npf::daemon

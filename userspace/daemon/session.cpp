@@ -134,7 +134,7 @@ std::string Session::hello(const ipc::Message& m)
     if (helloDone_)
         throw ProtocolError(ErrorCode::BadMessage, "hello sent twice", 0, m.id);
     ipc::HelloRequest h = ipc::HelloRequest::decode(m);
-    ipc::checkVersion(h);
+    const uint32_t protocol = ipc::negotiate(h);
     name_ = h.name;
     if (!rule_)
         throw ProtocolError(ErrorCode::NotAllowed,
@@ -142,11 +142,12 @@ std::string Session::hello(const ipc::Message& m)
                                 " matches no client rule of npfd's config",
                             EACCES, m.id);
     helloDone_ = true;
-    ipc::HelloReply r;
+    ipc::HelloReply r = ipc::helloReplyFor(protocol);
     r.daemonPid = static_cast<uint32_t>(::getpid());
     r.ifaces = d_.ifacesIn(netns_);
     r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
-    NPF_INFO("%s: hello%s", describe().c_str(), name_.empty() ? "" : (" from " + name_).c_str());
+    NPF_INFO("%s: hello%s (protocol %u, library ABI %u)", describe().c_str(),
+             name_.empty() ? "" : (" from " + name_).c_str(), protocol, h.abi);
     return r.encode(m.id);
 }
 

@@ -77,6 +77,7 @@ void Pager::loop() noexcept
     bool busy = false;
     bool syncPending = false; // a sync() came during the last round: run the next one at once
     while (!stop_.load(std::memory_order_acquire)) {
+        rounds_.bump();
         const uint64_t asked = syncsAsked();
         waitForWork(fds, busy || syncPending);
         share_.serveFaults(); // first: a thread is blocked on each of them

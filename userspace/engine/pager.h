@@ -21,6 +21,7 @@
 #include "engine/pager_context.h"
 #include "engine/prefetcher.h"
 #include "engine/region_share.h"
+#include "sys/round_counter.h"
 
 namespace npf {
 
@@ -44,6 +45,9 @@ public:
     // Any thread; relaxed.
     const EngineTally& counters() const noexcept { return faultPath_.counters(); }
     const FaultPath::Latencies& latencies() const noexcept { return faultPath_.latencies(); }
+    // Rounds of its loop (at least one per Housekeeper::kMaxSleepMs while it
+    // runs): its liveness.
+    uint64_t rounds() const noexcept { return rounds_.load(); }
 
 private:
     void loop() noexcept;
@@ -67,6 +71,7 @@ private:
     std::unique_ptr<GracePeriods> grace_; // the lead's; its thread wakes ours
     std::unique_ptr<FlowSettleSource> settleSource_;
 
+    RoundCounter rounds_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
     std::mutex syncMu_;

@@ -13,6 +13,7 @@
 #include "dataplane/pins.h"
 #include "dataplane/stats.h"
 #include "dataplane/xsk_slots.h"
+#include "engine/queue_plan.h"
 #include "region/region.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -89,8 +90,7 @@ void Service::setUp()
         throw ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
                             " queues requested, the program serves " + std::to_string(dp_->queues()));
     const uint32_t mtu = dataplane::linkMtu(cfg_.ifname); // in this (the service's) network namespace
-    const xsk::QueueSizes sizes =
-        xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg_.frameSize, cfg_.frameCount, cfg_.rxRingSize);
+    const xsk::QueueSizes sizes = serviceQueueSizes(cfg_, mtu);
     NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,
              sizes.framesPerPacket);
     for (uint32_t q = 0; q < nq; q++) {
@@ -224,6 +224,16 @@ void Service::closeFlow(ServedFlow& f) noexcept
         std::lock_guard<std::mutex> lock(retiredMu_);
         retired_ += q;
     });
+}
+
+void Service::loops(const std::string& prefix, std::vector<LoopProgress>& out) const
+{
+    if (!started_ || ifaceGone())
+        return;
+    for (size_t q = 0; q < workers_.size(); q++)
+        out.push_back({prefix + "npf-worker-" + std::to_string(q), workers_[q]->rounds()});
+    for (size_t k = 0; k < pagers_.size(); k++)
+        out.push_back({prefix + (k ? "npf-pager" + std::to_string(k) : std::string("npf-pager")), pagers_[k]->rounds()});
 }
 
 std::string Service::failure() const

@@ -34,6 +34,7 @@
 #include "npf/engine.h"
 #include "region/epoch.h"
 #include "sys/fd.h"
+#include "sys/round_counter.h"
 #include "xsk/queue.h"
 
 namespace npf {
@@ -76,6 +77,14 @@ public:
     // thread; throws std::system_error if its XDP counters cannot be read.
     FlowStats flowStats(const ServedFlow& f) const;
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
+    // The interface (in the service's network namespace) and the id of the
+    // npf_xdp program whose maps it uses.
+    int ifindex() const noexcept { return dp_->ifindex(); }
+    uint32_t progId() const noexcept { return dp_->progId(); }
+    // Its workers' and pagers' loops ("npf-worker-0", "npf-pager"), each
+    // named `prefix` + its thread's name, while they run: none before
+    // start() nor once the interface is gone. Any thread.
+    void loops(const std::string& prefix, std::vector<LoopProgress>& out) const;
     bool attachedByUs() const noexcept { return attachedByUs_; }
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).

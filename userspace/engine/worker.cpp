@@ -55,6 +55,7 @@ void Worker::loop() noexcept
     auto sink = [this](std::span<const xsk::RxPacket> pkts) noexcept { placeBatch<kBlock>(pkts); };
     int idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
+        rounds_.bump();
         batch_.reset();
         // The epoch section spans the ring peek, every region write of the
         // batch and the publishing: the pager punches no page this batch may

@@ -13,6 +13,7 @@
 #include "region/epoch.h"
 #include "region/region.h"
 #include "sys/latency_histogram.h"
+#include "sys/round_counter.h"
 #include "xsk/queue.h"
 
 namespace npf {
@@ -33,6 +34,8 @@ public:
     // Any thread; relaxed.
     const EngineTally& counters() const noexcept { return counters_; }
     const LatencyHistogram& latency() const noexcept { return fastTotal_; }
+    // Rounds of its loop (at least one per 10 ms while it runs): its liveness.
+    uint64_t rounds() const noexcept { return rounds_.load(); }
 
 private:
     // FaultPolicy::Block (every datagram to the primary ring, the worker
@@ -69,6 +72,7 @@ private:
     EngineTally counters_;
     LatencyHistogram fastTotal_; // steered by XDP -> completed, ns
     Batch batch_;
+    RoundCounter rounds_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };

@@ -401,14 +401,32 @@ HelloRequest HelloRequest::decode(const Message& m)
     return r;
 }
 
-void checkVersion(const HelloRequest& h)
+uint32_t negotiate(const HelloRequest& h)
 {
-    if (h.protocol != kProtocolVersion || h.abi != NPF_ABI_VERSION)
+    const std::string client = "client speaks protocol " + std::to_string(h.protocol);
+    const std::string npfd = "npfd speaks protocol " + std::to_string(kOldestProtocol) + " or " +
+                             std::to_string(kProtocolVersion);
+    if (h.protocol > kProtocolVersion)
+        throw ProtocolError(ErrorCode::BadVersion, client + ", " + npfd +
+                                                       ": the client is newer than npfd: upgrade npfd (an npfd "
+                                                       "serves clients of its release and the one before)");
+    if (h.protocol < kOldestProtocol)
         throw ProtocolError(ErrorCode::BadVersion,
-                            "client speaks protocol " + std::to_string(h.protocol) + " with ABI " +
-                                std::to_string(h.abi) + ", npfd speaks protocol " +
-                                std::to_string(kProtocolVersion) + " with ABI " +
-                                std::to_string(NPF_ABI_VERSION) + ": use a client and npfd of the same release");
+                            client + ", " + npfd + ": the client is too old for this npfd: upgrade the client");
+    if (h.protocol == 2 && h.abi != kProtocol2Abi)
+        throw ProtocolError(ErrorCode::BadVersion,
+                            client + " with ABI " + std::to_string(h.abi) + ", " + npfd +
+                                " (protocol 2 only with ABI " + std::to_string(kProtocol2Abi) +
+                                ", the ring layouts it serves): upgrade the client");
+    return h.protocol;
+}
+
+HelloReply helloReplyFor(uint32_t protocol)
+{
+    HelloReply r;
+    r.protocol = protocol;
+    r.abi = protocol == 2 ? kProtocol2Abi : NPF_ABI_VERSION;
+    return r;
 }
 
 std::string RegionRequest::encode(uint32_t id) const

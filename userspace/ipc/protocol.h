@@ -32,10 +32,27 @@ namespace npf::ipc {
 // Key order is kept ("type" and "id" first), so messages read well in logs.
 using Json = nlohmann::ordered_json;
 
-// An incompatible change bumps it; new optional fields, replies' new fields
-// and new error codes do not. 2: the completion notifier is a pipe's read
-// end (was an eventfd, whose flags a client shared with npfd).
-inline constexpr uint32_t kProtocolVersion = 2;
+// The version of all that crosses the process boundary between npfd and a
+// client: the messages and the descriptors they carry (this file) and the
+// layouts of the rings the client maps (NPF_RING_LAYOUT_VERSION, abi.h).
+// Not the library's own interface (NPF_ABI_VERSION), which a client's and
+// npfd's builds need not share. An incompatible change to any of them bumps
+// it; new optional fields, replies' new fields, new request types and new
+// error codes do not (docs/protocol.md, "Versioning").
+//  2: the completion notifier is a pipe's read end (was an eventfd, whose
+//     flags a client shared with npfd).
+//  3: the hello's "abi" is the client library's, for npfd's log; the
+//     protocol alone decides (2 required npfd's own NPF_ABI_VERSION there).
+inline constexpr uint32_t kProtocolVersion = 3;
+// The oldest protocol npfd serves: the one before, so that upgrading npfd
+// first and its clients after breaks no client (each is spoken to in its
+// own version; the versions differ only in the hello).
+inline constexpr uint32_t kOldestProtocol = 2;
+// Protocol 2 named the ring layouts by the "abi" of its hello: npfd serves
+// the protocol 2 clients whose layouts are its own, those of ABI 5.
+inline constexpr uint32_t kProtocol2Abi = 5;
+static_assert(kOldestProtocol > 2 || kProtocol2Abi == NPF_RING_LAYOUT_VERSION,
+              "protocol 2 clients map ABI 5's rings: serve them the old layouts, or stop serving protocol 2");
 
 // Bounds decode() enforces (bytes).
 inline constexpr size_t kMaxName = 64;     // hello "name"
@@ -214,9 +231,16 @@ struct HelloRequest {
     static HelloRequest decode(const Message& m);
 };
 
-// Throws ProtocolError(BadVersion) naming both sides' versions unless the
-// hello's protocol and ABI versions are this build's.
-void checkVersion(const HelloRequest& h);
+// The protocol npfd speaks with the client whose hello is `h`: its own,
+// h.protocol, when npfd serves that one (kOldestProtocol..kProtocolVersion;
+// protocol 2 only with "abi" kProtocol2Abi). Otherwise throws
+// ProtocolError(BadVersion) naming both sides' versions and which to upgrade.
+uint32_t negotiate(const HelloRequest& h);
+
+// The hello reply npfd sends in `protocol` (what negotiate returned): that
+// protocol, and in "abi" what the client compares there (protocol 2: the
+// ring layouts, kProtocol2Abi; 3 on: npfd's NPF_ABI_VERSION, for its log).
+HelloReply helloReplyFor(uint32_t protocol);
 
 // fds, in order: the region's memfd, the userfaultfd it is registered with,
 // and optionally the client's spill file (npfd saves evicted content there,

@@ -176,6 +176,16 @@ void Listener::unlinkIfOurs() noexcept
     path_.clear();
 }
 
+std::string Listener::lost() const
+{
+    struct stat st;
+    if (::lstat(path_.c_str(), &st) != 0)
+        return "the socket " + path_ + " is gone (" + std::strerror(errno) + "): clients cannot connect";
+    if (!S_ISSOCK(st.st_mode) || st.st_dev != dev_ || st.st_ino != ino_)
+        return path_ + " is no longer npfd's socket (replaced): clients cannot reach npfd";
+    return "";
+}
+
 Fd Listener::accept()
 {
     for (;;) {

@@ -47,6 +47,9 @@ public:
     // when none is pending (the listening socket is non-blocking) or the
     // client gave up before it was accepted. Throws on other errors (EMFILE).
     Fd accept();
+    // "" while the path still names this listener's socket; else why clients
+    // cannot reach it any more (the file removed, or replaced). Any thread.
+    std::string lost() const;
 
 private:
     void unlinkIfOurs() noexcept;

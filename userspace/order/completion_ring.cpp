@@ -80,7 +80,7 @@ CompletionRing CompletionRing::create(uint32_t entries, const std::string& name)
     std::memset(h, 0, sizeof(*h));
     h->size = entries;
     h->magic = NPF_RING_MAGIC;
-    h->version = NPF_ABI_VERSION;
+    h->version = NPF_RING_LAYOUT_VERSION;
     return CompletionRing(std::move(mfd), std::move(rd), std::move(wr), std::move(map), entries);
 }
 
@@ -101,9 +101,9 @@ CompletionRing CompletionRing::attach(Fd memfd, Fd notifyFd, const std::string& 
         if (h->magic != NPF_RING_MAGIC)
             throwErrno(EINVAL, "attach " + what + ": no completion ring header (magic " +
                                    std::to_string(h->magic) + ")");
-        if (h->version != NPF_ABI_VERSION)
-            throwErrno(EPROTO, "attach " + what + ": created for npf ABI " + std::to_string(h->version) +
-                                   ", this is ABI " + std::to_string(NPF_ABI_VERSION));
+        if (h->version != NPF_RING_LAYOUT_VERSION)
+            throwErrno(EPROTO, "attach " + what + ": created for npf ring layout " + std::to_string(h->version) +
+                                   ", this is layout " + std::to_string(NPF_RING_LAYOUT_VERSION));
         entries = h->size;
     }
     if (entries < 2 || (entries & (entries - 1)) ||

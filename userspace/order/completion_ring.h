@@ -36,7 +36,7 @@ public:
     // `name` names the memfd and appears in errors.
     static CompletionRing create(uint32_t entries, const std::string& name);
     // Maps an existing ring (fds received from its creator); checks the
-    // header's magic, ABI version and size against the file, and that
+    // header's magic, ring layout version and size against the file, and that
     // `notifyFd` is the read end of a pipe (made non-blocking). Takes
     // ownership of both fds.
     static CompletionRing attach(Fd memfd, Fd notifyFd, const std::string& name);

@@ -1,12 +1,28 @@
 #include "xsk/sizing.h"
 
+#include <linux/if_xdp.h>
 
 #include <bit>
 #include <cstring>
 #include <string>
 
+#include "xsk/config.h"
 
 namespace npf::xsk {
+
+uint32_t defaultFillSize(uint32_t frameCount) noexcept { return std::bit_ceil(2 * frameCount); }
+
+uint64_t queueMemory(const QueueSizes& q) noexcept
+{
+    constexpr uint64_t kRingHead = 4096;
+    constexpr uint64_t kDesc = sizeof(xdp_desc), kAddr = sizeof(uint64_t);
+    const uint64_t umem = uint64_t(q.frameSize) * q.frameCount;
+    const uint64_t fill = defaultFillSize(q.frameCount) * kAddr + kRingHead;
+    const uint64_t completion = UmemConfig{}.compSize * kAddr + kRingHead;
+    const uint64_t rx = 2 * (q.rxRingSize * kDesc + kRingHead);
+    const uint64_t stash = q.frameCount * kAddr;
+    return umem + fill + completion + rx + stash;
+}
 
 QueueSizes queueSizes(uint32_t mtu, uint32_t inFlight, uint32_t frameSize, uint32_t frameCount,
                       uint32_t rxRingSize) noexcept

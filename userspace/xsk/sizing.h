@@ -43,4 +43,16 @@ struct QueueSizes {
 QueueSizes queueSizes(uint32_t mtu, uint32_t inFlight, uint32_t frameSize, uint32_t frameCount,
                       uint32_t rxRingSize) noexcept;
 
+// The fill ring a UMEM of `frameCount` frames gets unless told otherwise:
+// the smallest power of two >= twice the frames (config.h, UmemConfig).
+uint32_t defaultFillSize(uint32_t frameCount) noexcept;
+
+// The memory one queue of these sizes holds, in bytes: its UMEM (frameSize
+// x frameCount, populated and pinned: 16 MiB at MTU 1500), the UMEM's fill
+// and completion rings at their default sizes, the RX rings of its primary
+// and backup sockets (each ring with a page for its producer and consumer),
+// and the stash of its frames. What npfd checks against its cgroup's memory
+// limit before it pins any (daemon/memory_limit.h).
+uint64_t queueMemory(const QueueSizes& q) noexcept;
+
 } // namespace npf::xsk

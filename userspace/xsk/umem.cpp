@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "sys/error.h"
+#include "xsk/sizing.h"
 #include "sys/log.h"
 
 #ifndef SOL_XDP
@@ -43,7 +44,7 @@ void checkConfig(UmemConfig& c, const std::string& name)
     if (c.frameCount == 0 || c.frameCount > (1u << 20))
         bad("frame count " + std::to_string(c.frameCount) + " must be 1 .. 1048576");
     if (c.fillSize == 0)
-        c.fillSize = std::bit_ceil(2 * c.frameCount);
+        c.fillSize = defaultFillSize(c.frameCount);
     if (!std::has_single_bit(c.fillSize) || c.fillSize < 2 * c.frameCount)
         bad("fill ring size " + std::to_string(c.fillSize) + " must be a power of two >= 2 * frame count (" +
             std::to_string(2 * c.frameCount) + ")");
