@@ -62,6 +62,34 @@ RegionGeometry checkedGeometry(const RegionConfig& cfg)
     return g;
 }
 
+// The region's own userfaultfd. Over a client's memory (npfd) it handles
+// the faults of user-mode accesses only (UFFD_USER_MODE_ONLY), which any
+// process may create: npfd needs neither CAP_SYS_PTRACE nor /dev/userfaultfd.
+// Sufficient because the kernel never touches npfd's mapping of a client's
+// region on npfd's behalf (a kernel access to a missing page would fail with
+// EFAULT instead of faulting):
+//  - page content moves through the memfd (PageIo: pread/pwrite of the page
+//    cache, or the unregistered alias mapping for 2 MiB pages), and the spill
+//    file is written from and read into staging, never from this mapping;
+//  - UFFDIO_COPY copies from staging into it (the destination is filled by
+//    the ioctl, not faulted in); UFFDIO_CONTINUE, _WAKE and _WRITEPROTECT and
+//    fallocate touch no content through it;
+//  - the workers' payload copies into it are user-mode stores (they fault as
+//    before), and npfd makes no read(), recv(), write() or io_uring request
+//    with a buffer in it.
+// An in-process region (npf::Engine) keeps a full userfaultfd: there the
+// application's own system calls reach the region (npf-recv write()s
+// completed buffers, an application may recv() into one), and they must
+// fault and wait for the pager, not fail with EFAULT. docs/architecture.md,
+// "userfaultfd without privilege".
+Userfaultfd openUffd(bool huge, bool clientMemory, const std::string& who)
+{
+    return Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
+                                 (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
+                             UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who,
+                             clientMemory ? UFFD_USER_MODE_ONLY : 0);
+}
+
 } // namespace
 
 Region::Region(const RegionConfig& cfg) : Region(cfg, nullptr) {}
@@ -92,9 +120,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     map_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(geo_.size) + ")");
 
-    uffd_ = Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
-                                  (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
-                              UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who);
+    uffd_ = openUffd(huge, client != nullptr, who);
     // 2 MiB pages are installed with UFFDIO_CONTINUE: MINOR mode as well, so
     // that a page in the page cache but not yet mapped here still faults.
     const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (huge ? UFFDIO_REGISTER_MODE_MINOR : 0);

@@ -6,7 +6,8 @@
 // The memory is the region's own memfd, or a client's (npfd): the client
 // created and mapped it, registered its mapping with its own userfaultfd and
 // passed both fds (ClientMemory). The region then maps the memfd itself,
-// registered with its own uffd as always, and also serves the client's faults
+// registered with its own uffd as always (user-mode only there: openUffd in
+// region.cpp says why that is enough), and also serves the client's faults
 // and fences the client's mapping during eviction (region_client.cpp).
 //
 // Threading: pager operations (applyPatches, serviceFaults,

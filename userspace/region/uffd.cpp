@@ -75,7 +75,8 @@ Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::str
         throwErrno((flags & UFFD_USER_MODE_ONLY)
                        ? "userfaultfd (user-mode only) for " + who
                        : "userfaultfd for " + who +
-                             " (needs root, or access to /dev/userfaultfd, or vm.unprivileged_userfaultfd=1)");
+                             " (needs CAP_SYS_PTRACE, read and write access to /dev/userfaultfd, or "
+                             "vm.unprivileged_userfaultfd=1)");
 
     // Probe what the kernel offers on a throwaway fd: UFFDIO_API may be
     // called only once per fd.
