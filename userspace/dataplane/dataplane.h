@@ -14,10 +14,12 @@ namespace npf::dataplane {
 
 class Dataplane {
 public:
-    // Opens the instance attached to `ifname` in this network namespace.
-    // Throws ENODEV for an unknown interface, StateError(ENOENT) if npf is not
-    // attached, StateError if the pins are missing or belong to another
-    // instance, and an error naming the map if a pin does not match the ABI.
+    // Opens the instance attached to `ifname` in this network namespace,
+    // through its pins (the program's and the maps'): no object is opened by
+    // id, so CAP_BPF and CAP_NET_ADMIN are enough. Throws ENODEV for an
+    // unknown interface, StateError(ENOENT) if npf is not attached,
+    // StateError if the pins are missing or belong to another instance, and
+    // an error naming the map if a pin does not match the ABI.
     static Dataplane open(const std::string& ifname);
 
     int flows() const noexcept { return flows_.get(); }
@@ -27,6 +29,7 @@ public:
     int xsks() const noexcept { return xsks_.get(); }
     int stats() const noexcept { return stats_.get(); }
     int flowStats() const noexcept { return flowStats_.get(); } // flow id -> npf_flow_stats, per CPU
+    int prog() const noexcept { return prog_.get(); }           // the attached npf_xdp
 
     const std::string& ifname() const noexcept { return ifname_; }
     // The pin directory, of the namespace the instance was opened in.
@@ -39,7 +42,7 @@ public:
 private:
     Dataplane() = default;
 
-    Fd flows_, rings_, xsks_, stats_, flowStats_;
+    Fd prog_, flows_, rings_, xsks_, stats_, flowStats_;
     std::array<Fd, NPF_BITMAP_CLASSES> regions_;
     std::string ifname_, pinDir_;
     int ifindex_ = 0;
@@ -48,8 +51,8 @@ private:
     uint32_t queues_ = 0;
 };
 
-// The npf_xdp program that uses the maps pinned for `ifname`, if one is loaded
-// (attached here, or to a same-named interface in another namespace).
-std::optional<uint32_t> pinsOwner(const std::string& ifname);
+// npf's program as pinned for `ifname` (pins.h, kProgPin); an empty Fd if
+// there is no such pin, and *id its program id (0 then).
+Fd openPinnedProgram(const std::string& ifname, uint32_t* id);
 
 } // namespace npf::dataplane
