@@ -25,7 +25,7 @@ ProgInfo progInfo(int fd, const std::string& what)
     uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
         throwErrno("read program info of " + what);
-    ProgInfo out{info.id, info.name, std::vector<uint32_t>(info.nr_map_ids)};
+    ProgInfo out{info.id, std::vector<uint32_t>(info.nr_map_ids)};
     info = {};
     info.nr_map_ids = static_cast<uint32_t>(out.mapIds.size());
     info.map_ids = reinterpret_cast<uint64_t>(out.mapIds.data());

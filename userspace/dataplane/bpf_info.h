@@ -16,7 +16,6 @@ std::optional<std::string> progName(uint32_t id);
 
 struct ProgInfo {
     uint32_t id = 0;
-    std::string name;
     std::vector<uint32_t> mapIds; // the maps it uses
 };
 

@@ -76,9 +76,8 @@ Dataplane Dataplane::open(const std::string& ifname)
     validateIfname(ifname);
     requireBpfPrivileges("open the npf instance on " + ifname);
     Interface itf = resolveInterface(ifname);
-    Dataplane dp;
     uint32_t pinnedId = 0;
-    dp.prog_ = openPinnedProgram(itf.name, &pinnedId);
+    const Fd pinned = openPinnedProgram(itf.name, &pinnedId);
     XdpState st = queryXdp(itf.ifindex, pinnedId);
     const XdpProgram* prog = st.npf();
     if (!prog)
@@ -89,6 +88,7 @@ Dataplane Dataplane::open(const std::string& ifname)
                                      " (attached by an npf that did not pin it, or pins of a same-named interface "
                                      "in another network namespace): npfctl detach " + ifname + "; npfctl attach " +
                                      ifname);
+    Dataplane dp;
     dp.ifname_ = itf.name;
     dp.pinDir_ = dataplane::pinDir(itf.name);
     dp.ifindex_ = itf.ifindex;
@@ -99,7 +99,7 @@ Dataplane Dataplane::open(const std::string& ifname)
                  &dp.regions_[3], &dp.regions_[4], &dp.xsks_,       &dp.stats_,      &dp.flowStats_};
     static_assert(NPF_BITMAP_CLASSES == 5);
     static_assert(std::size(fds) == kPinnedMaps.size());
-    const std::vector<uint32_t> used = progInfo(dp.prog_.get(), pinPath(itf.name, kProgPin)).mapIds;
+    const std::vector<uint32_t> used = progInfo(pinned.get(), pinPath(itf.name, kProgPin)).mapIds;
     for (size_t i = 0; i < kPinnedMaps.size(); ++i) {
         bpf_map_info info{};
         *fds[i] = openPin(ifname, i, &info);

@@ -29,7 +29,6 @@ public:
     int xsks() const noexcept { return xsks_.get(); }
     int stats() const noexcept { return stats_.get(); }
     int flowStats() const noexcept { return flowStats_.get(); } // flow id -> npf_flow_stats, per CPU
-    int prog() const noexcept { return prog_.get(); }           // the attached npf_xdp
 
     const std::string& ifname() const noexcept { return ifname_; }
     // The pin directory, of the namespace the instance was opened in.
@@ -42,7 +41,7 @@ public:
 private:
     Dataplane() = default;
 
-    Fd prog_, flows_, rings_, xsks_, stats_, flowStats_;
+    Fd flows_, rings_, xsks_, stats_, flowStats_;
     std::array<Fd, NPF_BITMAP_CLASSES> regions_;
     std::string ifname_, pinDir_;
     int ifindex_ = 0;
