@@ -34,15 +34,11 @@ int cmdDetach(const Options& opt)
         std::printf("npf is not attached to %s%s\n", opt.ifname.c_str(),
                     r.removedPins ? ("; removed stale pins " + pins).c_str() : "");
     for (const dataplane::XdpProgram& p : r.foreignRemoved)
-        NPF_INFO("removed foreign XDP program '%s' (id %u, %s) from %s (--force)", p.name.c_str(), p.id,
+        NPF_INFO("removed foreign XDP program '%s' (id %u, %s) from %s (--force)", p.shownName().c_str(), p.id,
                  dataplane::toString(p.slot), opt.ifname.c_str());
     for (const dataplane::XdpProgram& p : r.foreignLeft)
-        NPF_INFO("left foreign XDP program '%s' (id %u, %s) on %s (--force removes it)", p.name.c_str(), p.id,
-                 dataplane::toString(p.slot), opt.ifname.c_str());
-    if (r.pinsInUseElsewhere)
-        NPF_INFO("left pins %s: in use by npf on a same-named interface in another network namespace "
-                 "(--force removes them)",
-                 pins.c_str());
+        NPF_INFO("left foreign XDP program '%s' (id %u, %s) on %s (--force removes it)", p.shownName().c_str(),
+                 p.id, dataplane::toString(p.slot), opt.ifname.c_str());
     return kExitOk;
 }
 

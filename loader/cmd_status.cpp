@@ -30,7 +30,7 @@ int cmdStatus(const Options& opt)
         if (!s.problem.empty())
             NPF_WARN("%s: %s", s.ifname.c_str(), s.problem.c_str());
         for (const dataplane::XdpProgram& p : s.foreign)
-            NPF_INFO("%s: foreign XDP program '%s' (id %u, %s)", s.ifname.c_str(), p.name.c_str(), p.id,
+            NPF_INFO("%s: foreign XDP program '%s' (id %u, %s)", s.ifname.c_str(), p.shownName().c_str(), p.id,
                      dataplane::toString(p.slot));
     }
     return kExitOk;

@@ -55,7 +55,8 @@
 /* ---- pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/<map name> ----------- */
 /* <inode>: the network namespace's nsfs inode, so that same-named interfaces
  * of two namespaces each have an instance (docs/cli.md, "Pins and network
- * namespaces"). */
+ * namespaces"). Beside the maps: the program itself (NPF_PROG_NAME) and each
+ * flow's post ring map (ring-<flow id>, the map npf_rings[id] holds). */
 
 #define NPF_PIN_ROOT "/sys/fs/bpf/npf"
 #define NPF_PROG_NAME "npf_xdp"

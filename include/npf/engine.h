@@ -194,7 +194,10 @@ private:
 // RLIMIT_MEMLOCK) for the UMEM; root has them. An unprivileged process
 // receives through npfd instead (npf/client.h). The region's userfaultfd
 // needs CAP_SYS_PTRACE or read-write access to /dev/userfaultfd when
-// vm.unprivileged_userfaultfd is 0 (the default).
+// vm.unprivileged_userfaultfd is 0 (the default): it is a full one, so that
+// the application's own system calls on the region (recv() into a buffer,
+// write() from one) wait for a page the engine evicted instead of failing
+// with EFAULT, as they would for an npfd client.
 // One Engine per interface and network namespace in a process and on the
 // machine (a second one finds the flows' map in use and fails).
 //

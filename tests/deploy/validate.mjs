@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 // npfd's capabilities, exactly; deploy/k8s/README.md explains each.
-export const NPFD_CAPS = ["BPF", "IPC_LOCK", "NET_ADMIN", "NET_RAW", "PERFMON", "SYS_ADMIN"];
+export const NPFD_CAPS = ["BPF", "IPC_LOCK", "NET_ADMIN", "NET_RAW", "PERFMON"];
 const SOCKET_DIR = "/run/npf";
 const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "max_connections", "hello_timeout_ms", "clients"];
 const RULE_KEYS = ["uid", "gid", "cgroup", "ports", "addr", "region_bytes", "resident_bytes", "flows", "connections"];

@@ -64,6 +64,10 @@ TEST_P(AttachTest, StatusIpLinkAndPinsShowTheProgram)
     EXPECT_TRUE(contains(text.out, mode() == "native" ? " xdp " : " xdpgeneric ")) << text.out;
     EXPECT_TRUE(contains(text.out, "prog/xdp id " + std::to_string(prog) + " name npf_xdp")) << text.out;
 
+    // The program is pinned too: the attached one.
+    nlohmann::json pinned = bpftoolJson(rig(), "prog show pinned " + rig().pinDir() + "/npf_xdp");
+    EXPECT_EQ(pinned["id"], prog) << pinned.dump();
+
     // Every pin is one of the attached program's maps.
     nlohmann::json progInfo = bpftoolJson(rig(), "prog show id " + std::to_string(prog));
     std::vector<uint32_t> mapIds = progInfo["map_ids"].get<std::vector<uint32_t>>();

@@ -1,13 +1,16 @@
 #include "dataplane/attach.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_ether.h>
+#include <linux/if_link.h>
 #include <xdp/libxdp.h>
 
 #include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "dataplane/bpf_info.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/iface.h"
 #include "dataplane/lib_log.h"
@@ -26,7 +29,7 @@ struct CloseProgram {
 
 std::string describe(const XdpProgram& p)
 {
-    return "'" + p.name + "' (id " + std::to_string(p.id) + ", " + toString(p.slot) + ")";
+    return "'" + p.shownName() + "' (id " + std::to_string(p.id) + ", " + toString(p.slot) + ")";
 }
 
 // Removes the pin directory unless released: a failed attach leaves no pins.
@@ -87,11 +90,11 @@ std::string attachError(const AttachOptions& o, const Interface& itf, int err)
                        "): " + std::strerror(err);
     const char* other = toString(otherMode(o.mode));
     if (err == EPERM || err == EACCES)
-        return what + " — run as root";
+        return what + " — needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (run as root)";
     if (err == EEXIST || err == EBUSY) {
         what += " — another XDP program appeared meanwhile";
         try {
-            if (std::vector<XdpProgram> now = queryXdp(itf.ifindex).programs; !now.empty())
+            if (std::vector<XdpProgram> now = queryXdp(itf.ifindex, 0).programs; !now.empty())
                 what += ": " + describe(now.front());
         } catch (const std::system_error&) { // which one is a detail
         }
@@ -118,21 +121,15 @@ std::string attachError(const AttachOptions& o, const Interface& itf, int err)
     return what + " (-v shows what libbpf and libxdp said)";
 }
 
-} // namespace
-
-AttachResult attach(const AttachOptions& opt)
+// Refuses (npf attached, a foreign program without `force`), then removes
+// stale pins and (with `force`) the foreign programs. Pins whose program is
+// not the one attached here are stale: this namespace's pin directory is
+// this interface's, and its pinned program runs nowhere else.
+void prepare(const AttachOptions& opt, const Interface& itf, AttachResult* res)
 {
-    validate(opt);
-    requireBpfPrivileges("attach");
-    Interface itf = resolveInterface(opt.ifname);
-    ensureBpffs();
-
-    AttachResult res;
-    res.ifname = itf.name;
-    res.ifindex = itf.ifindex;
-    res.mode = opt.mode;
-
-    XdpState st = queryXdp(itf.ifindex);
+    uint32_t pinnedId = 0;
+    (void)openPinnedProgram(itf.name, &pinnedId);
+    XdpState st = queryXdp(itf.ifindex, pinnedId);
     if (const XdpProgram* p = st.npf())
         throw StateError(EBUSY, "npf is already attached to " + itf.name + " (prog id " + std::to_string(p->id) +
                                     ", " + toString(p->slot) + "): detach first (npfctl detach " + itf.name + ")");
@@ -140,33 +137,51 @@ AttachResult attach(const AttachOptions& opt)
     if (!foreign.empty() && !opt.force)
         throw StateError(EEXIST, itf.name + " already has a foreign XDP program " + describe(foreign.front()) +
                                      ": use --force to replace it");
-
     if (pinDirExists(itf.name)) {
-        if (std::optional<uint32_t> owner = pinsOwner(itf.name))
-            throw StateError(EBUSY, "pins at " + pinDir(itf.name) + " are in use by " + NPF_PROG_NAME + " prog id " +
-                                        std::to_string(*owner) +
-                                        " (npf on a same-named interface in another network namespace?)");
         removePinDir(itf.name);
-        res.removedStalePins = true;
+        res->removedStalePins = true;
         NPF_INFO("removed stale pins of an earlier npf instance at %s", pinDir(itf.name).c_str());
     }
-
     for (const XdpProgram& p : foreign) {
         detachProgram(itf.ifindex, itf.name, p);
         NPF_INFO("removed foreign XDP program %s from %s (--force)", describe(p).c_str(), itf.name.c_str());
-        res.replaced.push_back(p);
+        res->replaced.push_back(p);
     }
+}
 
-    LoadConfig cfg;
-    cfg.queues = opt.queues ? opt.queues : std::min<uint32_t>(rxQueueCount(itf.name), NPF_MAX_QUEUES);
-    Skeleton sk = Skeleton::open(cfg);
-    res.queues = sk.config().queues;
-    res.pinDir = pinDir(itf.name);
+// Pins the attached program beside its maps.
+void pinProgram(int fd, const std::string& ifname)
+{
+    const std::string path = pinPath(ifname, kProgPin);
+    checkNeg(bpf_obj_pin(fd, path.c_str()), "pin " + std::string(NPF_PROG_NAME) + " at " + path);
+}
 
-    makePinDir(itf.name);
-    PinGuard pins(itf.name);
-    setPinPaths(sk, itf.name);
+// Without CAP_SYS_ADMIN: loads npf_xdp and attaches it directly (netlink).
+// libxdp's dispatcher is not for such a process: libxdp opens the
+// dispatcher's programs by id to add or remove one. (On kernels that refuse
+// freplace programs, this one, libxdp attaches directly too.) Returns its id.
+uint32_t attachDirectly(const AttachOptions& opt, const Interface& itf, Skeleton& sk)
+{
+    sk.load();
+    const int fd = bpf_program__fd(sk->progs.npf_xdp);
+    pinProgram(fd, itf.name);
+    const uint32_t mode = opt.mode == AttachMode::Native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE;
+    if (int err = bpf_xdp_attach(itf.ifindex, fd, XDP_FLAGS_UPDATE_IF_NOEXIST | mode, nullptr)) {
+        err = -err;
+        if (err == EEXIST || err == EBUSY)
+            throw StateError(err, attachError(opt, itf, err));
+        throw Error(err, attachError(opt, itf, err));
+    }
+    NPF_INFO("%s attached directly to %s, not through libxdp's dispatcher: managing that needs CAP_SYS_ADMIN",
+             NPF_PROG_NAME, itf.name.c_str());
+    return progInfo(fd, NPF_PROG_NAME).id;
+}
 
+// Through libxdp, which uses its multi-program dispatcher where the kernel
+// allows it; the program is pinned once attached (a dispatcher's component
+// is loaded by the attach). Returns its id.
+uint32_t attachThroughLibxdp(const AttachOptions& opt, const Interface& itf, Skeleton& sk)
+{
     // libbpf and libxdp log at npfctl's debug level (-v) while they work:
     // libxdp probing its dispatcher on a kernel that refuses it is expected.
     LibLogCapture cap;
@@ -183,17 +198,50 @@ AttachResult attach(const AttachOptions& opt)
             throw StateError(err, attachError(opt, itf, err));
         throw Error(err, attachError(opt, itf, err));
     }
-    res.progId = xdp_program__id(prog.get());
+    try {
+        pinProgram(xdp_program__fd(prog.get()), itf.name);
+    } catch (...) {
+        (void)xdp_program__detach(prog.get(), itf.ifindex, mode, 0);
+        throw;
+    }
+    return xdp_program__id(prog.get());
+}
+
+} // namespace
+
+AttachResult attach(const AttachOptions& opt)
+{
+    validate(opt);
+    requireBpfPrivileges("attach");
+    Interface itf = resolveInterface(opt.ifname);
+    ensureBpffs();
+
+    AttachResult res;
+    res.ifname = itf.name;
+    res.ifindex = itf.ifindex;
+    res.mode = opt.mode;
+    prepare(opt, itf, &res);
+
+    LoadConfig cfg;
+    cfg.queues = opt.queues ? opt.queues : std::min<uint32_t>(rxQueueCount(itf.name), NPF_MAX_QUEUES);
+    Skeleton sk = Skeleton::open(cfg);
+    res.queues = sk.config().queues;
+    res.pinDir = pinDir(itf.name);
+
+    makePinDir(itf.name);
+    PinGuard pins(itf.name);
+    setPinPaths(sk, itf.name);
+    res.progId = canOpenBpfById() ? attachThroughLibxdp(opt, itf, sk) : attachDirectly(opt, itf, sk);
 
     // Whether libxdp used its dispatcher, from what the kernel now runs on
     // the interface. Not xdp_multiprog__get_from_ifindex: libxdp 1.3 never
     // closes the program fd it opens there (xdp_multiprog__from_id), and a
     // long-lived engine would then hold npf_xdp (and its maps) alive after
     // its interface is gone.
-    const XdpState after = queryXdp(itf.ifindex);
+    const XdpState after = queryXdp(itf.ifindex, res.progId);
     const XdpProgram* attached = after.npf();
     res.dispatcher = attached && attached->viaDispatcher;
-    if (!res.dispatcher)
+    if (!res.dispatcher && canOpenBpfById())
         NPF_INFO("libxdp multi-program dispatcher unavailable on this kernel: %s runs as the only XDP program "
                  "on %s (-v shows libxdp's reason)",
                  NPF_PROG_NAME, itf.name.c_str());
@@ -216,21 +264,17 @@ DetachResult detach(const std::string& ifname, bool force)
             throw Error(ENODEV, std::string(e.what()) + "; its pins at " + pinDir(ifname) +
                                    " are left alone (npfctl detach --force " + ifname +
                                    " removes them if the interface is gone)");
-        if (std::optional<uint32_t> owner = pinsOwner(ifname))
-            throw StateError(EBUSY, "pins at " + pinDir(ifname) + " are in use by " + NPF_PROG_NAME +
-                                        " prog id " + std::to_string(*owner) + " on another interface");
         res.removedPins = removePinDir(ifname);
         return res;
     }
 
-    XdpState st = queryXdp(itf.ifindex);
-    std::optional<uint32_t> owner = pinDirExists(ifname) ? pinsOwner(ifname) : std::nullopt;
+    uint32_t pinnedId = 0;
+    const Fd pinned = openPinnedProgram(ifname, &pinnedId);
+    XdpState st = queryXdp(itf.ifindex, pinnedId);
     if (const XdpProgram* p = st.npf()) {
-        detachProgram(itf.ifindex, itf.name, *p);
+        detachProgram(itf.ifindex, itf.name, *p, p->id == pinnedId ? pinned.get() : -1);
         res.detached = true;
         res.progId = p->id;
-        if (owner && *owner == p->id)
-            owner.reset();
     }
     for (const XdpProgram& p : st.foreign()) {
         if (force) {
@@ -240,10 +284,8 @@ DetachResult detach(const std::string& ifname, bool force)
             res.foreignLeft.push_back(p);
         }
     }
-    if (owner && !force)
-        res.pinsInUseElsewhere = true;
-    else
-        res.removedPins = removePinDir(itf.name);
+    // What is left is stale: the program pinned here is attached nowhere else.
+    res.removedPins = removePinDir(itf.name);
     return res;
 }
 

@@ -32,9 +32,10 @@ struct AttachResult {
 };
 
 // Throws ArgumentError for bad options, ENODEV for an unknown interface,
-// StateError if npf is already attached, a foreign program is attached (and
-// not `force`) or the pins are in use by another instance; EOPNOTSUPP (with
-// "try --mode ...") if the mode is not supported.
+// StateError if npf is already attached or a foreign program is attached
+// (and not `force`); EOPNOTSUPP (with "try --mode ...") if the mode is not
+// supported. Pins the program beside its maps (pins.h). Without
+// CAP_SYS_ADMIN it attaches directly instead of through libxdp.
 AttachResult attach(const AttachOptions& opt);
 
 struct DetachResult {
@@ -43,12 +44,12 @@ struct DetachResult {
     bool removedPins = false;
     std::vector<XdpProgram> foreignRemoved;  // force
     std::vector<XdpProgram> foreignLeft;     // not force
-    bool pinsInUseElsewhere = false;         // pins left: another instance uses them
 };
 
-// Idempotent. Removes npf's program (and foreign ones with `force`) and the
-// pin directory. An interface that no longer exists is ENODEV unless `force`,
-// which then only removes its pins.
+// Idempotent. Removes npf's program (and foreign ones with `force`, which
+// needs CAP_SYS_ADMIN to open them by id) and the pin directory. An
+// interface that no longer exists is ENODEV unless `force`, which then only
+// removes its pins.
 DetachResult detach(const std::string& ifname, bool force = false);
 
 } // namespace npf::dataplane

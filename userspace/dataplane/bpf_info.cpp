@@ -1,5 +1,6 @@
 #include "dataplane/bpf_info.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -7,49 +8,34 @@
 #include "sys/fd.h"
 
 namespace npf::dataplane {
-namespace {
 
-bool progInfo(uint32_t id, bpf_prog_info* info, std::vector<uint32_t>* maps)
+std::optional<std::string> progName(uint32_t id)
 {
     Fd fd(bpf_prog_get_fd_by_id(id));
-    if (!fd) {
-        if (errno == EPERM || errno == EACCES)
-            throwErrno("open BPF program id " + std::to_string(id));
-        return false;
-    }
-    *info = {};
-    uint32_t len = sizeof(*info);
-    if (bpf_obj_get_info_by_fd(fd.get(), info, &len) != 0)
-        return false;
-    if (!maps)
-        return true;
-    uint32_t n = info->nr_map_ids;
-    maps->assign(n, 0);
-    *info = {};
-    info->nr_map_ids = n;
-    info->map_ids = reinterpret_cast<uint64_t>(maps->data());
-    len = sizeof(*info);
-    if (bpf_obj_get_info_by_fd(fd.get(), info, &len) != 0)
-        return false;
-    maps->resize(std::min(n, info->nr_map_ids));
-    return true;
+    if (!fd)
+        return errno == EPERM || errno == EACCES ? std::nullopt : std::optional<std::string>("");
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
+        return "";
+    return std::string(info.name);
 }
 
-} // namespace
-
-std::string progName(uint32_t id)
+ProgInfo progInfo(int fd, const std::string& what)
 {
     bpf_prog_info info{};
-    return progInfo(id, &info, nullptr) ? std::string(info.name) : std::string();
-}
-
-std::vector<uint32_t> progMapIds(uint32_t id)
-{
-    bpf_prog_info info{};
-    std::vector<uint32_t> maps;
-    if (!progInfo(id, &info, &maps))
-        maps.clear();
-    return maps;
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+        throwErrno("read program info of " + what);
+    ProgInfo out{info.id, std::vector<uint32_t>(info.nr_map_ids)};
+    info = {};
+    info.nr_map_ids = static_cast<uint32_t>(out.mapIds.size());
+    info.map_ids = reinterpret_cast<uint64_t>(out.mapIds.data());
+    len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+        throwErrno("read the map ids of " + what);
+    out.mapIds.resize(std::min<size_t>(out.mapIds.size(), info.nr_map_ids));
+    return out;
 }
 
 bpf_map_info mapInfo(int fd, const std::string& what)
@@ -87,21 +73,6 @@ bpf_map_info mapShape(int fd, const std::string& what)
     info.max_entries = static_cast<uint32_t>(fields["max_entries"]);
     info.map_flags = static_cast<uint32_t>(fields["map_flags"]);
     return info;
-}
-
-std::optional<uint32_t> findProgUsingMap(uint32_t mapId, const std::string& name)
-{
-    uint32_t id = 0;
-    while (bpf_prog_get_next_id(id, &id) == 0) {
-        bpf_prog_info info{};
-        std::vector<uint32_t> maps;
-        if (!progInfo(id, &info, &maps) || name != info.name)
-            continue;
-        for (uint32_t m : maps)
-            if (m == mapId)
-                return id;
-    }
-    return std::nullopt;
 }
 
 } // namespace npf::dataplane

@@ -10,11 +10,18 @@
 
 namespace npf::dataplane {
 
-// Name of loaded program `id` ("" if it is gone).
-std::string progName(uint32_t id);
+// Name of loaded program `id`: "" if it is gone, nullopt if this process may
+// not open a program by id (that needs CAP_SYS_ADMIN; privileges.h).
+std::optional<std::string> progName(uint32_t id);
 
-// Ids of the maps program `id` uses (empty if it is gone).
-std::vector<uint32_t> progMapIds(uint32_t id);
+struct ProgInfo {
+    uint32_t id = 0;
+    std::vector<uint32_t> mapIds; // the maps it uses
+};
+
+// Kernel info of the program behind `fd` (one this process holds: no
+// privilege needed); throws naming `what`.
+ProgInfo progInfo(int fd, const std::string& what);
 
 // Kernel info of the map behind `fd`; throws naming `what`.
 bpf_map_info mapInfo(int fd, const std::string& what);
@@ -25,8 +32,5 @@ bpf_map_info mapInfo(int fd, const std::string& what);
 // container) can check a map it was handed. Throws naming `what` if `fd` is
 // not a BPF map.
 bpf_map_info mapShape(int fd, const std::string& what);
-
-// A loaded program named `name` that uses map `mapId`, if any.
-std::optional<uint32_t> findProgUsingMap(uint32_t mapId, const std::string& name);
 
 } // namespace npf::dataplane

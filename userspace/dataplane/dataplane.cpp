@@ -57,12 +57,18 @@ Fd openPin(const std::string& ifname, size_t i, bpf_map_info* info)
 
 } // namespace
 
-std::optional<uint32_t> pinsOwner(const std::string& ifname)
+Fd openPinnedProgram(const std::string& ifname, uint32_t* id)
 {
-    Fd fd(bpf_obj_get(pinPath(ifname, kPinnedMaps[0]).c_str()));
-    if (!fd)
-        return std::nullopt;
-    return findProgUsingMap(mapInfo(fd.get(), pinPath(ifname, kPinnedMaps[0])).id, NPF_PROG_NAME);
+    *id = 0;
+    const std::string path = pinPath(ifname, kProgPin);
+    Fd fd(bpf_obj_get(path.c_str()));
+    if (!fd) {
+        if (errno == ENOENT)
+            return fd;
+        throwErrno("open the pinned program " + path);
+    }
+    *id = progInfo(fd.get(), path).id;
+    return fd;
 }
 
 Dataplane Dataplane::open(const std::string& ifname)
@@ -70,11 +76,18 @@ Dataplane Dataplane::open(const std::string& ifname)
     validateIfname(ifname);
     requireBpfPrivileges("open the npf instance on " + ifname);
     Interface itf = resolveInterface(ifname);
-    XdpState st = queryXdp(itf.ifindex);
+    uint32_t pinnedId = 0;
+    const Fd pinned = openPinnedProgram(itf.name, &pinnedId);
+    XdpState st = queryXdp(itf.ifindex, pinnedId);
     const XdpProgram* prog = st.npf();
     if (!prog)
         throw StateError(ENOENT, "npf is not attached to " + ifname + " (npfctl attach " + ifname + ")");
-
+    if (prog->id != pinnedId)
+        throw StateError(ESTALE, "npf_xdp prog id " + std::to_string(prog->id) + " on " + ifname +
+                                     " is not the program pinned at " + pinPath(itf.name, kProgPin) +
+                                     " (attached by an npf that did not pin it, or pins of a same-named interface "
+                                     "in another network namespace): npfctl detach " + ifname + "; npfctl attach " +
+                                     ifname);
     Dataplane dp;
     dp.ifname_ = itf.name;
     dp.pinDir_ = dataplane::pinDir(itf.name);
@@ -86,14 +99,14 @@ Dataplane Dataplane::open(const std::string& ifname)
                  &dp.regions_[3], &dp.regions_[4], &dp.xsks_,       &dp.stats_,      &dp.flowStats_};
     static_assert(NPF_BITMAP_CLASSES == 5);
     static_assert(std::size(fds) == kPinnedMaps.size());
-    std::vector<uint32_t> used = progMapIds(prog->id);
+    const std::vector<uint32_t> used = progInfo(pinned.get(), pinPath(itf.name, kProgPin)).mapIds;
     for (size_t i = 0; i < kPinnedMaps.size(); ++i) {
         bpf_map_info info{};
         *fds[i] = openPin(ifname, i, &info);
         if (std::find(used.begin(), used.end(), info.id) == used.end())
             throw StateError(ESTALE, "the pins at " + dataplane::pinDir(ifname) + " are not the maps of " +
                                          NPF_PROG_NAME + " prog id " + std::to_string(prog->id) + " on " + ifname +
-                                         " (pins of a same-named interface in another network namespace?)");
+                                         ": npfctl detach " + ifname + "; npfctl attach " + ifname);
         if (fds[i] == &dp.xsks_)
             dp.queues_ = info.max_entries / 2;
     }

@@ -14,10 +14,12 @@ namespace npf::dataplane {
 
 class Dataplane {
 public:
-    // Opens the instance attached to `ifname` in this network namespace.
-    // Throws ENODEV for an unknown interface, StateError(ENOENT) if npf is not
-    // attached, StateError if the pins are missing or belong to another
-    // instance, and an error naming the map if a pin does not match the ABI.
+    // Opens the instance attached to `ifname` in this network namespace,
+    // through its pins (the program's and the maps'): no object is opened by
+    // id, so CAP_BPF and CAP_NET_ADMIN are enough. Throws ENODEV for an
+    // unknown interface, StateError(ENOENT) if npf is not attached,
+    // StateError if the pins are missing or belong to another instance, and
+    // an error naming the map if a pin does not match the ABI.
     static Dataplane open(const std::string& ifname);
 
     int flows() const noexcept { return flows_.get(); }
@@ -48,8 +50,8 @@ private:
     uint32_t queues_ = 0;
 };
 
-// The npf_xdp program that uses the maps pinned for `ifname`, if one is loaded
-// (attached here, or to a same-named interface in another namespace).
-std::optional<uint32_t> pinsOwner(const std::string& ifname);
+// npf's program as pinned for `ifname` (pins.h, kProgPin); an empty Fd if
+// there is no such pin, and *id its program id (0 then).
+Fd openPinnedProgram(const std::string& ifname, uint32_t* id);
 
 } // namespace npf::dataplane

@@ -8,6 +8,7 @@
 
 #include "dataplane/bpf_info.h"
 #include "dataplane/dataplane.h"
+#include "dataplane/pins.h"
 #include "sys/error.h"
 
 namespace npf::dataplane {
@@ -17,21 +18,6 @@ size_t pageAlign(uint64_t bytes)
 {
     const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
     return (bytes + page - 1) / page * page;
-}
-
-// The map held in slot `id` of an array of maps, or an empty Fd.
-Fd innerMap(int outer, uint32_t id, const char* outerName)
-{
-    uint32_t mapId = 0;
-    if (bpf_map_lookup_elem(outer, &id, &mapId) != 0) {
-        if (errno == ENOENT)
-            return Fd();
-        throwErrno(std::string("read ") + outerName + "[" + std::to_string(id) + "]");
-    }
-    Fd fd(bpf_map_get_fd_by_id(mapId));
-    if (!fd && errno != ENOENT)
-        throwErrno(std::string("open the map in ") + outerName + "[" + std::to_string(id) + "]");
-    return fd;
 }
 
 } // namespace
@@ -62,10 +48,32 @@ FlowRing FlowRing::create(uint32_t gen, uint32_t flags)
 
 std::optional<FlowRing> FlowRing::open(const Dataplane& dp, uint32_t id)
 {
-    Fd fd = innerMap(dp.rings(), id, "npf_rings");
-    if (!fd)
-        return std::nullopt;
-    return FlowRing(std::move(fd), "post ring of flow id " + std::to_string(id) + " on " + dp.ifname());
+    const std::string what = "post ring of flow id " + std::to_string(id) + " on " + dp.ifname();
+    uint32_t mapId = 0;
+    if (bpf_map_lookup_elem(dp.rings(), &id, &mapId) != 0) {
+        if (errno == ENOENT)
+            return std::nullopt;
+        throwErrno("read npf_rings[" + std::to_string(id) + "] of " + dp.ifname());
+    }
+    // Through its pin: npf_rings hands out the map's id, and opening a map
+    // by id needs CAP_SYS_ADMIN.
+    const std::string path = ringPinPath(dp.pinDir(), id);
+    Fd fd(bpf_obj_get(path.c_str()));
+    if (!fd && errno != ENOENT)
+        throwErrno("open the " + what + " at " + path);
+    if (!fd || mapInfo(fd.get(), path).id != mapId)
+        throw StateError(ESTALE, (fd ? path + " is not the map in npf_rings[" + std::to_string(id) + "]"
+                                        : "the " + what + " has no pin at " + path) +
+                                     " (pins of an older npf?): npfctl detach " + dp.ifname() + "; npfctl attach " +
+                                     dp.ifname());
+    return FlowRing(std::move(fd), what);
+}
+
+void FlowRing::pin(const std::string& path) const
+{
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        throwErrno("remove the old pin " + path);
+    checkNeg(bpf_obj_pin(fd_.get(), path.c_str()), "pin the post ring map at " + path);
 }
 
 FlowRing FlowRing::adopt(Fd fd) { return FlowRing(std::move(fd), "post ring map fd"); }

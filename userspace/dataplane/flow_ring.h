@@ -22,10 +22,15 @@ class FlowRing {
 public:
     // A new ring map whose cursor is {gen, flags}, everything else zero.
     static FlowRing create(uint32_t gen, uint32_t flags);
-    // npf_rings[id] of the instance, or nullopt if the slot is empty.
+    // npf_rings[id] of the instance, or nullopt if the slot is empty. Opened
+    // through its pin (pins.h, ringPinPath); StateError(ESTALE) if that is
+    // missing or not the map in the slot.
     static std::optional<FlowRing> open(const Dataplane& dp, uint32_t id);
     // A ring map fd received from elsewhere (npfd): checks that it is one.
     static FlowRing adopt(Fd fd);
+
+    // Pins the map at `path`, replacing what was pinned there.
+    void pin(const std::string& path) const;
 
     int fd() const noexcept { return fd_.get(); }
     npf_ring* ring() const noexcept { return map_.as<npf_ring>(); }

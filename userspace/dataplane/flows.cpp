@@ -162,17 +162,18 @@ EngineFlow addLocked(const Dataplane& dp, const FlowSpec& f, uint32_t cursorFlag
     // A fresh flow starts at seq 0 under a new generation, in a ring map of
     // its own, with no region bound, before XDP can find the key. Packets
     // still carrying the previous generation are refused by XDP and by the
-    // engine. (The old ring map stays in the slot until then: it keeps the
-    // generation count.)
-    uint32_t gen = 1;
-    if (std::optional<FlowRing> old = FlowRing::open(dp, id))
-        gen = old->cursor()->gen + 1 ? old->cursor()->gen + 1 : 1;
+    // engine. (npf_flow_stats[id] keeps the generation count.) The ring is
+    // pinned as it is installed, so its pin is always the map in the slot
+    // (FlowRing::open).
+    const uint32_t last = flowGeneration(dp, id);
+    const uint32_t gen = last + 1 ? last + 1 : 1;
     FlowRing ring = FlowRing::create(gen, cursorFlags);
     clearRegion(dp, id, what);
     resetFlowXdpStats(dp, id, gen);
     const int ringFd = ring.fd();
     checkErrno(bpf_map_update_elem(dp.rings(), &id, &ringFd, BPF_ANY),
                what + ": install the post ring of flow id " + std::to_string(id));
+    ring.pin(ringPinPath(dp.pinDir(), id));
     npf_flow val{id, gen, 0};
     if (bpf_map_update_elem(dp.flows(), &key, &val, BPF_NOEXIST) != 0) {
         if (errno == EEXIST)

@@ -50,6 +50,8 @@ std::string pinDir(const std::string& ifname) { return netnsDir() + "/" + ifname
 
 std::string pinPath(const std::string& ifname, const char* map) { return pinDir(ifname) + "/" + map; }
 
+std::string ringPinPath(const std::string& pinDir, uint32_t id) { return pinDir + "/ring-" + std::to_string(id); }
+
 bool pinDirExists(const std::string& ifname)
 {
     struct stat st {};

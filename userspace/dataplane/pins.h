@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ inline constexpr std::array<const char*, 10> kPinnedMaps = {
     "npf_flows",     "npf_rings",     "npf_regions_0", "npf_regions_1", "npf_regions_2",
     "npf_regions_3", "npf_regions_4", "npf_xsks",      "npf_stats",     "npf_flow_stats",
 };
+
+// npf's program is pinned beside its maps (pinPath(ifname, kProgPin)), and
+// each flow's post ring map too (ringPinPath): what npf attached and the
+// rings of its flows are opened through their pins, which needs file
+// permissions only, not by id, which needs CAP_SYS_ADMIN.
+inline constexpr const char* kProgPin = "npf_xdp";
+// The pin of flow id `id`'s post ring, the map npf_rings[id] holds.
+std::string ringPinPath(const std::string& pinDir, uint32_t id);
 
 // True if `path` is a bpffs mount (statfs magic BPF_FS_MAGIC).
 bool isBpffs(const std::string& path);

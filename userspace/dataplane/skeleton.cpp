@@ -32,7 +32,13 @@ int Skeleton::regionsFd(uint32_t cls) const
 
 void Skeleton::load()
 {
-    checkNeg(npf_xdp__load(skel_.get()), "load BPF program npf_xdp (run with -v for the verifier log)");
+    const int rc = npf_xdp__load(skel_.get());
+    // The verifier checks a program loaded without CAP_PERFMON under the
+    // unprivileged rules (no pointer comparisons, Spectre masking): EACCES.
+    checkNeg(rc, std::string("load BPF program npf_xdp (") +
+                     (rc == -EPERM || rc == -EACCES ? "needs CAP_BPF and CAP_PERFMON, and CAP_NET_ADMIN for XDP; "
+                                                    : "") +
+                     "run with -v for the verifier log)");
 }
 
 } // namespace npf::dataplane

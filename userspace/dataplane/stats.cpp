@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,18 @@ void resetFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen)
     std::vector<npf_flow_stats> percpu(static_cast<size_t>(ncpu), npf_flow_stats{.gen = gen});
     checkErrno(bpf_map_update_elem(dp.flowStats(), &id, percpu.data(), BPF_ANY),
                "reset npf_flow_stats[" + std::to_string(id) + "] of " + dp.ifname());
+}
+
+uint32_t flowGeneration(const Dataplane& dp, uint32_t id)
+{
+    const int ncpu = checkNeg(libbpf_num_possible_cpus(), "count possible CPUs");
+    std::vector<npf_flow_stats> percpu(static_cast<size_t>(ncpu));
+    checkErrno(bpf_map_lookup_elem(dp.flowStats(), &id, percpu.data()),
+               "read npf_flow_stats[" + std::to_string(id) + "] of " + dp.ifname());
+    uint32_t gen = 0;
+    for (const npf_flow_stats& v : percpu)
+        gen = std::max(gen, v.gen);
+    return gen;
 }
 
 const char* xdpVerdictName(int verdict)

@@ -42,4 +42,8 @@ FlowXdpStats readFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen);
 // holds the flow lock).
 void resetFlowXdpStats(const Dataplane& dp, uint32_t id, uint32_t gen);
 
+// The generation flow `id` was last handed out under (0: never), as
+// resetFlowXdpStats left it (XDP never writes it).
+uint32_t flowGeneration(const Dataplane& dp, uint32_t id);
+
 } // namespace npf::dataplane

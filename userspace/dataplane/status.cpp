@@ -23,7 +23,9 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks)
     InstanceStatus s;
     s.ifname = itf.name;
     s.ifindex = itf.ifindex;
-    XdpState st = queryXdp(itf.ifindex);
+    uint32_t pinnedId = 0;
+    (void)openPinnedProgram(itf.name, &pinnedId);
+    XdpState st = queryXdp(itf.ifindex, pinnedId);
     s.foreign = st.foreign();
     if (socks) {
         for (const XdpSocket& x : *socks)
@@ -46,11 +48,7 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks)
             addProblem(&s, e.what());
         }
     } else if (pinDirExists(itf.name)) {
-        if (std::optional<uint32_t> owner = pinsOwner(itf.name))
-            addProblem(&s, "pins at " + pinDir(itf.name) + " belong to " + NPF_PROG_NAME + " prog id " +
-                               std::to_string(*owner) + " (same-named interface in another namespace)");
-        else
-            s.state = InstanceState::Stale;
+        s.state = InstanceState::Stale; // its pinned program is not the one attached
     }
     return s;
 }

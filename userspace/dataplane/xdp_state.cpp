@@ -59,6 +59,12 @@ void addDispatcherComponents(int ifindex, XdpSlot slot, XdpState* st)
         st->programs.push_back({xdp_program__id(p), xdp_program__name(p), slot, true});
 }
 
+// Why opening a program by id failed, when it is a missing privilege.
+std::string byIdHint(int err)
+{
+    return err == EPERM || err == EACCES ? " (opening a program by id needs CAP_SYS_ADMIN)" : "";
+}
+
 } // namespace
 
 const char* toString(XdpSlot s)
@@ -72,6 +78,11 @@ const char* toString(XdpSlot s)
 }
 
 bool XdpProgram::isNpf() const { return name == NPF_PROG_NAME; }
+
+std::string XdpProgram::shownName() const
+{
+    return name.empty() ? "(name unknown: reading it needs CAP_SYS_ADMIN)" : name;
+}
 
 const XdpProgram* XdpState::npf() const
 {
@@ -90,7 +101,7 @@ std::vector<XdpProgram> XdpState::foreign() const
     return out;
 }
 
-XdpState queryXdp(int ifindex)
+XdpState queryXdp(int ifindex, uint32_t npfId)
 {
     LIBBPF_OPTS(bpf_xdp_query_opts, q);
     checkNeg(bpf_xdp_query(ifindex, 0, &q), "query XDP programs of ifindex " + std::to_string(ifindex));
@@ -100,7 +111,11 @@ XdpState queryXdp(int ifindex)
     for (auto [id, slot] : attached) {
         if (id == 0)
             continue;
-        std::string name = progName(id);
+        if (id == npfId) {
+            st.programs.push_back({id, NPF_PROG_NAME, slot, false});
+            continue;
+        }
+        const std::string name = progName(id).value_or("");
         if (name == kDispatcherName)
             addDispatcherComponents(ifindex, slot, &st);
         else
@@ -109,16 +124,16 @@ XdpState queryXdp(int ifindex)
     return st;
 }
 
-void detachProgram(int ifindex, const std::string& ifname, const XdpProgram& prog)
+void detachProgram(int ifindex, const std::string& ifname, const XdpProgram& prog, int progFd)
 {
-    std::string what = "detach XDP program " + prog.name + " (id " + std::to_string(prog.id) + ") from " +
+    std::string what = "detach XDP program " + prog.shownName() + " (id " + std::to_string(prog.id) + ") from " +
                        ifname + " (" + toString(prog.slot) + ")";
     if (prog.viaDispatcher) {
         LibLogCapture quiet;
         std::unique_ptr<xdp_program, CloseProgram> p(xdp_program__from_id(prog.id));
         if (long err = libxdp_get_error(p.get())) {
             p.release();
-            throwErrno(static_cast<int>(-err), what);
+            throwErrno(static_cast<int>(-err), what + byIdHint(static_cast<int>(-err)));
         }
         int err = xdp_program__detach(p.get(), ifindex, libxdpMode(prog.slot), 0);
         if (err) {
@@ -127,13 +142,17 @@ void detachProgram(int ifindex, const std::string& ifname, const XdpProgram& pro
         }
         return;
     }
-    Fd fd(bpf_prog_get_fd_by_id(prog.id));
-    if (!fd) {
-        if (errno == ENOENT)
-            return; // gone already
-        throwErrno(what);
+    Fd byId;
+    if (progFd < 0) {
+        byId.reset(bpf_prog_get_fd_by_id(prog.id));
+        if (!byId) {
+            if (errno == ENOENT)
+                return; // gone already
+            throwErrno(what + byIdHint(errno));
+        }
+        progFd = byId.get();
     }
-    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = fd.get());
+    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = progFd);
     checkNeg(bpf_xdp_detach(ifindex, slotFlag(prog.slot) | XDP_FLAGS_REPLACE, &opts), what);
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 
 #include <cstring>
 
@@ -29,14 +30,24 @@ NetnsScope::NetnsScope(int nsFd, const std::string& what) { enter(nsFd, what); }
 
 void NetnsScope::enter(int nsFd, const std::string& what)
 {
-    orig_.reset(::open(kSelf, O_RDONLY | O_CLOEXEC));
-    if (!orig_)
+    Fd orig(::open(kSelf, O_RDONLY | O_CLOEXEC));
+    if (!orig)
         throwErrno(std::string("open ") + kSelf);
+    // Already there: nothing to enter (setns needs CAP_SYS_ADMIN, even into
+    // the namespace one is in).
+    struct stat here{}, there{};
+    if (::fstat(orig.get(), &here) != 0 || ::fstat(nsFd, &there) != 0)
+        throwErrno("stat network namespace " + what);
+    if (here.st_dev == there.st_dev && here.st_ino == there.st_ino)
+        return;
     if (::setns(nsFd, CLONE_NEWNET) != 0) {
         const int err = errno;
-        orig_.reset();
-        throwErrno(err, "enter network namespace " + what + (err == EINVAL ? " (not a network namespace)" : ""));
+        throwErrno(err, "enter network namespace " + what +
+                            (err == EINVAL ? " (not a network namespace)"
+                             : err == EPERM ? " (entering another namespace needs CAP_SYS_ADMIN)"
+                                            : ""));
     }
+    orig_ = std::move(orig);
 }
 
 NetnsScope::~NetnsScope()

@@ -9,7 +9,8 @@
 namespace npf {
 
 // The calling thread in the namespace at `path` until destruction, then back
-// where it was. An empty path stays where it is. Throws naming the path.
+// where it was. An empty path, or the namespace the thread is in, stays
+// where it is (no setns, which needs CAP_SYS_ADMIN). Throws naming the path.
 class NetnsScope {
 public:
     explicit NetnsScope(const std::string& path);

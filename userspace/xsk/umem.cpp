@@ -71,7 +71,8 @@ Umem::Umem(int ownerFd, const UmemConfig& cfg, const std::string& name) : cfg_(c
     reg.chunk_size = cfg_.frameSize;
     reg.headroom = cfg_.headroom;
     checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)),
-               "register " + what + " (XDP_UMEM_REG; needs CAP_NET_RAW and locked-memory limit)");
+               "register " + what + " (XDP_UMEM_REG pins its " + std::to_string(bytes) +
+                   " bytes: needs CAP_IPC_LOCK, or an RLIMIT_MEMLOCK that holds them)");
     checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_FILL_RING, &cfg_.fillSize, sizeof(cfg_.fillSize)),
                what + ": fill ring of " + std::to_string(cfg_.fillSize));
     checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &cfg_.compSize, sizeof(cfg_.compSize)),
