@@ -35,7 +35,7 @@ netns_with "$peer_ns"
 wire "$node_ns" eth0 "$addr_in" "$peer_ns" peer0 "$addr_out"
 at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$node_ns")"
 start_pod "$npfd" "$work/npfd.yaml"
-await_log "$npfd-npfd" "^npfd: serving" || fail "npfd did not get ready"
+check_probes "$k8s/daemonset.yaml" npfd "$node_ns" "$addr_in"
 check_security "$npfd-npfd" 0 "$(caps_of "$k8s/daemonset.yaml" npfd)" npfd.json
 
 declare -A port=([a]=9000 [b]=9001)

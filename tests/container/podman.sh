@@ -214,3 +214,34 @@ huge_pages() {
   at_exit "echo $total >/proc/sys/vm/nr_hugepages"
   [ "$(cat /proc/sys/vm/nr_hugepages)" -ge "$want" ] || skip "the kernel has no $1 free 2 MiB pages (vm.nr_hugepages)"
 }
+
+# check_probes MANIFEST CONTAINER NETNS POD_ADDR: every httpGet probe the
+# manifest gives CONTAINER, asked the way the kubelet asks it (its host, else
+# the pod's address; its port, by number or by the container's port name)
+# from inside the pod's network namespace, answers 200 within 60 s (the
+# readiness of a starting npfd is an event to wait for).
+check_probes() {
+  local kind host port path body n=0 i
+  while read -r kind host port path; do
+    [ "$host" = - ] && host=$4
+    for ((i = 0; i < 600; i++)); do
+      body=$(nsenter --net="/run/netns/$3" curl -sS --max-time 5 -o - -w ' %{http_code}' "http://$host:$port$path" 2>&1)
+      [ "${body##* }" = 200 ] && break
+      sleep 0.1
+    done
+    [ "${body##* }" = 200 ] || fail "$2's $kind (GET http://$host:$port$path) answered: $body"$'\n'"$(pod_logs)"
+    note "$2's $kind: GET http://$host:$port$path: 200 ${body% *}"
+    n=$((n + 1))
+  done < <(/usr/bin/python3 -c 'import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    spec = d and (d.get("spec", {}).get("template", {}).get("spec") or d.get("spec", {}))
+    for c in (spec or {}).get("containers", []) + (spec or {}).get("initContainers", []):
+        if c["name"] != sys.argv[2]:
+            continue
+        ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if "name" in p}
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            get = c.get(kind, {}).get("httpGet")
+            if get:
+                print(kind, get.get("host", "-"), ports.get(get["port"], get["port"]), get["path"])' "$1" "$2")
+  [ $n -gt 0 ] || fail "the manifest gives $2 no httpGet probe"
+}

@@ -2,15 +2,26 @@
 """Renders a shipped manifest of deploy/k8s for `podman kube play` (4.3), changing
 only what podman cannot run as written or what the test must observe; every
 change is one of the options below, and deploy/k8s/README.md lists the
-podman differences:
+podman differences. Always:
+
+  seccomp                each container's securityContext.seccompProfile (its
+                         own, else the pod's) is also written as the annotation
+                         container.seccomp.security.alpha.kubernetes.io/NAME,
+                         the form podman 4.3 reads (and the kubelet used before
+                         1.19): localhost/FILE, runtime/default, unconfined.
+  ports                  containers' `ports` are dropped: podman would publish
+                         them on the host, and the test's pods have no network
+                         of podman's (the test reaches the ports in the pod's
+                         namespace, as the kubelet's probes reach the pod's
+                         address).
+
+Options:
 
   --daemonset            the DaemonSet's pod template becomes a Pod of the
                          DaemonSet's name (podman plays Pods and Deployments, not
                          DaemonSets); its ServiceAccount is dropped, its
-                         ConfigMaps kept. `hostNetwork` is dropped, and with it
-                         the containers' `ports` (declarations only on the
-                         host's network; podman would map them): the test wires
-                         the pod's own namespace as the node's.
+                         ConfigMaps kept. `hostNetwork` is dropped: the test
+                         wires the pod's own namespace as the node's.
   --native-sidecars      init containers with `restartPolicy: Always` (native
                          sidecars, Kubernetes >= 1.29; podman 4.3 would wait for
                          them to exit) become the first regular containers.
@@ -44,8 +55,6 @@ def pod_of_daemonset(docs):
             spec = dict(tmpl["spec"])
             spec.pop("hostNetwork", None)
             spec.pop("dnsPolicy", None)  # ClusterFirstWithHostNet: no cluster DNS here
-            for c in spec["containers"]:
-                c.pop("ports", None)
             d = {"apiVersion": "v1", "kind": "Pod",
                  "metadata": {"name": d["metadata"]["name"], **{k: v for k, v in tmpl.get("metadata", {}).items()}},
                  "spec": spec}
@@ -131,6 +140,8 @@ def main():
         vol = f"test-mount-{i}"
         spec.setdefault("volumes", []).append({"name": vol, "hostPath": {"path": host, "type": "Directory"}})
         container(pod, name).setdefault("volumeMounts", []).append({"name": vol, "mountPath": path})
+    for c in containers(pod):
+        c.pop("ports", None)
     seccomp_annotations(pod)
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
 

@@ -37,6 +37,7 @@ at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$pod_ns")"
 start_pod "$pod" "$work/pod.yaml"
 
 await_log "$pod-app" -x ready || fail "the app did not get ready"
+check_probes "$NPF_SOURCE_DIR/deploy/k8s/sidecar-pod.yaml" npfd "$pod_ns" "$addr_in"
 check_security "$pod-npfd" 0 "$(caps_of "$NPF_SOURCE_DIR/deploy/k8s/sidecar-pod.yaml" npfd)" npfd.json
 check_security "$pod-app" 65534 "" npf-client.json
 
