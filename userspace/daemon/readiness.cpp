@@ -23,15 +23,15 @@ std::string xdpProblem(const Iface& s)
     if (!::if_indextoname(static_cast<unsigned>(s.service->ifindex()), name))
         return "is gone (no interface with ifindex " + std::to_string(s.service->ifindex()) +
                " any more: deleted, or moved out of its network namespace)";
-    const dataplane::XdpState st = dataplane::queryXdp(s.service->ifindex());
-    const dataplane::XdpProgram* prog = st.npf();
+    // Known by id: npfd holds no CAP_SYS_ADMIN to read another program's name.
+    const dataplane::XdpState st = dataplane::queryXdp(s.service->ifindex(), s.service->progId());
     const std::string ours = std::to_string(s.service->progId());
-    if (!prog)
-        return "npf_xdp (prog id " + ours + ") is no longer attached: its datagrams pass to the kernel";
-    if (prog->id != s.service->progId())
-        return "another npf_xdp (prog id " + std::to_string(prog->id) + ") replaced npfd's (prog id " + ours +
-               "): npfd's sockets are not in its maps";
-    return "";
+    if (const dataplane::XdpProgram* prog = st.npf(); prog && prog->id == s.service->progId())
+        return "";
+    if (!st.programs.empty())
+        return "npfd's npf_xdp (prog id " + ours + ") was replaced by " + st.programs.front().shownName() +
+               " (prog id " + std::to_string(st.programs.front().id) + "): npfd's sockets are not in its maps";
+    return "npf_xdp (prog id " + ours + ") is no longer attached: its datagrams pass to the kernel";
 }
 
 } // namespace
