@@ -225,7 +225,7 @@ check_probes() {
   while read -r kind host port path; do
     [ "$host" = - ] && host=$4
     for ((i = 0; i < 600; i++)); do
-      body=$(nsenter --net="/run/netns/$3" curl -sS --max-time 5 -o - -w ' %{http_code}' "http://$host:$port$path" 2>&1)
+      body=$(nsenter --net="/run/netns/$3" curl -sS --max-time 5 -o - -w ' %{http_code}' "http://$host:$port$path" 2>&1) || true
       [ "${body##* }" = 200 ] && break
       sleep 0.1
     done

@@ -133,12 +133,16 @@ void Daemon::openIfaces()
             throw ArgumentError("npfd: interface " + why);
         specs.push_back(*spec);
     }
-    checkMemoryLimit(planMemory(opt_.config.ifaces, specs, opt_.engine), cgroupMemoryLimit()); // before any pinning
+    const std::vector<IfaceMemory> plan = planMemory(opt_.config.ifaces, specs, opt_.engine);
+    checkMemoryLimit(plan, cgroupMemoryLimit()); // before any pinning
     for (size_t i = 0; i < specs.size(); i++) {
         const IfaceSpec& spec = specs[i];
         const std::string& label = opt_.config.ifaces[i];
         EngineConfig c = opt_.engine;
         c.ifname = spec.ifname;
+        // --queues is a bound (one DaemonSet, NICs of any queue count): the
+        // queues the plan found, at most --queues.
+        c.queues = plan[i].plan.queues;
         c.spillDir = opt_.config.spillDir;
         // The service is built in the interface's namespace (attach, pins,
         // sockets) and keeps it for its teardown.

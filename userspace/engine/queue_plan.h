@@ -21,7 +21,8 @@ struct QueuePlan {
 // For a Service of `cfg` on cfg.ifname in the calling thread's network
 // namespace. Throws what the Service would for an interface that does not
 // exist or a program it cannot open; a cfg.queues above `available` plans
-// `available` (the Service refuses it, saying so).
+// `available` (npfd, for which --queues is a bound, then serves that many; a
+// Service given more refuses, saying so).
 QueuePlan planQueues(const EngineConfig& cfg);
 
 // The sizes a Service gives each queue of an interface with this MTU.
