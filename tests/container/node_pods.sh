@@ -28,12 +28,8 @@ play "$work/npfd.yaml"
 
 # The node: npfd's pod's network namespace, with eth0 a veth from a peer
 # namespace (the rest of the network).
-subnet
-node_ns=npfcnode$$ peer_ns=npfcpeer$$
-pod_netns "$npfd" "$node_ns"
-netns_with "$peer_ns"
-wire "$node_ns" eth0 "$addr_in" "$peer_ns" peer0 "$addr_out"
-at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$node_ns")"
+node_ns=npfcnode$$
+pod_eth0 "$npfd" "$node_ns"
 start_pod "$npfd" "$work/npfd.yaml"
 check_probes "$k8s/daemonset.yaml" npfd "$node_ns" "$addr_in"
 check_security "$npfd-npfd" 0 "$(caps_of "$k8s/daemonset.yaml" npfd)" npfd.json

@@ -131,6 +131,19 @@ pod_netns() {
   at_exit "umount /run/netns/$2; rm -f /run/netns/$2"
 }
 
+# pod_eth0 POD NAME: POD's network namespace named NAME (pod_netns) gets
+# eth0, a veth from a peer namespace ($peer_ns, its end peer0), with the
+# addresses of subnet: the pod $addr_in, the peer $addr_out. What npf leaves
+# pinned for that namespace goes at exit.
+pod_eth0() {
+  subnet
+  peer_ns=npfcpeer$$
+  pod_netns "$1" "$2"
+  netns_with "$peer_ns"
+  wire "$2" eth0 "$addr_in" "$peer_ns" peer0 "$addr_out"
+  at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$2")"
+}
+
 # start_pod POD FILE: starts every container of POD (played from FILE). Its
 # removal is registered again here, to run before what the namespaces of the
 # test (registered after play) leave.

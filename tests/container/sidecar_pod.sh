@@ -28,12 +28,8 @@ pod=npf-sidecar-$$
 play "$work/pod.yaml"
 
 # The pod's eth0: a veth from a peer namespace, in place before npfd starts.
-subnet
-pod_ns=npfcpod$$ peer_ns=npfcpeer$$
-pod_netns "$pod" "$pod_ns"
-netns_with "$peer_ns"
-wire "$pod_ns" eth0 "$addr_in" "$peer_ns" peer0 "$addr_out"
-at_exit "rm -rf /sys/fs/bpf/npf/netns-$(stat -L -c %i "/run/netns/$pod_ns")"
+pod_ns=npfcpod$$
+pod_eth0 "$pod" "$pod_ns"
 start_pod "$pod" "$work/pod.yaml"
 
 await_log "$pod-app" -x ready || fail "the app did not get ready"
