@@ -2,8 +2,9 @@
 # Installs the Debian packages npf needs to build, test, package and run
 # (idempotent). Packaging: dpkg-dev (dpkg-shlibdeps, for the .deb's Depends),
 # file (cpack finds the binaries with it), mmdebstrap (tests/install, the
-# image's base). Containers: podman with runc and catatonit (its pod pause image), jq (deploy/seccomp/generate.sh),
-# python3-yaml (tests/container renders the manifests), libcap2-bin (capsh).
+# image's base). Containers: podman with runc and catatonit (its pod pause
+# image), jq (deploy/seccomp/generate.sh, the seccomp check), python3-yaml
+# (tests/container renders the manifests), libcap2-bin (capsh), curl (probes).
 # Usage: scripts/deps.sh        (as root; does nothing when all are present)
 set -euo pipefail
 
@@ -14,7 +15,7 @@ pkgs=(
   iproute2 ethtool iputils-ping netcat-openbsd socat netsniff-ng tcpdump util-linux gnuplot-nox
   libsystemd-dev systemd
   dpkg-dev file mmdebstrap
-  podman runc catatonit jq python3-yaml libcap2-bin
+  podman runc catatonit jq python3-yaml libcap2-bin curl
 )
 
 missing=()

@@ -13,10 +13,7 @@
 # directory of the test's and stop after 1024 datagrams.
 source "$(dirname "$0")/../common/shell.sh"
 source "$(dirname "$0")/podman.sh"
-podman_env
-for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat; do need "${t%%:*}" "${t#*:}"; done
-mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
-use_shipped_image
+pod_test
 
 run=$work/run-npf
 mkdir -p "$run"

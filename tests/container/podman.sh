@@ -99,6 +99,18 @@ use_shipped_image() {
   podman tag "$image" "$shipped" || fail "podman tag $image $shipped failed"
 }
 
+# pod_test: what a test of pods needs: podman_env, the tools that wire and
+# feed the pods, the host's bpffs (the manifests mount it), the image.
+pod_test() {
+  podman_env
+  local t
+  for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat curl:curl capsh:libcap2-bin jq:jq; do
+    need "${t%%:*}" "${t#*:}"
+  done
+  mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
+  use_shipped_image
+}
+
 # play FILE: podman kube play FILE, created but not started, with no network
 # of podman's (--network none: each pod gets a network namespace with only
 # lo, which start_pod can wire first), and the shipped seccomp profiles

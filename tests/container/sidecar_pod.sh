@@ -10,10 +10,7 @@
 # stops after 1024 datagrams (with the manifest's page size, region and budget).
 source "$(dirname "$0")/../common/shell.sh"
 source "$(dirname "$0")/podman.sh"
-podman_env
-for t in ip:iproute2 nsenter:util-linux ethtool:ethtool socat:socat; do need "${t%%:*}" "${t#*:}"; done
-mountpoint -q /sys/fs/bpf || fail "bpffs is not mounted on /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf)"
-use_shipped_image
+pod_test
 # The app uses 2 MiB pages (the manifest's hugepages-2Mi): the node's pool
 # must hold npfd's request.
 huge_pages 33
