@@ -123,10 +123,7 @@ play() {
   podman kube play --start=false --network none --seccomp-profile-root "$NPF_SOURCE_DIR/deploy/seccomp" "$1" \
     >"$work/play.log" 2>&1 || fail "podman kube play $1 failed:"$'\n'"$(cat "$work/play.log")"
   local v
-  for v in $(/usr/bin/python3 -c 'import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    for v in (d or {}).get("spec", {}).get("volumes", []):
-        if "emptyDir" in v: print(v["name"])' "$1"); do
+  for v in $("$(dirname "${BASH_SOURCE[0]}")/manifest.py" empty-dirs "$1"); do
     chmod 0777 "$(podman volume inspect -f '{{.Mountpoint}}' "$v")" || fail "no volume $v for the emptyDir $v"
   done
 }
@@ -190,12 +187,7 @@ await_log() {
 
 # caps_of MANIFEST CONTAINER: the capabilities a manifest's container adds.
 caps_of() {
-  /usr/bin/python3 -c 'import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    spec = d and (d.get("spec", {}).get("template", {}).get("spec") or d.get("spec", {}))
-    for c in (spec or {}).get("containers", []) + (spec or {}).get("initContainers", []):
-        if c["name"] == sys.argv[2]:
-            print(" ".join(c.get("securityContext", {}).get("capabilities", {}).get("add", [])))' "$@"
+  "$(dirname "${BASH_SOURCE[0]}")/manifest.py" caps "$@"
 }
 
 # check_security CONTAINER UID "CAPS" PROFILE: the runtime applied the
@@ -257,16 +249,6 @@ check_probes() {
     [ "${body##* }" = 200 ] || fail "$2's $kind (GET http://$host:$port$path) answered: $body"$'\n'"$(pod_logs)"
     note "$2's $kind: GET http://$host:$port$path: 200 ${body% *}"
     n=$((n + 1))
-  done < <(/usr/bin/python3 -c 'import sys, yaml
-for d in yaml.safe_load_all(open(sys.argv[1])):
-    spec = d and (d.get("spec", {}).get("template", {}).get("spec") or d.get("spec", {}))
-    for c in (spec or {}).get("containers", []) + (spec or {}).get("initContainers", []):
-        if c["name"] != sys.argv[2]:
-            continue
-        ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if "name" in p}
-        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
-            get = c.get(kind, {}).get("httpGet")
-            if get:
-                print(kind, get.get("host", "-"), ports.get(get["port"], get["port"]), get["path"])' "$1" "$2")
+  done < <("$(dirname "${BASH_SOURCE[0]}")/manifest.py" probes "$1" "$2")
   [ $n -gt 0 ] || fail "the manifest gives $2 no httpGet probe"
 }
