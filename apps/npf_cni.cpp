@@ -197,7 +197,13 @@ size_t restore(npf::ipc::Channel& ch, const Records& records)
         }
         waiting = false;
         note("npfd is up at " + socket);
-        (void)restore(*ch, records);
+        try {
+            (void)restore(*ch, records);
+        } catch (const std::exception& e) { // npfd stopped meanwhile: again once it is back
+            note(e.what());
+            std::this_thread::sleep_for(std::chrono::milliseconds(retryMs));
+            continue;
+        }
         std::fflush(stderr);
         pollfd p{ch->fd(), POLLIN, 0};
         while (::poll(&p, 1, -1) < 0 && errno == EINTR) {

@@ -66,7 +66,7 @@ bool Quotas::Lease::takeRegion(uint64_t size, uint64_t budget, std::string* why)
     return true;
 }
 
-std::string Quotas::Lease::holder() const { return pod_.empty() ? "its connections" : "each pod's connections"; }
+std::string Quotas::Lease::holder() const { return pod_.empty() ? "its connections" : "the pod's connections"; }
 
 void Quotas::Lease::giveRegion() noexcept
 {

@@ -55,7 +55,7 @@ public:
         }
         void giveAll() noexcept;
         Use& use() { return q_->of(rule_, pod_); }
-        std::string holder() const; // "its connections", "the pod's connections"
+        std::string holder() const; // "its connections", or a pod rule's "the pod's connections"
 
         Quotas* q_ = nullptr;
         const ClientRule* rule_ = nullptr;
