@@ -7,7 +7,8 @@
 //
 // - a pod's client reaches npfd through its own "@npf" only, is admitted by a
 //   "pod" rule whatever its uid (root included: no catch-all for pods), opens
-//   flows only on its pod's own address and receives byte for byte; another
+//   flows only on its pod's own address ("any" is that address) and receives
+//   byte for byte; another
 //   pod cannot reach that listener nor take that address; DEL disconnects the
 //   pod's clients and withdraws their flows;
 // - npfd restarted: `npf-cni watch` hands every recorded pod over again, the
@@ -109,15 +110,19 @@ bool disconnected(Client& c)
     }
 }
 
-bool flowListed(Rig& rig, uint16_t port)
+// The address of the flow on `port` in `npfctl flow list --json` ("" for
+// any address, "-" when there is no such flow).
+std::string flowAddr(Rig& rig, uint16_t port)
 {
     const nlohmann::json j = nlohmann::json::parse(rig.npfctl("flow list --json " + rig.rxIf()), nullptr, false);
     if (!j.is_discarded() && j.contains("flows"))
         for (const auto& f : j["flows"])
             if (f.value("port", 0) == port)
-                return true;
-    return false;
+                return f["addr"].is_string() ? f["addr"].get<std::string>() : std::string();
+    return "-";
 }
+
+bool flowListed(Rig& rig, uint16_t port) { return flowAddr(rig, port) != "-"; }
 
 // 16 datagrams into the flow, byte for byte.
 void receives(Rig& rig, Client& cli, Flow& f, uint16_t port, uint32_t sender)
@@ -162,13 +167,15 @@ TEST_F(NpfdCni, APodsClientsReachNpfdThroughTheirListenerAndUseOnlyTheirPodsAddr
     std::unique_ptr<Client> cliA = podClient(a, "a");
     const uint16_t port = kFirstPort + 1;
     try {
-        (void)cliA->openFlow(port); // any address: another pod's traffic too
-        ADD_FAILURE() << "a pod's client opened a wildcard flow";
+        (void)cliA->openFlow(port + 1, b.addr);
+        ADD_FAILURE() << "a pod took another pod's address";
     } catch (const std::exception& e) {
-        EXPECT_NE(std::string(e.what()).find("its pod's own addresses"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("its pod's own addresses (" + a.addr + ")"), std::string::npos)
+            << e.what();
     }
-    EXPECT_THROW((void)cliA->openFlow(port, b.addr), std::exception) << "a pod took another pod's address";
-    Flow& fa = cliA->openFlow(port, a.addr);
+    // "Any address" is the pod's own: the flow is bound to it.
+    Flow& fa = cliA->openFlow(port);
+    EXPECT_EQ(flowAddr(rig, port), a.addr);
     receives(rig, *cliA, fa, port, 1);
 
     // B (the same tenant) cannot take A's address; C's namespace has no rule.

@@ -235,6 +235,10 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
                             ENODEV, m.id);
     Service* svc = itf->service.get();
     const std::string& iface = itf->label;
+    // A pod's client receives on its pod's addresses only: "any" means the
+    // pod's first address (the kubelet's pod IP), another address is refused.
+    if (pod_ && rq.addr.empty())
+        rq.addr = pod_->addrs.front();
     dataplane::FlowSpec spec;
     try {
         spec = dataplane::parseFlowSpec(std::to_string(rq.port), rq.addr);
@@ -247,8 +251,7 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
             addrs += (addrs.empty() ? "" : ", ") + a;
         throw ProtocolError(ErrorCode::NotAllowed,
                             dataplane::toString(spec) + ": a client of " + pod_->describe() +
-                                " opens flows on its pod's own addresses (" + addrs + "), not " +
-                                (rq.addr.empty() ? std::string("any address") : rq.addr),
+                                " opens flows on its pod's own addresses (" + addrs + "), not " + rq.addr,
                             EACCES, m.id);
     }
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
