@@ -10,9 +10,11 @@
 // running is not an error: the record stays, and `npf-cni watch` hands the
 // pod over once npfd is up.
 //
-// As a command: `npf-cni watch` (the DaemonSet's helper container) hands
-// every recorded pod to npfd each time npfd (re)starts; `npf-cni restore`
-// does it once.
+// As a command: `npf-cni install` (the DaemonSet's init container) copies
+// npf-cni to the node's plugin directory and chains it into the node's
+// network configuration; `npf-cni watch` (the DaemonSet's helper container)
+// hands every recorded pod to npfd each time npfd (re)starts; `npf-cni
+// restore` does it once; `npf-cni uninstall` takes it out of the chain.
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@
 #include "cli/version.h"
 #include "cni/cni.h"
 #include "cni/handover.h"
+#include "cni/install.h"
 #include "cni/records.h"
 
 namespace {
@@ -227,6 +230,17 @@ int main(int argc, char** argv)
     app.add_option("--socket", socket, "npfd's pods socket")->capture_default_str();
     app.add_option("--state-dir", stateDir, "npf-cni's records of pods")->capture_default_str();
     app.set_version_flag("--version", npf::cli::versionLine("npf-cni"));
+    npf::cni::InstallOptions inst{"/opt/cni/bin", "/etc/cni/net.d", "/proc/self/exe", "", ""};
+    CLI::App* installCmd = app.add_subcommand(
+        "install", "copy npf-cni into the node's CNI plugin directory and chain it into the node's network "
+                   "configuration (the first .conflist of --conf-dir): the DaemonSet's init container");
+    CLI::App* uninstallCmd =
+        app.add_subcommand("uninstall", "take npf-cni out of the chain (the binary stays)");
+    for (CLI::App* cmd : {installCmd, uninstallCmd}) {
+        cmd->add_option("--bin-dir", inst.binDir, "the runtime's CNI plugin directory")->capture_default_str();
+        cmd->add_option("--conf-dir", inst.confDir, "the runtime's CNI configuration directory")
+            ->capture_default_str();
+    }
     CLI::App* restoreCmd = app.add_subcommand("restore", "hand every recorded pod to npfd once");
     CLI::App* watchCmd = app.add_subcommand("watch", "hand every recorded pod to npfd each time npfd starts");
     watchCmd->add_option("--retry-ms", retryMs, "how often to try npfd's socket while it is down")
@@ -244,6 +258,14 @@ int main(int argc, char** argv)
     }
     const Records records(stateDir);
     try {
+        if (*installCmd || *uninstallCmd) {
+            inst.socket = socket;
+            inst.stateDir = stateDir;
+            const npf::cni::InstallResult r = *installCmd ? npf::cni::install(inst) : npf::cni::uninstall(inst);
+            std::printf("npf-cni: %s %s\n", r.changed ? (*installCmd ? "chained into" : "taken out of") : "unchanged:",
+                        r.conflist.c_str());
+            return npf::cli::kExitOk;
+        }
         if (*watchCmd)
             watch(socket, records, retryMs);
         npf::ipc::Channel ch = npf::cni::connectNpfd(socket);
