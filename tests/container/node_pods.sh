@@ -88,16 +88,28 @@ for c in a b; do
   check_security "npf-client-$c-$$-app" 65534 "" npf-client.json
 done
 
-for c in a b; do
+# Pod b receives now; pod a after npfd restarts (a rolling update, a crash):
+# the pods' listeners die with npfd, npf-pods hands every recorded pod to the
+# new npfd, and pod a's app, which lost npfd and is restarted by its pod
+# (OnFailure, in the same pod network namespace), connects through its
+# listener again.
+receive() { # receive POD: 1 MiB sent to the pod's address arrives whole
+  local c=$1 rc
   head -c $((1 << 20)) /dev/urandom >"$work/in-$c"
   nsenter --net="/run/netns/$peer_ns" socat -u -b 1024 "FILE:$work/in-$c" "UDP:${ip[$c]}:${port[$c]}" ||
     fail "socat could not send to ${ip[$c]}:${port[$c]}"
-done
-for c in a b; do
   rc=$(timeout 60 podman wait "npf-client-$c-$$-app") || fail "client pod $c did not exit within 60 s"$'\n'"$(pod_logs)"
   [ "$rc" -eq 0 ] || fail "client pod $c exited $rc"$'\n'"$(pod_logs)"
   cmp -s "$work/in-$c" "$work/out-$c/received" ||
     fail "client pod $c received $(stat -c %s "$work/out-$c/received" 2>/dev/null || echo no) bytes, not its 1 MiB"$'\n'"$(pod_logs)"
-done
-note "two client pods, each with its own listener from npf-cni and no volume, received their own 1 MiB (1024 datagrams, sent to the pod's address) byte for byte through the node's npfd"
+}
+receive b
+note "client pod b, with its own listener from npf-cni and no volume, received its 1 MiB (1024 datagrams, sent to the pod's address) byte for byte through the node's npfd"
+
+readies() { podman logs "npf-client-$1-$$-app" 2>/dev/null | grep -cx ready; }
+podman restart "$npfd-npfd" >/dev/null || fail "podman restart $npfd-npfd failed"$'\n'"$(pod_logs)"
+for ((i = 0; i < 600; i++)); do [ "$(readies a)" -ge 2 ] && break; sleep 0.1; done
+[ "$(readies a)" -ge 2 ] || fail "client pod a did not get ready again after npfd restarted"$'\n'"$(pod_logs)"
+receive a
+note "npfd restarted: npf-pods handed the pods to the new npfd, client pod a's app reconnected through its listener and received its 1 MiB byte for byte"
 note "PASS"
