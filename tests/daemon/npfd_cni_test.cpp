@@ -31,6 +31,7 @@
 #include "ipc/channel.h"
 #include "ipc/pods.h"
 #include "ipc/unix_socket.h"
+#include "metrics_scrape.h"
 #include "netns.h"
 #include "npf/client.h"
 #include "npfd_rig.h"
@@ -75,9 +76,11 @@ std::string cni(const TempDir& dir, const std::string& command, const Pod& p, in
     return ::testing::AssertionSuccess() << out;
 }
 
-NpfdOptions podsNpfd(const TempDir& dir)
+NpfdOptions podsNpfd(const TempDir& dir, std::vector<std::string> extraArgs = {})
 {
-    return {.settings = R"("pods_socket": ")" + dir.path + R"(/pods.sock")", .clients = kPodRules};
+    return {.extraArgs = std::move(extraArgs),
+            .settings = R"("pods_socket": ")" + dir.path + R"(/pods.sock")",
+            .clients = kPodRules};
 }
 
 // A client of npfd through the pod's "@npf" (the thread enters the pod's
@@ -147,7 +150,10 @@ TEST_F(NpfdCni, APodsClientsReachNpfdThroughTheirListenerAndUseOnlyTheirPodsAddr
 {
     Rig rig;
     TempDir dir;
-    Npfd npfd(rig, dir, podsNpfd(dir));
+    const uint16_t mport = freePort(rig);
+    Npfd npfd(rig, dir, podsNpfd(dir, {"--metrics", "127.0.0.1:" + std::to_string(mport)}));
+    auto pods = [&] { return parse(httpGet(rig, mport)).at("npf_pods"); };
+    EXPECT_EQ(pods(), 0.0);
     const test::Netns nsA("npfpa"), nsB("npfpb"), nsC("npfpc");
     // A's address is the one the rig's traffic goes to (a pod IP routed to the node's NIC).
     const Pod a{"c0ffee01", "tenant-a", "web-0", rig.rxAddr(), nsA};
@@ -161,6 +167,7 @@ TEST_F(NpfdCni, APodsClientsReachNpfdThroughTheirListenerAndUseOnlyTheirPodsAddr
         EXPECT_EQ(out["ips"][0]["address"], p->addr + "/30") << r.message();
     }
     EXPECT_TRUE(cniOk(dir, "CHECK", a));
+    EXPECT_EQ(pods(), 3.0);
 
     // A's client runs as root, which npfd's socket would admit for anything
     // (allow_root): through a pod's listener only the pod's rule counts.
@@ -202,6 +209,7 @@ TEST_F(NpfdCni, APodsClientsReachNpfdThroughTheirListenerAndUseOnlyTheirPodsAddr
     EXPECT_FALSE(std::filesystem::exists(dir.path + "/cni/" + a.container + ".json"));
     EXPECT_FALSE(disconnected(*cliB)) << "B lost its connection with A's pod";
     EXPECT_TRUE(cniOk(dir, "DEL", a)) << "a second DEL must succeed (CNI)";
+    EXPECT_EQ(pods(), 2.0);
     for (const Pod* p : {&b, &c})
         EXPECT_TRUE(cniOk(dir, "DEL", *p));
 }

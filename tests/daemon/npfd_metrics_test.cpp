@@ -85,6 +85,7 @@ std::string expectedDocNames()
     for (const LatencyDef& l : kEngineLatencies)
         row(latencyName(l), "summary");
     row("npf_clients", "gauge");
+    row("npf_pods", "gauge");
     row("npf_build_info", "gauge");
     for (const std::string& f : kFlowFamilies)
         row(f, "counter");
@@ -141,9 +142,9 @@ private:
 
 size_t expectedNpfFamilies()
 {
-    // The tables' families, + npf_clients, npf_build_info and the per-flow ones.
+    // The tables' families, + npf_clients, npf_pods, npf_build_info and the per-flow ones.
     return kEngineCounters.size() + kRegionCounters.size() + std::size(dataplane::kStatNames) +
-           kEngineLatencies.size() + 2 + kFlowFamilies.size();
+           kEngineLatencies.size() + 3 + kFlowFamilies.size();
 }
 size_t npfFamilies(const Scrape& s)
 {

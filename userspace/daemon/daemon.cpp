@@ -229,6 +229,7 @@ Snapshot Daemon::snapshot()
     for (const auto& [fd, session] : sessions_)
         session->clientFlows(out.flows);
     out.clients = sessions_.size();
+    out.pods = pods_ ? pods_->pods() : 0;
     return out;
 }
 

@@ -193,6 +193,10 @@ std::vector<prometheus::MetricFamily> metricFamilies(const Snapshot& all)
                                      {}};
     clients.metric.emplace_back().gauge.value = double(all.clients);
     out.push_back(std::move(clients));
+    prometheus::MetricFamily pods{"npf_pods", "pods npf-cni handed npfd whose listeners npfd holds (pods)",
+                                  prometheus::MetricType::Gauge, {}};
+    pods.metric.emplace_back().gauge.value = double(all.pods);
+    out.push_back(std::move(pods));
     out.push_back(buildInfo());
     addFlowFamilies(out, all.flows);
     return out;

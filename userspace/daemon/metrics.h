@@ -8,7 +8,7 @@
 // npf_xdp_<name>_total, kEngineLatencies as summaries
 // npf_latency_<name>_seconds, each with one series per interface (label
 // `iface`); npf_build_info (version, ABI, protocols); per client,
-// npf_clients, and per open flow of a client
+// npf_clients, npf_pods, and per open flow of a client
 // npf_flow_completed_total (labels iface, port, client, uid, status),
 // npf_flow_dropped_total and npf_flow_passed_total (the same labels with
 // reason instead of status). No state of its own: nothing goes stale,
@@ -57,6 +57,7 @@ struct Snapshot {
     std::vector<IfaceStats> ifaces;
     std::vector<ClientFlow> flows;
     uint64_t clients = 0; // connected
+    uint64_t pods = 0;    // pods' listeners held (pods_socket)
 };
 
 // <prefix><name>, plus _total unless the entry is a gauge
