@@ -317,16 +317,8 @@ static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 	return npf_out(stat, XDP_REDIRECT);
 }
 
-/*
- * A frags program: with an MTU above what fits one buffer (on veth about
- * 3.5 KB, jumbo frames on NICs in multi-buffer mode) a packet arrives as a
- * linear part plus fragments. The headers are parsed from the linear part;
- * lengths are checked against the whole packet. The payload is never read
- * here; the AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet
- * as several descriptors, the meta in front of the first.
- */
-SEC("xdp.frags")
-int npf_xdp(struct xdp_md *ctx)
+/* The verdict on one packet, counted. */
+static __always_inline int npf_verdict(struct xdp_md *ctx)
 {
 	struct npf_pkt pkt = {};
 	struct npf_route r = {};
@@ -364,6 +356,41 @@ int npf_xdp(struct xdp_md *ctx)
 	if (rc < 0)
 		return npf_flow_out(&r, NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	return npf_redirect(&r, (__u8)rc);
+}
+
+/* A packet npf passes leaves as it came, but for metadata (npf's own, left
+ * when a flow datagram passes after its room was made; an earlier program's
+ * is gone already): the program chained behind npf_xdp (npf_next), or the
+ * kernel stack when there is none (the tail call returns only then). */
+static __always_inline int npf_pass(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *meta = (void *)(long)ctx->data_meta;
+
+	if (meta < data)
+		bpf_xdp_adjust_meta(ctx, (int)(data - meta));
+	bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
+	return XDP_PASS;
+}
+
+/*
+ * A frags program as npf loads it (LoadConfig::frags: the loader sets
+ * BPF_F_XDP_HAS_FRAGS, which libbpf can add to a SEC("xdp") program but not
+ * take from a SEC("xdp.frags") one; it leaves it out only to chain a program
+ * that lacks it, docs/architecture.md "Coexisting with other XDP programs").
+ * With an MTU above what fits one buffer (on veth about 3.5 KB, jumbo frames
+ * on NICs in multi-buffer mode) a packet arrives as a linear part plus
+ * fragments. The headers are parsed from the linear part; lengths are
+ * checked against the whole packet. The payload is never read here; the
+ * AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet as
+ * several descriptors, the meta in front of the first.
+ */
+SEC("xdp")
+int npf_xdp(struct xdp_md *ctx)
+{
+	int verdict = npf_verdict(ctx);
+
+	return verdict == XDP_PASS ? npf_pass(ctx) : verdict;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
