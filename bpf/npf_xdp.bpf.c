@@ -317,8 +317,9 @@ static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 	return npf_out(stat, XDP_REDIRECT);
 }
 
-/* The verdict on one packet, counted. */
-static __always_inline int npf_verdict(struct xdp_md *ctx)
+/* The verdict on one packet, counted. *own_meta: npf made room for its
+ * metadata (a flow datagram; what an earlier program left is gone then). */
+static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 {
 	struct npf_pkt pkt = {};
 	struct npf_route r = {};
@@ -347,6 +348,7 @@ static __always_inline int npf_verdict(struct xdp_md *ctx)
 	rc = npf_meta_room(ctx);
 	if (rc >= 0)
 		return npf_flow_out(&r, rc, XDP_PASS);
+	*own_meta = 1;
 	/* Claim the next posted buffer (the metadata stays on a failure; the
 	 * kernel ignores it). */
 	rc = npf_claim_post(&r, pkt.payload_len, &c);
@@ -358,17 +360,14 @@ static __always_inline int npf_verdict(struct xdp_md *ctx)
 	return npf_redirect(&r, (__u8)rc);
 }
 
-/* A packet npf passes leaves as it came, but for metadata (npf's own, left
- * when a flow datagram passes after its room was made; an earlier program's
- * is gone already): the program chained behind npf_xdp (npf_next), or the
- * kernel stack when there is none (the tail call returns only then). */
-static __always_inline int npf_pass(struct xdp_md *ctx)
+/* A packet npf passes goes on without npf's metadata (own_meta: a flow
+ * datagram that passes after its room was made) to the program chained
+ * behind npf_xdp (npf_next), or to the kernel stack when there is none (the
+ * tail call returns only then). */
+static __always_inline int npf_pass(struct xdp_md *ctx, int own_meta)
 {
-	void *data = (void *)(long)ctx->data;
-	void *meta = (void *)(long)ctx->data_meta;
-
-	if (meta < data)
-		bpf_xdp_adjust_meta(ctx, (int)(data - meta));
+	if (own_meta)
+		bpf_xdp_adjust_meta(ctx, (int)sizeof(struct npf_meta));
 	bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
 	return XDP_PASS;
 }
@@ -388,9 +387,10 @@ static __always_inline int npf_pass(struct xdp_md *ctx)
 SEC("xdp")
 int npf_xdp(struct xdp_md *ctx)
 {
-	int verdict = npf_verdict(ctx);
+	int own_meta = 0;
+	int verdict = npf_verdict(ctx, &own_meta);
 
-	return verdict == XDP_PASS ? npf_pass(ctx) : verdict;
+	return verdict == XDP_PASS ? npf_pass(ctx, own_meta) : verdict;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -93,6 +93,19 @@ TEST_P(AttachErrorTest, ForeignProgramInTheOtherSlotNeedsForce)
     EXPECT_EQ(link["xdp"]["mode"], ipLinkMode());
 }
 
+// --then names a pinned XDP program; anything else changes nothing.
+TEST_P(AttachErrorTest, ThenNeedsAPinnedXdpProgram)
+{
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode " + mode() + " --then /sys/fs/bpf/npf-itest-nosuch");
+    EXPECT_EQ(r.status, kUsage) << describe(r);
+    EXPECT_TRUE(contains(r.err, "--then /sys/fs/bpf/npf-itest-nosuch: No such file or directory (pin the program "
+                                "in bpffs first")) << r.err;
+    RunResult both = rig().npfctl("attach " + ifname() + " --then /sys/fs/bpf/x --then-existing");
+    EXPECT_EQ(both.status, kUsage) << describe(both);
+    EXPECT_FALSE(rig().link().contains("xdp")) << rig().link().dump();
+    EXPECT_FALSE(fs::exists(rig().pinDir())) << "a failed attach left pins";
+}
+
 NPF_INSTANTIATE_MODES(AttachErrorTest);
 
 using ErrorTest = RigTest;

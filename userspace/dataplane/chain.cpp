@@ -4,6 +4,7 @@
 #include <linux/bpf.h>
 
 #include <cstring>
+#include <fstream>
 
 #include "dataplane/bpf_info.h"
 #include "dataplane/pins.h"
@@ -13,20 +14,34 @@
 namespace npf::dataplane {
 namespace {
 
+// True if fd is a BPF program (bpf_obj_get_info_by_fd would describe a map
+// or a link as well, in their own structs).
+bool isProgram(int fd)
+{
+    std::ifstream in("/proc/self/fdinfo/" + std::to_string(fd));
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("prog_type:", 0) == 0)
+            return true;
+    return false;
+}
+
 // Kind and name of the program behind fd, checked to be chainable.
 NextProgram describeNext(Fd fd, const std::string& what)
 {
+    if (!isProgram(fd.get()))
+        throw ArgumentError(what + " is not a BPF program: the XDP program to chain behind " +
+                            std::string(NPF_PROG_NAME) + " goes there");
     bpf_prog_info info{};
     uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
         throwErrno("read program info of " + what);
     if (info.type != BPF_PROG_TYPE_XDP)
-        throw StateError(EINVAL, what + " is not an XDP program (program type " + std::to_string(info.type) +
-                                     "): only an XDP program can run behind " + NPF_PROG_NAME);
+        throw ArgumentError(what + " is not an XDP program (program type " + std::to_string(info.type) +
+                            "): only an XDP program can run behind " + NPF_PROG_NAME);
     if (info.ifindex != 0)
-        throw StateError(EINVAL, what + " is bound to a device (offloaded or dev-bound): the kernel keeps such "
-                                        "programs out of program arrays, so it cannot run behind " +
-                                        std::string(NPF_PROG_NAME));
+        throw ArgumentError(what + " is bound to a device (offloaded or dev-bound): the kernel keeps such "
+                                   "programs out of program arrays, so it cannot run behind " +
+                            std::string(NPF_PROG_NAME));
     NextProgram p;
     p.id = info.id;
     p.name = info.name;
@@ -83,8 +98,8 @@ XdpKind xdpKind(int fd, const std::string& what)
     for (const XdpKind k : {XdpKind{false, BPF_XDP}, XdpKind{true, BPF_XDP}, XdpKind{false, 0}, XdpKind{true, 0}})
         if (sameKind(fd, k, what))
             return k;
-    throw StateError(EINVAL, what + " goes into no program array of XDP programs (a kind npf cannot load "
-                                    "npf_xdp as): it cannot run behind " + std::string(NPF_PROG_NAME));
+    throw ArgumentError(what + " goes into no program array of XDP programs (a kind npf cannot load npf_xdp "
+                               "as): it cannot run behind " + std::string(NPF_PROG_NAME));
 }
 
 NextProgram openNextPin(const std::string& path)
@@ -92,9 +107,10 @@ NextProgram openNextPin(const std::string& path)
     Fd fd(bpf_obj_get(path.c_str()));
     if (!fd) {
         const int err = errno;
-        throw Error(err, "open the XDP program to chain, " + path + ": " + std::strerror(err) +
-                             (err == ENOENT ? " (pin it in bpffs first, e.g. bpftool prog pin id ID " + path + ")"
-                                            : ""));
+        const std::string what = "--then " + path + ": " + std::strerror(err);
+        if (err == ENOENT)
+            throw ArgumentError(what + " (pin the program in bpffs first, e.g. bpftool prog pin id ID " + path + ")");
+        throw Error(err, what);
     }
     return describeNext(std::move(fd), path);
 }
