@@ -297,5 +297,34 @@ TEST_F(XdpChain, FragsRuleAtMtu9000)
     ASSERT_NO_FATAL_FAILURE(throughTheChain(rig, other, kOtherPort, 10, sizeJumbo, frags, 0));
 }
 
+// The engine (npfd's, npf-recv's) attaching with EngineConfig::xdpThenExisting:
+// npf_xdp in front of the program on the interface while it runs, the
+// program back in its place when it detaches.
+TEST_F(XdpChain, EngineTakesOverAndPutsBackWhenItDetaches)
+{
+    Rig rig;
+    Counter count(/*frags=*/false);
+    KernelSocket other(rig, kOtherPort);
+    {
+        test::NetnsGuard in(rig.veth().rxNs());
+        const int ifindex = static_cast<int>(if_nametoindex(rig.rxIf().c_str()));
+        ASSERT_GT(ifindex, 0);
+        ASSERT_EQ(bpf_xdp_attach(ifindex, count.fd(), XDP_FLAGS_DRV_MODE, nullptr), 0);
+    }
+    const uint32_t m = 30;
+    {
+        EngineInNs eng(rig, {.xdpThenExisting = true});
+        ASSERT_TRUE(eng->attachedByUs());
+        const nlohmann::json s = status(rig);
+        EXPECT_EQ(linkProg(rig), s["prog_id"].get<uint32_t>()) << "npf_xdp is not the program on the interface";
+        ASSERT_TRUE(s["next_program"].is_object()) << s.dump();
+        EXPECT_EQ(s["next_program"]["id"], count.id());
+        ASSERT_NO_FATAL_FAILURE(throughTheChain(rig, other, kOtherPort, m, sizeSmall, count, 0));
+    }
+    EXPECT_EQ(linkProg(rig), count.id()) << "the engine's detach did not put the chained program back";
+    EXPECT_FALSE(fs::exists(rig.pinDir()));
+    ASSERT_NO_FATAL_FAILURE(throughTheChain(rig, other, kOtherPort, m, sizeSmall, count, m));
+}
+
 } // namespace
 } // namespace npf::e2e
