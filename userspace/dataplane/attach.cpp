@@ -135,7 +135,7 @@ std::string attachError(const AttachOptions& o, const Interface& itf, int err, c
     return what + " (-v shows what libbpf and libxdp said)";
 }
 
-// The program attached in `mode`'s slot (not through a dispatcher), or nullptr.
+// The program attached in `mode`'s slot, or nullptr.
 const XdpProgram* attachedIn(const std::vector<XdpProgram>& foreign, AttachMode mode)
 {
     for (const XdpProgram& p : foreign)
@@ -273,17 +273,17 @@ uint32_t attachThroughLibxdp(const AttachOptions& opt, const Interface& itf, Ske
 // gets now without a gap.
 ChainedProgram putBack(const Interface& itf, const XdpProgram& npf, int npfFd, int nextFd)
 {
-    const ProgInfo info = progInfo(nextFd, pinPath(itf.name, NPF_NEXT_PROG_PIN));
-    bpf_prog_info named{};
-    uint32_t len = sizeof(named);
-    (void)bpf_obj_get_info_by_fd(nextFd, &named, &len);
-    const ChainedProgram c{info.id, named.name};
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(nextFd, &info, &len) != 0)
+        throwErrno("read program info of " + pinPath(itf.name, NPF_NEXT_PROG_PIN));
+    const ChainedProgram c{info.id, info.name};
     LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = npfFd);
     if (int err = bpf_xdp_attach(itf.ifindex, nextFd, slotFlag(npf.slot) | XDP_FLAGS_REPLACE, &opts))
         throw Error(-err, "put XDP program '" + c.name + "' (id " + std::to_string(c.id) + "), chained behind " +
-                              NPF_PROG_NAME + ", back on " + itf.name + " (" + toString(npf.slot) +
-                              "): " + std::strerror(-err) + "; " + NPF_PROG_NAME +
-                              " stays attached (npfctl detach --force " + itf.name + " removes it without)");
+                              NPF_PROG_NAME + ", in its place on " + itf.name + " (" + toString(npf.slot) +
+                              "): " + std::strerror(-err) + "; " + NPF_PROG_NAME + " stays attached (npfctl detach --force " +
+                              itf.name + " removes it and leaves no XDP program)");
     return c;
 }
 

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <fstream>
 
-#include "dataplane/bpf_info.h"
 #include "dataplane/pins.h"
 #include "npf/abi.h"
 #include "sys/error.h"
@@ -29,8 +28,8 @@ bool isProgram(int fd)
 NextProgram describeNext(Fd fd, const std::string& what)
 {
     if (!isProgram(fd.get()))
-        throw ArgumentError(what + " is not a BPF program: the XDP program to chain behind " +
-                            std::string(NPF_PROG_NAME) + " goes there");
+        throw ArgumentError(what + " is not a BPF program (a map?): name the pin of the XDP program to chain "
+                                   "behind " + std::string(NPF_PROG_NAME));
     bpf_prog_info info{};
     uint32_t len = sizeof(info);
     if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
