@@ -362,13 +362,14 @@ static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 
 /* A packet npf passes goes on without npf's metadata (own_meta: a flow
  * datagram that passes after its room was made) to the program chained
- * behind npf_xdp (npf_next), or to the kernel stack when there is none (the
- * tail call returns only then). */
+ * behind npf_xdp (npf_next, when loaded to chain one: npf_chain), or to the
+ * kernel stack when there is none (the tail call returns only then). */
 static __always_inline int npf_pass(struct xdp_md *ctx, int own_meta)
 {
 	if (own_meta)
 		bpf_xdp_adjust_meta(ctx, (int)sizeof(struct npf_meta));
-	bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
+	if (npf_chain)
+		bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
 	return XDP_PASS;
 }
 

@@ -68,7 +68,7 @@ std::optional<npf_meta> RunResult::meta() const
 }
 
 XdpHarness::XdpHarness(HarnessOptions opt)
-    : skel_(dataplane::Skeleton::open({.queues = opt.queues})),
+    : skel_(dataplane::Skeleton::open({.queues = opt.queues, .chain = true})),
       veth_(VethOptions{.queues = opt.vethQueues}),
       regionPages_(opt.regionPages),
       bitmap_(dataplane::ResidentMap::create(opt.regionPages))

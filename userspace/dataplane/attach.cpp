@@ -308,8 +308,10 @@ AttachResult attach(const AttachOptions& opt)
     // A program array takes programs of its owner's kind only: to chain a
     // program that is not frags-aware, npf_xdp is loaded so too.
     cfg.frags = !next || next->frags;
-    if (next)
+    if (next) {
         cfg.attachType = next->attachType;
+        cfg.chain = true;
+    }
     Skeleton sk = Skeleton::open(cfg);
     res.queues = sk.config().queues;
     res.pinDir = pinDir(itf.name);

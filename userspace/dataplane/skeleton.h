@@ -21,6 +21,9 @@ struct LoadConfig {
     // npf_xdp's expected_attach_type: BPF_XDP (libbpf's SEC("xdp")), or what
     // the chained program has (a program array takes one kind only).
     uint32_t attachType = BPF_XDP;
+    // npf_xdp tail-calls npf_next (a chained program). Off, the verifier
+    // drops the call: nothing is chained then, and the pass path is cheaper.
+    bool chain = false;
 };
 
 class Skeleton {
