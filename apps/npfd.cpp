@@ -34,7 +34,7 @@ void onSignal(int)
 
 struct Options {
     std::vector<std::string> ifaces;
-    std::string config, socket, socketGroup, spillDir, mode = "native", metrics, health, then;
+    std::string config, socket, socketGroup, podsSocket, spillDir, mode = "native", metrics, health, then;
     uint32_t queues = 0, pagers = 1, stallMs = 10000;
     int readyFd = -1;
     bool foreground = false, busyPoll = false, thenExisting = false;
@@ -52,6 +52,8 @@ int run(const Options& o)
         d.config.socket = o.socket;
     if (!o.socketGroup.empty())
         d.config.socketGroup = o.socketGroup;
+    if (!o.podsSocket.empty())
+        d.config.podsSocket = o.podsSocket;
     if (!o.spillDir.empty())
         d.config.spillDir = o.spillDir;
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
@@ -100,6 +102,9 @@ int main(int argc, char** argv)
     app.add_option("-c,--config", o.config, "config file (JSON: ifaces, socket, clients allow-list; docs/protocol.md)");
     app.add_option("--socket", o.socket, "Unix socket to listen on (default /run/npf/npfd.sock)");
     app.add_option("--socket-group", o.socketGroup, "group of the socket file (mode 0660)");
+    app.add_option("--pods-socket", o.podsSocket,
+                   "Unix socket (mode 0600) on which npf-cni hands npfd each pod's listener and identity "
+                   "(docs/protocol.md, Pods); overrides the config's \"pods_socket\"");
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content (default /var/tmp)");
     app.add_option("--mode", o.mode, "XDP mode if npfd attaches the program")->check(CLI::IsMember({"native", "skb"}));
     auto* then = app.add_option("--then", o.then,
@@ -131,7 +136,8 @@ int main(int argc, char** argv)
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");
     app.set_version_flag("--version", npf::cli::versionLine("npfd"));
     app.footer("Clients are allowed by uid/gid (SO_PEERCRED) through the config's \"clients\" rules; root is\n"
-               "allowed everything unless \"allow_root\": false. SIGTERM/SIGINT: every client's flows are\n"
+               "allowed everything unless \"allow_root\": false. A pod's clients (through the listener npf-cni\n"
+               "made in the pod) are allowed by \"pod\" rules and use only the pod's addresses. SIGTERM/SIGINT: every client's flows are\n"
                "withdrawn (their traffic passes to the kernel), then npfd exits; it detaches the XDP\n"
                "program only if it attached it (not if `npfctl attach` did).");
     try {

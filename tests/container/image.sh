@@ -14,7 +14,7 @@ npf_image
 abi=$(sed -n 's/^#define NPF_ABI_VERSION \([0-9]*\)$/\1/p' "$NPF_SOURCE_DIR/include/npf/abi.h")
 run() { podman run --rm --network none --read-only "$image" "$@"; }
 [ "$(run id -u)" = 65534 ] || fail "the image's default user is not 65534: $(run id -u)"
-for p in npfd npfctl npf-recv; do
+for p in npfd npfctl npf-recv npf-cni; do
   v=$(run "$p" --version 2>&1) || fail "$p --version failed in the image: $v"
   case $p in npf-recv) [[ $v == "npf-recv $NPF_VERSION"* ]] ;; *) [ "$v" = "$p $NPF_VERSION (npf ABI $abi)" ] ;; esac ||
     fail "$p --version in the image: '$v'"

@@ -128,6 +128,16 @@ TEST(Config, MistakesNameTheKey)
         {R"({"ifaces":["eth0"],"ifaces":["eth1"]})", "test.json: ifaces: duplicate key"},
         {R"({"socket":"/run/x.sock"})", "test.json: ifaces: missing"},
         {R"({"ifaces":[]})", "test.json: ifaces: must be an array of 1..64"},
+        {R"({"ifaces":["e"],"clients":[{"pod": "tenant-a", "ports": ["1"]}]})",
+         "test.json: clients[0].pod: \"tenant-a\" must be NAMESPACE/NAME (either may be *)"},
+        {R"({"ifaces":["e"],"clients":[{"pod": "Tenant/x", "ports": ["1"]}]})",
+         "test.json: clients[0].pod: \"Tenant\" is not a Kubernetes namespace (a DNS label) or *"},
+        {R"({"ifaces":["e"],"clients":[{"pod": "a/x_y", "ports": ["1"]}]})",
+         "test.json: clients[0].pod: \"x_y\" is not a pod name (a DNS subdomain) or *"},
+        {R"({"ifaces":["e"],"clients":[{"pod": null, "ports": ["1"]}]})", "matches nobody: give at least one of"},
+        {R"({"ifaces":["e"],"pods_socket":"run/pods.sock"})", "test.json: pods_socket: \"run/pods.sock\" must be an absolute path"},
+        {R"({"ifaces":["e"],"pods_socket":"/run/npf/npfd.sock"})",
+         "test.json: pods_socket: \"/run/npf/npfd.sock\" is the clients' socket too"},
         {R"({"ifaces":"eth0"})", "test.json: ifaces: must be an array"},
         {R"({"ifaces":["eth0","eth0"]})", "test.json: ifaces[1]: \"eth0\" is listed twice"},
         {R"({"ifaces":["a/b"]})", "test.json: ifaces[0]: \"a/b\" is not an interface name"},
@@ -218,6 +228,33 @@ TEST(Config, RulesMatchInOrder)
     EXPECT_EQ(port(2000, 7, "/anything"), 1004);
     EXPECT_EQ(port(2000, 7, ""), -1);
     EXPECT_EQ(port(0, 0, ""), 1005);                // a rule that matches root wins over the fallback
+}
+
+TEST(Config, PodRulesMatchOnlyClientsOfPodsListeners)
+{
+    DaemonConfig c = parseConfig(R"({"ifaces":["e"], "pods_socket": "/run/npf/pods.sock", "clients":[
+        {"pod": "tenant-a/web-0", "ports": ["1000"]},
+        {"pod": "tenant-a/*", "uid": 65534, "ports": ["1001"]},
+        {"pod": "*/*", "ports": ["1002"]},
+        {"uid": 65534, "ports": ["1003"]}
+    ]})");
+    EXPECT_EQ(c.podsSocket, "/run/npf/pods.sock");
+    auto port = [&](uid_t u, const PodName* pod) -> int {
+        const ClientRule* r = c.match(u, u, "", pod);
+        return r ? r->ports.at(0).first : -1;
+    };
+    const PodName web0{"tenant-a", "web-0"}, web1{"tenant-a", "web-1"}, db{"tenant-b", "db-0"};
+    EXPECT_EQ(port(0, &web0), 1000);
+    EXPECT_EQ(port(65534, &web1), 1001);
+    EXPECT_EQ(port(0, &web1), 1002);   // the uid did not match the second rule
+    EXPECT_EQ(port(65534, &db), 1002);
+    EXPECT_EQ(port(65534, nullptr), 1003); // npfd's socket: no pod rule applies
+    EXPECT_EQ(port(1, nullptr), -1);
+    // Root through a pod's listener gets no catch-all.
+    DaemonConfig none = parseConfig(R"({"ifaces":["e"], "clients":[{"pod": "tenant-a/*", "ports": ["1"]}]})");
+    EXPECT_EQ(none.match(0, 0, "", &db), nullptr);
+    EXPECT_NE(none.match(0, 0, "", nullptr), nullptr);
+    EXPECT_TRUE(none.podsSocket.empty());
 }
 
 TEST(Config, RootFallback)

@@ -54,6 +54,31 @@ TEST(Quotas, ARulesLimitsAreTotalsOverItsConnections)
     EXPECT_EQ(q.use(&r).connections, 0u);
 }
 
+TEST(Quotas, APodRulesLimitsAreEachPodsOwn)
+{
+    Quotas q;
+    const daemon::ClientRule r = rule(2, 64 << 20, 16 << 20, 1);
+    std::string why;
+    std::optional<Quotas::Lease> a1 = q.admit(&r, &why, "pod-a"), a2 = q.admit(&r, &why, "pod-a");
+    ASSERT_TRUE(a1 && a2);
+    EXPECT_FALSE(q.admit(&r, &why, "pod-a")) << "a third connection of pod a";
+    EXPECT_NE(why.find("allows 2 connections at once per pod"), std::string::npos) << why;
+    std::optional<Quotas::Lease> b = q.admit(&r, &why, "pod-b");
+    ASSERT_TRUE(b) << "pod b has its own connections";
+    EXPECT_TRUE(a1->takeFlow(&why));
+    EXPECT_FALSE(a2->takeFlow(&why));
+    EXPECT_NE(why.find("to all the pod's connections"), std::string::npos) << why;
+    EXPECT_TRUE(b->takeFlow(&why)) << "pod b has its own flows";
+    EXPECT_TRUE(a1->takeRegion(64 << 20, 16 << 20, &why));
+    EXPECT_TRUE(b->takeRegion(64 << 20, 16 << 20, &why));
+    EXPECT_EQ(q.use(&r, "pod-a").flows, 1u);
+    EXPECT_EQ(q.use(&r).connections, 0u) << "the rule's own totals are untouched";
+    a1.reset();
+    a2.reset();
+    EXPECT_EQ(q.use(&r, "pod-a").connections, 0u);
+    EXPECT_TRUE(q.admit(&r, &why, "pod-a"));
+}
+
 TEST(Quotas, RulesDoNotShareAndClientsNoRuleAdmitsGetAFewConnections)
 {
     Quotas q;

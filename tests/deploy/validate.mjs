@@ -11,8 +11,12 @@ import { pathToFileURL } from "node:url";
 // npfd's capabilities, exactly; deploy/k8s/README.md explains each.
 export const NPFD_CAPS = ["BPF", "IPC_LOCK", "NET_ADMIN", "NET_RAW", "PERFMON"];
 const SOCKET_DIR = "/run/npf";
-const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "max_connections", "hello_timeout_ms", "clients"];
-const RULE_KEYS = ["uid", "gid", "cgroup", "ports", "addr", "region_bytes", "resident_bytes", "flows", "connections"];
+const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "max_connections", "hello_timeout_ms",
+    "pods_socket", "clients"];
+const RULE_KEYS = ["uid", "gid", "cgroup", "pod", "ports", "addr", "region_bytes", "resident_bytes", "flows", "connections"];
+// npf-cni's containers in the DaemonSet, by subcommand: the capabilities each adds, exactly.
+const CNI_CAPS = { install: [], watch: ["SYS_ADMIN"] };
+const POD_SOCKET = "@npf";
 
 const args = process.argv.slice(2);
 const mi = args.indexOf("--modules");
@@ -110,7 +114,8 @@ function checkPod(where, doc, spec) {
     const sc = spec.securityContext ?? {};
     const all = [...(spec.initContainers ?? []), ...(spec.containers ?? [])];
     const npfd = all.filter((c) => c.name === "npfd");
-    const apps = all.filter((c) => c.name !== "npfd");
+    const cni = all.filter((c) => c.name !== "npfd" && (c.command ?? [])[0] === "npf-cni");
+    const apps = all.filter((c) => c.name !== "npfd" && !cni.includes(c));
     const volumes = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
     const socketVolume = (c) => (c.volumeMounts ?? []).find((m) => m.mountPath === SOCKET_DIR)?.name;
 
@@ -126,6 +131,25 @@ function checkPod(where, doc, spec) {
         if (volumes.get(bpffs?.name)?.hostPath?.path !== "/sys/fs/bpf")
             fail(w, "/sys/fs/bpf must be the host's bpffs (hostPath), else npfd has to mount one (CAP_SYS_ADMIN)");
     }
+    // npf-cni beside npfd (the DaemonSet): root, with exactly what its subcommand needs.
+    for (const c of cni) {
+        const w = `${where}: container ${c.name}`;
+        const csc = c.securityContext ?? {};
+        const want = CNI_CAPS[(c.command ?? [])[1]];
+        if (!want) {
+            fail(w, `npf-cni ${(c.command ?? [])[1]}: not a subcommand a container runs (install, watch)`);
+            continue;
+        }
+        if (csc.privileged) fail(w, "must not be privileged");
+        if (csc.allowPrivilegeEscalation !== false) fail(w, "allowPrivilegeEscalation must be false");
+        if (csc.readOnlyRootFilesystem !== true) fail(w, "readOnlyRootFilesystem must be true");
+        if (!same(csc.capabilities?.drop, ["ALL"])) fail(w, "capabilities.drop must be [ALL]");
+        if (!same(csc.capabilities?.add ?? [], want))
+            fail(w, `capabilities.add must be exactly [${want.join(", ")}], got [${sorted(csc.capabilities?.add).join(", ")}]`);
+        if (!npfd.length) fail(w, "npf-cni runs beside npfd");
+        else if (c.command[1] === "watch" && socketVolume(c) !== socketVolume(npfd[0]))
+            fail(w, `its ${SOCKET_DIR} must be npfd's (the pods socket)`);
+    }
     for (const c of apps) {
         const w = `${where}: container ${c.name}`;
         const csc = c.securityContext ?? {};
@@ -138,16 +162,20 @@ function checkPod(where, doc, spec) {
         if ((csc.capabilities?.add ?? []).length) fail(w, `must add no capabilities, adds ${csc.capabilities.add.join(", ")}`);
         if (!same(csc.capabilities?.drop, ["ALL"])) fail(w, "capabilities.drop must be [ALL]");
         const vol = socketVolume(c);
-        if (!vol) {
-            fail(w, `no volume mounted at ${SOCKET_DIR} (npfd's socket directory)`);
-            continue;
-        }
-        if (npfd.length) {
+        if (npfd.length) { // the sidecar: npfd's socket in a directory the pod shares
+            if (!vol) {
+                fail(w, `no volume mounted at ${SOCKET_DIR} (npfd's socket directory)`);
+                continue;
+            }
             if (!npfd.every((n) => socketVolume(n) === vol))
                 fail(w, `its ${SOCKET_DIR} (volume ${vol}) is not npfd's (volume ${socketVolume(npfd[0])})`);
             if (!volumes.get(vol)?.emptyDir) fail(w, `${SOCKET_DIR} shared with npfd must be an emptyDir`);
-        } else if (volumes.get(vol)?.hostPath?.path !== SOCKET_DIR) {
-            fail(w, `without npfd in the pod, ${SOCKET_DIR} must be the node's (hostPath ${SOCKET_DIR})`);
+        } else { // the node's npfd: through the pod's own listener, no volume
+            if (vol) fail(w, `mounts ${SOCKET_DIR} (volume ${vol}): a pod of the node's npfd connects to ${POD_SOCKET}, with no volume`);
+            const a = c.args ?? [];
+            const i = a.indexOf("--connect");
+            if (i < 0 || a[i + 1] !== POD_SOCKET) fail(w, `must connect to ${POD_SOCKET} (--connect ${POD_SOCKET})`);
+            if ((spec.volumes ?? []).some((v) => v.hostPath)) fail(w, "a client pod has no hostPath volume");
         }
     }
     if (doc.kind === "DaemonSet") {

@@ -356,6 +356,7 @@ const std::vector<Program>& programs()
         load("npf-recv", NPF_RECV_PATH),
         load("npfd", NPFD_PATH),
         load("npf-bench", NPF_BENCH_PATH),
+        load("npf-cni", NPF_CNI_PATH),
     };
     return p;
 }
@@ -421,7 +422,7 @@ std::optional<std::string> invoked(const std::string& code)
 // is npfctl's.
 std::optional<std::string> sectionProgram(const Doc& d, const Section& s)
 {
-    for (const char* p : {"npf-recv", "npfd", "npfctl", "npf-bench"})
+    for (const char* p : {"npf-recv", "npfd", "npfctl", "npf-bench", "npf-cni"})
         if (std::regex_search(s.heading, std::regex(std::string("(^|[^a-z-])") + p + "($|[^a-z-])")))
             return std::string(p);
     if (d.rel == "docs/cli.md" && s.level == 2 && s.heading.find("Counters") == std::string::npos)
@@ -683,7 +684,7 @@ TEST(DocsOptions, MentionsMatchHelp)
         ADD_FAILURE() << e;
 }
 
-// Every option of npf-recv and npfd is documented in README.md or
+// Every option of npf-recv, npfd and npf-cni is documented in README.md or
 // docs/cli.md (by its long or its short name), every option of npf-bench in
 // docs/BENCHMARKS.md.
 TEST(DocsOptions, EveryOptionDocumented)
@@ -694,7 +695,7 @@ TEST(DocsOptions, EveryOptionDocumented)
             seen[m.program].insert(m.option);
     for (const Token& t : optionTokens(Doc::load("docs/BENCHMARKS.md").text, 0))
         seen["npf-bench"].insert(t.option);
-    for (const char* p : {"npf-recv", "npfd", "npf-bench"}) {
+    for (const char* p : {"npf-recv", "npfd", "npf-bench", "npf-cni"}) {
         for (const auto& [o, all] : program(p).top().names())
             if (std::none_of(all.begin(), all.end(), [&](const std::string& n) { return seen[p].count(n); }))
                 ADD_FAILURE() << p << " " << o << " (" << p << " --help) is documented nowhere: describe it in "

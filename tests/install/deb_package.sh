@@ -40,7 +40,7 @@ grep -q npf "$work/depends" && fail "Depends names the package itself: $depends"
 # Files.
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$work/files"
 lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-for f in /usr/sbin/npfctl /usr/sbin/npfd /usr/bin/npf-recv "$lib/libnpf.so.$NPF_VERSION" "$lib/libnpf.so.0" \
+for f in /usr/sbin/npfctl /usr/sbin/npfd /usr/sbin/npf-cni /usr/bin/npf-recv "$lib/libnpf.so.$NPF_VERSION" "$lib/libnpf.so.0" \
          "$lib/libnpf.so" "$lib/libnpf.a" /usr/include/npf/engine.h /usr/include/npf/version.h \
          "$lib/cmake/npf/npfConfig.cmake" "$lib/pkgconfig/npf.pc" "$lib/npf/npf_xdp.bpf.o" \
          /usr/lib/systemd/system/npfd.service /usr/share/doc/npf/examples/npfd.json; do

@@ -90,7 +90,7 @@ for f in npfConfig.cmake npfConfigVersion.cmake npfTargets.cmake npfStaticTarget
 done
 
 # The programs: --version; npf-recv runs against the staged libnpf.so.0.
-for p in "$NPF_SBINDIR/npfctl" "$NPF_SBINDIR/npfd"; do
+for p in "$NPF_SBINDIR/npfctl" "$NPF_SBINDIR/npfd" "$NPF_SBINDIR/npf-cni"; do
   file_at "$root$p"
   want="$(basename "$p") $NPF_VERSION (npf ABI $abi)"
   got=$("$root$p" --version) || fail "$p --version failed"

@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 
+#include "ipc/pods.h"     // isK8sNamespace, isPodName
 #include "ipc/protocol.h" // Json, describeValue, isInterfaceName, kMaxIfaces
 #include "npf/abi.h"
 #include "sys/error.h"
@@ -186,6 +187,23 @@ std::optional<uint32_t> parseId(const Ctx& ctx, const std::string& path, const J
     return static_cast<uint32_t>(ctx.number(path, v, 0, std::numeric_limits<uint32_t>::max() - 1));
 }
 
+PodPattern parsePodPattern(const Ctx& ctx, const std::string& path, const std::string& text)
+{
+    const size_t slash = text.find('/');
+    if (slash == std::string::npos)
+        ctx.fail(path, "\"" + text + "\" must be NAMESPACE/NAME (either may be *), e.g. \"tenant-a/*\"");
+    PodPattern p{text.substr(0, slash), text.substr(slash + 1)};
+    if (p.ns == "*")
+        p.ns.clear();
+    else if (!ipc::isK8sNamespace(p.ns))
+        ctx.fail(path, "\"" + p.ns + "\" is not a Kubernetes namespace (a DNS label) or *");
+    if (p.name == "*")
+        p.name.clear();
+    else if (!ipc::isPodName(p.name))
+        ctx.fail(path, "\"" + p.name + "\" is not a pod name (a DNS subdomain) or *");
+    return p;
+}
+
 ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
 {
     if (!v.is_object())
@@ -207,6 +225,10 @@ ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
             while (c.size() > 1 && c.back() == '/')
                 c.pop_back();
             r.cgroup = std::move(c);
+        } else if (k == "pod") {
+            if (x.is_null())
+                continue;
+            r.pod = parsePodPattern(ctx, p, ctx.string(p, x));
         } else if (k == "ports") {
             if (!x.is_array() || x.empty())
                 ctx.fail(p, "must be a non-empty array of ports and ranges, e.g. [\"9000-9099\", \"5000\"]");
@@ -232,12 +254,12 @@ ClientRule parseRule(const Ctx& ctx, const std::string& path, const Json& v)
         } else if (k == "connections") {
             r.connections = static_cast<uint32_t>(ctx.number(p, x, 1, kMaxConnections));
         } else {
-            ctx.fail(p, "unknown key (known: uid, gid, cgroup, ports, addr, region_bytes, resident_bytes, flows, "
-                        "connections)");
+            ctx.fail(p, "unknown key (known: uid, gid, cgroup, pod, ports, addr, region_bytes, resident_bytes, "
+                        "flows, connections)");
         }
     }
-    if (!r.uid && !r.gid && !r.cgroup)
-        ctx.fail(path, "matches nobody: give at least one of \"uid\", \"gid\", \"cgroup\"");
+    if (!r.uid && !r.gid && !r.cgroup && !r.pod)
+        ctx.fail(path, "matches nobody: give at least one of \"uid\", \"gid\", \"cgroup\", \"pod\"");
     if (!ports)
         ctx.fail(path + ".ports", "missing: list the ports this client may open");
     if (r.residentBytes > r.regionBytes)
@@ -274,8 +296,15 @@ const ClientRule& rootRule()
 
 } // namespace
 
-bool ClientRule::matches(uid_t u, gid_t g, std::string_view cg) const
+bool PodPattern::matches(const PodName& p) const noexcept
 {
+    return (ns.empty() || ns == p.ns) && (name.empty() || name == p.name);
+}
+
+bool ClientRule::matches(uid_t u, gid_t g, std::string_view cg, const PodName* p) const
+{
+    if (bool(pod) != bool(p) || (pod && !pod->matches(*p)))
+        return false;
     if (uid && *uid != u)
         return false;
     if (gid && *gid != g)
@@ -308,12 +337,12 @@ bool ClientRule::allowsAddr(std::string_view a) const
     return want && got && want->family == got->family && want->bytes == got->bytes;
 }
 
-const ClientRule* DaemonConfig::match(uid_t uid, gid_t gid, std::string_view cgroup) const
+const ClientRule* DaemonConfig::match(uid_t uid, gid_t gid, std::string_view cgroup, const PodName* pod) const
 {
     for (const ClientRule& r : clients)
-        if (r.matches(uid, gid, cgroup))
+        if (r.matches(uid, gid, cgroup, pod))
             return &r;
-    if (uid == 0 && allowRoot)
+    if (uid == 0 && allowRoot && !pod)
         return &rootRule();
     return nullptr;
 }
@@ -388,6 +417,8 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             c.maxConnections = static_cast<uint32_t>(ctx.number(k, v, 1, kMaxConnections));
         } else if (k == "hello_timeout_ms") {
             c.helloTimeoutMs = static_cast<uint32_t>(ctx.number(k, v, 100, 600000));
+        } else if (k == "pods_socket") {
+            c.podsSocket = v.is_null() ? std::string() : ctx.absolutePath(k, v, sizeof(sockaddr_un::sun_path) - 1);
         } else if (k == "clients") {
             if (!v.is_array())
                 ctx.fail(k, "must be an array of client rules, got " + describeValue(v));
@@ -395,11 +426,13 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
                 c.clients.push_back(parseRule(ctx, k + "[" + std::to_string(i) + "]", v[i]));
         } else {
             ctx.fail(k, "unknown key (known: ifaces, socket, socket_group, spill_dir, allow_root, max_connections, "
-                        "hello_timeout_ms, clients)");
+                        "hello_timeout_ms, pods_socket, clients)");
         }
     }
     if (!ifaces)
         ctx.fail("ifaces", "missing: list the interfaces npfd serves, e.g. \"ifaces\": [\"eth0\"]");
+    if (!c.podsSocket.empty() && c.podsSocket == c.socket)
+        ctx.fail("pods_socket", "\"" + c.podsSocket + "\" is the clients' socket too: give npf-cni a socket of its own");
     return c;
 }
 

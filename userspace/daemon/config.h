@@ -13,11 +13,16 @@
 //     "allow_root": true,                     root without a rule may do anything
 //     "max_connections": 256,                 connections at once, all clients
 //     "hello_timeout_ms": 5000,               a connection says hello within it
+//     "pods_socket": "/run/npf/pods.sock",    where npf-cni hands over pods' listeners
+//                                             (root only, mode 0600); absent = none
 //     "clients": [
 //       {"uid": 65534, "gid": null, "cgroup": null,
 //        "ports": ["9000-9099", "5000"], "addr": "",
 //        "region_bytes": 1073741824, "resident_bytes": 268435456, "flows": 64,
-//        "connections": 16}               limits: totals over the rule's connections
+//        "connections": 16},              limits: totals over the rule's connections
+//       {"pod": "tenant-a/*", "ports": ["9000"], ...}  a pod rule: clients that
+//                                             came through a pod's listener (each pod
+//                                             its own totals, flows on its own addresses)
 //     ]
 //   }
 //
@@ -52,14 +57,29 @@ struct PortRange {
     uint16_t last = 0;
 };
 
+// A pod as npf-cni named it (CNI_ARGS): what a pod rule matches.
+struct PodName {
+    std::string_view ns, name;
+};
+
+// A rule's "pod": "NAMESPACE/NAME", either part "*" for any.
+struct PodPattern {
+    std::string ns, name; // "" = any
+    bool matches(const PodName& p) const noexcept;
+};
+
 // Who a rule admits (every match field given must match; at least one is
-// given) and what it allows them. The limits are totals over every
+// given) and what it allows them. A rule with "pod" admits only clients that
+// connected through a pod's listener (npf-cni, docs/protocol.md "Pods"),
+// and a rule without it only clients of npfd's socket: a pod's clients are
+// known by their pod, whatever uid they run as. The limits are totals over every
 // connection the rule admits at once, not per connection: a tenant does not
 // get more by connecting again (write one rule per tenant).
 struct ClientRule {
     std::optional<uid_t> uid;          // the peer's uid (SO_PEERCRED)
     std::optional<gid_t> gid;          // the peer's primary gid (SO_PEERCRED)
     std::optional<std::string> cgroup; // cgroup v2 path prefix, whole components ("/a" matches "/a/b", not "/ab")
+    std::optional<PodPattern> pod;     // the pod a client connected through; its limits are per pod
     std::vector<PortRange> ports;      // ports it may open
     std::string addr;                  // "" = any address; else flows must use exactly this one
     uint64_t regionBytes = kDefaultRegionBytes;     // region bytes ("size") of all its connections
@@ -67,8 +87,9 @@ struct ClientRule {
     uint32_t flows = kDefaultFlows;                 // flows open at once, all its connections
     uint32_t connections = kDefaultConnections;     // connections at once (each has at most one region)
 
-    // cgroup: the peer's (peerCgroup), "" when unknown (never matches a cgroup rule).
-    bool matches(uid_t uid, gid_t gid, std::string_view cgroup) const;
+    // cgroup: the peer's (peerCgroup), "" when unknown (never matches a cgroup
+    // rule). pod: the pod whose listener it came through; nullptr for npfd's socket.
+    bool matches(uid_t uid, gid_t gid, std::string_view cgroup, const PodName* pod = nullptr) const;
     bool allowsPort(uint16_t port) const;
     // `addr` as a client asks for it in open_flow ("" = any); compared as
     // addresses, so "::1" and "0::1" are the same.
@@ -93,13 +114,14 @@ struct DaemonConfig {
     bool allowRoot = true;
     uint32_t maxConnections = kDefaultMaxConnections; // connections at once, every client together
     uint32_t helloTimeoutMs = kDefaultHelloTimeoutMs; // from accept to hello; then the connection is closed
+    std::string podsSocket;            // "" = pods are not served (no npf-cni)
     std::vector<ClientRule> clients;   // in match order
 
-    // The first rule that matches; else, for uid 0 with allowRoot, a rule
-    // that allows every port and address and sets no limits of its own
-    // (region and resident bytes and flows at their maximum); else nullptr
-    // (the client is not allowed).
-    const ClientRule* match(uid_t uid, gid_t gid, std::string_view cgroup) const;
+    // The first rule that matches; else, for uid 0 with allowRoot and not
+    // through a pod, a rule that allows every port and address and sets no
+    // limits of its own (region and resident bytes and flows at their
+    // maximum); else nullptr (the client is not allowed).
+    const ClientRule* match(uid_t uid, gid_t gid, std::string_view cgroup, const PodName* pod = nullptr) const;
 };
 
 // Parses the text of a config file. `origin` (the path) starts every error

@@ -12,6 +12,7 @@
 #include "daemon/health.h"
 #include "daemon/memory_limit.h"
 #include "daemon/metrics.h"
+#include "daemon/pods.h"
 #include "daemon/readiness.h"
 #include "daemon/session.h"
 #include "engine/service.h"
@@ -175,6 +176,9 @@ void Daemon::listenClients()
         ev.data.fd = fd;
         checkErrno(::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev), "npfd: epoll_ctl");
     }
+    if (!opt_.config.podsSocket.empty())
+        pods_ = std::make_unique<PodRegistry>(opt_.config.podsSocket, epoll_.get(), ownNetns_,
+                                              [this](const std::string& container) { dropPod(container); });
 }
 
 Iface* Daemon::iface(const std::string& ifname, uint64_t netns) noexcept
@@ -251,7 +255,11 @@ void Daemon::run()
             if (fd == stopFd_.get())
                 return;
             if (fd == listener_.fd())
-                accept();
+                accept(fd, nullptr);
+            else if (pods_ && pods_->handle(fd))
+                continue;
+            else if (auto pod = pods_ ? pods_->podOf(fd) : nullptr)
+                accept(fd, pod);
             else
                 handleRequests(fd);
         }
@@ -271,12 +279,12 @@ void Daemon::run()
     }
 }
 
-void Daemon::accept()
+void Daemon::accept(int listenFd, const std::shared_ptr<const ipc::PodInfo>& pod)
 {
     for (;;) {
         Fd fd;
         try {
-            fd = listener_.accept();
+            fd = ipc::acceptOn(listenFd, pod ? pod->describe() + "'s " + ipc::kPodSocket : listener_.path());
         } catch (const std::exception& e) { // EMFILE, ENFILE, ENOBUFS: the clients wait in the backlog
             NPF_WARN_RL("npfd: %s: new clients wait until a connection closes (%zu open; npfd's descriptor limit, "
                         "LimitNOFILE, may be too low for max_connections %u)",
@@ -300,11 +308,14 @@ void Daemon::accept()
             NPF_WARN_RL("npfd: a client connected and left at once: %s", e.what());
             continue;
         }
-        const ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup);
+        peer.pod = pod;
+        const PodName name = pod ? PodName{pod->ns, pod->name} : PodName{};
+        const ClientRule* rule = opt_.config.match(peer.cred.uid, peer.cred.gid, peer.cgroup, pod ? &name : nullptr);
         std::string why;
-        std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why);
+        std::optional<Quotas::Lease> lease = quotas_.admit(rule, &why, pod ? pod->container : "");
         if (!lease) {
-            NPF_WARN_RL("npfd: pid %d uid %u refused: %s", peer.cred.pid, peer.cred.uid, why.c_str());
+            NPF_WARN_RL("npfd: pid %d uid %u%s refused: %s", peer.cred.pid, peer.cred.uid,
+                        pod ? (" of " + pod->describe()).c_str() : "", why.c_str());
             lastWord(fd.get(), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
             continue;
         }
@@ -365,6 +376,18 @@ void Daemon::drop(int fd, const char* why) noexcept
         resumeAccept(); // a connection's descriptors are free again
 }
 
+void Daemon::dropPod(const std::string& container) noexcept
+{
+    std::vector<int> gone;
+    for (const auto& [fd, s] : sessions_)
+        if (s->pod() && s->pod()->container == container)
+            gone.push_back(fd);
+    for (int fd : gone) {
+        lastWord(fd, ErrorCode::NotAllowed, ENOENT, "this client's pod was deleted");
+        drop(fd, "lost its pod");
+    }
+}
+
 int Daemon::closeSilent(int cap) noexcept
 {
     const int64_t now = monotonicNs();
@@ -391,19 +414,27 @@ int Daemon::closeSilent(int cap) noexcept
 
 void Daemon::pauseAccept() noexcept
 {
-    epoll_event ev{};
-    ev.data.fd = listener_.fd();
-    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.fd(), &ev);
+    listenForClients(0);
     acceptPausedUntilNs_ = monotonicNs() + kAcceptPauseNs;
 }
 
 void Daemon::resumeAccept() noexcept
 {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = listener_.fd();
-    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, listener_.fd(), &ev);
+    listenForClients(EPOLLIN);
     acceptPausedUntilNs_ = 0;
+}
+
+void Daemon::listenForClients(uint32_t events) noexcept
+{
+    auto set = [&](int fd) {
+        epoll_event ev{};
+        ev.events = events;
+        ev.data.fd = fd;
+        (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
+    };
+    set(listener_.fd());
+    if (pods_)
+        pods_->forEachListener(set);
 }
 
 } // namespace npf::daemon

@@ -26,6 +26,7 @@
 
 #include "daemon/flow_claims.h"
 #include "daemon/quota.h"
+#include "ipc/pods.h"
 #include "ipc/unix_socket.h"
 #include "npf/engine.h"
 #include "region/epoch.h"
@@ -39,6 +40,7 @@ namespace daemon {
 
 class Session;
 class Health;
+class PodRegistry;
 class MetricsExporter;
 class MetricsServer;
 struct Snapshot;
@@ -100,7 +102,10 @@ private:
     void startHttp();   // the probes and the exporter, before anything else
     void openIfaces();  // a Service per interface, started
     void listenClients();
-    void accept();
+    // Accepts the pending connections on `fd`: npfd's socket (pod nullptr)
+    // or a pod's listener (its clients are that pod's).
+    void accept(int fd, const std::shared_ptr<const ipc::PodInfo>& pod);
+    void dropPod(const std::string& container) noexcept; // its clients, on pod_del
     void handleRequests(int fd) noexcept;
     void drop(int fd, const char* why) noexcept;
     // Closes the connections that did not say hello in time; returns the
@@ -110,6 +115,7 @@ private:
     // clients wait in the backlog), instead of waking run() for nothing.
     void pauseAccept() noexcept;
     void resumeAccept() noexcept;
+    void listenForClients(uint32_t events) noexcept; // npfd's socket and every pod's listener
 
     DaemonOptions opt_;
     EpochDomain epochs_; // shared by the services: a client's region may receive on several
@@ -117,6 +123,7 @@ private:
     std::vector<Iface> ifaces_;
     ipc::Listener listener_;
     Fd epoll_, stopFd_;
+    std::unique_ptr<PodRegistry> pods_; // the pods socket and pods' listeners; none without pods_socket
     std::atomic<bool> stop_{false};
     Quotas quotas_;
     std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd

@@ -10,7 +10,7 @@ std::string bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 } // namespace
 
 Quotas::Lease::Lease(Lease&& o) noexcept
-    : q_(std::exchange(o.q_, nullptr)), rule_(o.rule_), regionBytes_(o.regionBytes_),
+    : q_(std::exchange(o.q_, nullptr)), rule_(o.rule_), pod_(std::move(o.pod_)), regionBytes_(o.regionBytes_),
       residentBytes_(o.residentBytes_), flows_(o.flows_)
 {
 }
@@ -21,6 +21,7 @@ Quotas::Lease& Quotas::Lease::operator=(Lease&& o) noexcept
         giveAll();
         q_ = std::exchange(o.q_, nullptr);
         rule_ = o.rule_;
+        pod_ = std::move(o.pod_);
         regionBytes_ = o.regionBytes_;
         residentBytes_ = o.residentBytes_;
         flows_ = o.flows_;
@@ -37,25 +38,25 @@ void Quotas::Lease::giveAll() noexcept
     giveRegion();
     while (flows_)
         giveFlow();
-    Use& u = q_->of(rule_);
+    Use& u = use();
     --u.connections;
     if (!u.connections)
-        q_->use_.erase(rule_);
+        q_->use_.erase(Key(rule_, pod_));
     q_ = nullptr;
 }
 
 bool Quotas::Lease::takeRegion(uint64_t size, uint64_t budget, std::string* why)
 {
-    Use& u = q_->of(rule_);
+    Use& u = use();
     const ClientRule& r = *rule_;
     if (size > r.regionBytes - u.regionBytes) {
         *why = "region of " + bytes(size) + ": this client's rule allows " + bytes(r.regionBytes) +
-               " of region to all its connections together, and they hold " + bytes(u.regionBytes);
+               " of region to all " + holder() + " together, and they hold " + bytes(u.regionBytes);
         return false;
     }
     if (budget > r.residentBytes - u.residentBytes) {
         *why = "resident budget of " + bytes(budget) + ": this client's rule allows " + bytes(r.residentBytes) +
-               " of budget to all its connections together, and they hold " + bytes(u.residentBytes);
+               " of budget to all " + holder() + " together, and they hold " + bytes(u.residentBytes);
         return false;
     }
     u.regionBytes += size;
@@ -65,9 +66,11 @@ bool Quotas::Lease::takeRegion(uint64_t size, uint64_t budget, std::string* why)
     return true;
 }
 
+std::string Quotas::Lease::holder() const { return pod_.empty() ? "its connections" : "the pod's connections"; }
+
 void Quotas::Lease::giveRegion() noexcept
 {
-    Use& u = q_->of(rule_);
+    Use& u = use();
     u.regionBytes -= regionBytes_;
     u.residentBytes -= residentBytes_;
     regionBytes_ = residentBytes_ = 0;
@@ -75,10 +78,10 @@ void Quotas::Lease::giveRegion() noexcept
 
 bool Quotas::Lease::takeFlow(std::string* why)
 {
-    Use& u = q_->of(rule_);
+    Use& u = use();
     if (u.flows >= rule_->flows) {
         *why = "this client's rule allows " + std::to_string(rule_->flows) +
-               " flows open at once to all its connections together, and they have them";
+               " flows open at once to all " + holder() + " together, and they have them";
         return false;
     }
     ++u.flows;
@@ -90,30 +93,30 @@ void Quotas::Lease::giveFlow() noexcept
 {
     if (!flows_)
         return;
-    --q_->of(rule_).flows;
+    --use().flows;
     --flows_;
 }
 
-std::optional<Quotas::Lease> Quotas::admit(const ClientRule* rule, std::string* why)
+std::optional<Quotas::Lease> Quotas::admit(const ClientRule* rule, std::string* why, const std::string& pod)
 {
-    Use& u = of(rule);
+    Use& u = of(rule, pod);
     const uint32_t limit = rule ? rule->connections : kUnadmittedConnections;
     if (u.connections >= limit) {
-        *why = rule ? "this client's rule allows " + std::to_string(limit) +
-                          " connections at once, and they are all open"
+        *why = rule ? "this client's rule allows " + std::to_string(limit) + " connections at once" +
+                          (pod.empty() ? "" : " per pod") + ", and they are all open"
                     : "no client rule of npfd's config admits this client (and " + std::to_string(limit) +
                           " such connections are open already)";
         if (!u.connections)
-            use_.erase(rule);
+            use_.erase(Key(rule, pod));
         return std::nullopt;
     }
     ++u.connections;
-    return Lease(this, rule);
+    return Lease(this, rule, pod);
 }
 
-Quotas::Use Quotas::use(const ClientRule* rule) const
+Quotas::Use Quotas::use(const ClientRule* rule, const std::string& pod) const
 {
-    auto it = use_.find(rule);
+    auto it = use_.find(Key(rule, pod));
     return it == use_.end() ? Use{} : it->second;
 }
 

@@ -1,7 +1,8 @@
 // What the connections each client rule admits hold together, against the
 // rule's limits: connections, region bytes, resident bytes, flows. A rule's
 // limits are totals over all of its connections, so a tenant gets nothing
-// more by connecting again. Clients no rule admits share one small pool of
+// more by connecting again. A pod rule's limits are each pod's: the totals of
+// the connections that came through that pod's listener. Clients no rule admits share one small pool of
 // connections: enough to be told so, not enough to hold npfd's descriptors.
 // Control thread only.
 #pragma once
@@ -10,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "daemon/config.h"
 
@@ -47,23 +49,31 @@ public:
 
     private:
         friend class Quotas;
-        Lease(Quotas* q, const ClientRule* rule) noexcept : q_(q), rule_(rule) {}
+        Lease(Quotas* q, const ClientRule* rule, std::string pod) noexcept
+            : q_(q), rule_(rule), pod_(std::move(pod))
+        {
+        }
         void giveAll() noexcept;
+        Use& use() { return q_->of(rule_, pod_); }
+        std::string holder() const; // "its connections", or a pod rule's "the pod's connections"
 
         Quotas* q_ = nullptr;
         const ClientRule* rule_ = nullptr;
+        std::string pod_; // the pod (its container id) whose totals it counts in; "" = the rule's
         uint64_t regionBytes_ = 0, residentBytes_ = 0;
         uint32_t flows_ = 0;
     };
 
     // A lease for a new connection admitted by `rule` (nullptr: no rule),
-    // or nullopt and *why when its connections are all taken.
-    std::optional<Lease> admit(const ClientRule* rule, std::string* why);
-    Use use(const ClientRule* rule) const;
+    // or nullopt and *why when its connections are all taken. `pod`: the
+    // pod's container id for a pod rule's connection (its own totals).
+    std::optional<Lease> admit(const ClientRule* rule, std::string* why, const std::string& pod = "");
+    Use use(const ClientRule* rule, const std::string& pod = "") const;
 
 private:
-    Use& of(const ClientRule* rule) { return use_[rule]; }
-    std::map<const ClientRule*, Use> use_;
+    using Key = std::pair<const ClientRule*, std::string>;
+    Use& of(const ClientRule* rule, const std::string& pod) { return use_[Key(rule, pod)]; }
+    std::map<Key, Use> use_;
 };
 
 } // namespace npf::daemon

@@ -39,11 +39,12 @@ Peer Peer::of(int fd)
 
 Session::Session(Daemon& d, Fd fd, uint64_t id, Peer peer, Quotas::Lease lease, int64_t helloDeadline)
     : d_(d), fd_(std::move(fd)), id_(id), cred_(peer.cred), cgroup_(std::move(peer.cgroup)), netns_(peer.netns),
-      lease_(std::move(lease)), rule_(lease_.rule()), helloDeadline_(helloDeadline)
+      pod_(std::move(peer.pod)), lease_(std::move(lease)), rule_(lease_.rule()), helloDeadline_(helloDeadline)
 {
-    NPF_INFO("client %llu connected: pid %d uid %u gid %u netns %llu%s%s", static_cast<unsigned long long>(id_),
+    NPF_INFO("client %llu connected: pid %d uid %u gid %u netns %llu%s%s%s%s", static_cast<unsigned long long>(id_),
              cred_.pid, cred_.uid, cred_.gid, static_cast<unsigned long long>(netns_),
-             cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str());
+             cgroup_.empty() ? "" : " cgroup ", cgroup_.c_str(), pod_ ? " " : "",
+             pod_ ? pod_->describe().c_str() : "");
 }
 
 Session::~Session()
@@ -60,7 +61,8 @@ Session::~Session()
 std::string Session::describe() const
 {
     return "client " + std::to_string(id_) + " (pid " + std::to_string(cred_.pid) + " uid " +
-           std::to_string(cred_.uid) + (name_.empty() ? "" : " " + name_) + ")";
+           std::to_string(cred_.uid) + (pod_ ? " " + pod_->describe() : "") + (name_.empty() ? "" : " " + name_) +
+           ")";
 }
 
 bool Session::handle(ipc::WireMessage msg) noexcept
@@ -233,11 +235,24 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
                             ENODEV, m.id);
     Service* svc = itf->service.get();
     const std::string& iface = itf->label;
+    // A pod's client receives on its pod's addresses only: "any" means the
+    // pod's first address (the kubelet's pod IP), another address is refused.
+    if (pod_ && rq.addr.empty())
+        rq.addr = pod_->addrs.front();
     dataplane::FlowSpec spec;
     try {
         spec = dataplane::parseFlowSpec(std::to_string(rq.port), rq.addr);
     } catch (const std::exception& e) {
         throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
+    }
+    if (pod_ && !pod_->owns(rq.addr)) {
+        std::string addrs;
+        for (const std::string& a : pod_->addrs)
+            addrs += (addrs.empty() ? "" : ", ") + a;
+        throw ProtocolError(ErrorCode::NotAllowed,
+                            dataplane::toString(spec) + ": a client of " + pod_->describe() +
+                                " opens flows on its pod's own addresses (" + addrs + "), not " + rq.addr,
+                            EACCES, m.id);
     }
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client", EACCES,

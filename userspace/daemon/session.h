@@ -12,6 +12,7 @@
 #include "dataplane/flow_ring.h"
 #include "dataplane/flows.h"
 #include "daemon/quota.h"
+#include "ipc/pods.h"
 #include "ipc/protocol.h"
 #include "ipc/unix_socket.h"
 #include "region/region.h"
@@ -33,6 +34,7 @@ struct Peer {
     ipc::PeerCred cred{};
     std::string cgroup; // cgroup v2 path, "" when unknown
     uint64_t netns = 0; // its network namespace (cookie): the interfaces it may name
+    std::shared_ptr<const ipc::PodInfo> pod; // the pod whose listener it came through; null: npfd's socket
     // Throws when the client is gone already.
     static Peer of(int fd);
 };
@@ -48,6 +50,7 @@ public:
     Session& operator=(const Session&) = delete;
 
     int fd() const noexcept { return fd_.get(); }
+    const std::shared_ptr<const ipc::PodInfo>& pod() const noexcept { return pod_; }
     bool helloDone() const noexcept { return helloDone_; }
     int64_t helloDeadline() const noexcept { return helloDeadline_; }
     // Handles one message; false when the connection must end (EOF, a
@@ -84,6 +87,7 @@ private:
     const ipc::PeerCred cred_;
     const std::string cgroup_;
     const uint64_t netns_;
+    const std::shared_ptr<const ipc::PodInfo> pod_; // its flows use only the pod's addresses
     std::string name_;
     Quotas::Lease lease_;
     const ClientRule* const rule_; // lease_'s; nullptr: hello is refused

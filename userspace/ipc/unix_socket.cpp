@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -24,27 +25,41 @@ namespace {
 // SO_NETNS_COOKIE (Linux 5.14); Debian 12's libc headers predate it.
 constexpr int kSoNetnsCookie = 71;
 
-sockaddr_un unixAddress(const std::string& path)
+struct UnixAddress {
+    sockaddr_un addr{};
+    socklen_t len = 0;
+};
+
+// A path, or "@NAME": NAME in the abstract namespace of the caller's
+// network namespace (no file; the address ends at its length, no NUL).
+UnixAddress unixAddress(const std::string& path)
 {
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(a.sun_path))
+    UnixAddress a;
+    a.addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(a.addr.sun_path) || path == "@")
         throw Error(ENAMETOOLONG, "socket path '" + path + "': must be 1.." +
-                                      std::to_string(sizeof(a.sun_path) - 1) + " bytes long");
-    std::memcpy(a.sun_path, path.data(), path.size());
+                                      std::to_string(sizeof(a.addr.sun_path) - 1) + " bytes long (@NAME: 1.." +
+                                      std::to_string(sizeof(a.addr.sun_path) - 2) + ")");
+    if (isAbstract(path)) {
+        std::memcpy(a.addr.sun_path + 1, path.data() + 1, path.size() - 1);
+        a.len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    } else {
+        std::memcpy(a.addr.sun_path, path.data(), path.size());
+        a.len = sizeof(a.addr);
+    }
     return a;
 }
 
 // connect() on a fresh SOCK_SEQPACKET socket; 0 or -errno.
 int tryConnect(const std::string& path, bool nonBlocking, Fd* out)
 {
-    sockaddr_un a = unixAddress(path);
+    const UnixAddress a = unixAddress(path);
     Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (nonBlocking ? SOCK_NONBLOCK : 0), 0));
     if (!s)
         throwErrno("socket(AF_UNIX, SOCK_SEQPACKET) for " + path);
     int rc;
     do
-        rc = ::connect(s.get(), reinterpret_cast<const sockaddr*>(&a), sizeof(a));
+        rc = ::connect(s.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len);
     while (rc < 0 && errno == EINTR);
     if (rc < 0)
         return -errno;
@@ -186,23 +201,42 @@ std::string Listener::lost() const
     return "";
 }
 
-Fd Listener::accept()
+Fd Listener::accept() { return acceptOn(fd_.get(), path_); }
+
+Fd acceptOn(int fd, const std::string& what)
 {
     for (;;) {
-        int c = ::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (c >= 0)
             return Fd(c);
         if (errno == EINTR)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNABORTED)
             return Fd();
-        throwErrno("accept on " + path_);
+        throwErrno("accept on " + what);
     }
+}
+
+bool isSeqpacketListener(int fd) noexcept
+{
+    int domain = 0, type = 0, listening = 0;
+    socklen_t len = sizeof(int);
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_UNIX)
+        return false;
+    len = sizeof(int);
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
+        return false;
+    len = sizeof(int);
+    return ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening == 1;
 }
 
 Listener listenSocket(const std::string& path, mode_t mode, const std::string& group, int backlog)
 {
-    sockaddr_un a = unixAddress(path);
+    if (isAbstract(path))
+        throw Error(EINVAL, "socket path '" + path + "': npfd listens on a file (an abstract name has no "
+                            "mode or group to keep clients out)");
+    const UnixAddress ua = unixAddress(path);
+    const sockaddr_un& a = ua.addr;
     makeParents(std::filesystem::path(path).parent_path());
     clearStale(path);
 
@@ -228,6 +262,23 @@ Listener listenSocket(const std::string& path, mode_t mode, const std::string& g
     return l;
 }
 
+Fd listenAbstract(const std::string& name, int backlog)
+{
+    if (!isAbstract(name))
+        throw Error(EINVAL, "'" + name + "' is not an abstract socket name (@NAME)");
+    const UnixAddress a = unixAddress(name);
+    Fd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!s)
+        throwErrno("socket(AF_UNIX, SOCK_SEQPACKET) for " + name);
+    if (::bind(s.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) < 0) {
+        if (errno == EADDRINUSE)
+            throw Error(EADDRINUSE, "bind " + name + ": a socket of that name exists in this network namespace");
+        throwErrno("bind " + name);
+    }
+    checkErrno(::listen(s.get(), backlog), "listen on " + name);
+    return s;
+}
+
 Fd connectSocket(const std::string& path)
 {
     Fd s;
@@ -238,6 +289,9 @@ Fd connectSocket(const std::string& path)
     case ENOENT:
         throw Error(ENOENT, "npfd is not running? no socket at " + path);
     case ECONNREFUSED:
+        if (isAbstract(path))
+            throw Error(ECONNREFUSED, "nothing listens on " + path + " in this network namespace: npfd is not "
+                                      "running, or npf-cni gave this pod no listener");
         throw Error(ECONNREFUSED, "npfd is not running? " + path + " refuses connections (a stale socket)");
     case EACCES:
     case EPERM:
@@ -247,6 +301,8 @@ Fd connectSocket(const std::string& path)
         throwErrno(-rc, "connect to npfd at " + path);
     }
 }
+
+bool isAbstract(std::string_view path) noexcept { return path.starts_with('@'); }
 
 void socketPair(Fd& a, Fd& b)
 {

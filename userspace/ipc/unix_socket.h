@@ -69,6 +69,16 @@ private:
 Listener listenSocket(const std::string& path, mode_t mode = 0660, const std::string& group = "",
                       int backlog = 64);
 
+// "@NAME": a name in the abstract namespace of the caller's network
+// namespace, not a file (a pod's listener, npf-cni). Every function that
+// takes a socket path accepts it, except listenSocket.
+bool isAbstract(std::string_view path) noexcept;
+
+// Listens on the abstract name `name` ("@NAME", SOCK_SEQPACKET |
+// SOCK_CLOEXEC | SOCK_NONBLOCK) in the caller's network namespace. Throws
+// EADDRINUSE naming it when the name is taken.
+Fd listenAbstract(const std::string& name, int backlog = 64);
+
 // Connects to the daemon at `path` (blocking, SOCK_CLOEXEC). A missing
 // socket or a refused connection throw ENOENT / ECONNREFUSED with "npfd is
 // not running? ..." and the path; EACCES says to check the socket's group.
@@ -143,6 +153,11 @@ bool isMemfd(int fd) noexcept;
 bool isUserfaultfd(int fd) noexcept;
 // anon_inode:[eventfd]
 bool isEventfd(int fd) noexcept;
+// A listening AF_UNIX SOCK_SEQPACKET socket (what npf-cni hands npfd).
+bool isSeqpacketListener(int fd) noexcept;
+// The next pending connection on the listening socket `fd` (as
+// Listener::accept; `what` names it in errors).
+Fd acceptOn(int fd, const std::string& what);
 // st_size of the file behind fd; throws if fstat fails.
 uint64_t fdSize(int fd);
 

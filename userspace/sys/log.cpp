@@ -1,8 +1,5 @@
 #include "sys/log.h"
 
-#include <bpf/libbpf.h>
-#include <xdp/libxdp.h>
-
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
@@ -16,7 +13,9 @@ std::atomic<int> g_level{static_cast<int>(Level::Info)};
 std::mutex g_out;
 Sink g_sink; // empty: stderr; guarded by g_out
 
-void vwrite(Level l, const char* fmt, va_list ap)
+} // namespace
+
+void vwrite(Level l, const char* fmt, va_list ap) noexcept
 {
     char buf[1024];
     int n = vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -36,24 +35,6 @@ void vwrite(Level l, const char* fmt, va_list ap)
         // the sink's problem; the line is dropped (see npf/log.h)
     }
 }
-
-int libbpfPrint(enum libbpf_print_level lvl, const char* fmt, va_list ap)
-{
-    Level l = lvl == LIBBPF_WARN ? Level::Warn : lvl == LIBBPF_INFO ? Level::Debug : Level::Trace;
-    if (static_cast<int>(l) <= g_level.load(std::memory_order_relaxed))
-        vwrite(l, fmt, ap);
-    return 0;
-}
-
-int libxdpPrint(enum libxdp_print_level lvl, const char* fmt, va_list ap)
-{
-    Level l = lvl == LIBXDP_WARN ? Level::Warn : lvl == LIBXDP_INFO ? Level::Debug : Level::Trace;
-    if (static_cast<int>(l) <= g_level.load(std::memory_order_relaxed))
-        vwrite(l, fmt, ap);
-    return 0;
-}
-
-} // namespace
 
 const char* levelName(Level l) noexcept
 {
@@ -83,12 +64,6 @@ void setVerbosity(int v, Level base) noexcept
     if (l > static_cast<int>(Level::Trace))
         l = static_cast<int>(Level::Trace);
     setLevel(static_cast<Level>(l));
-}
-
-void routeLibbpf() noexcept
-{
-    libbpf_set_print(libbpfPrint);
-    libxdp_set_print(libxdpPrint);
 }
 
 void write(Level l, const char* fmt, ...) noexcept
