@@ -34,10 +34,10 @@ void onSignal(int)
 
 struct Options {
     std::vector<std::string> ifaces;
-    std::string config, socket, socketGroup, podsSocket, spillDir, mode = "native", metrics, health;
+    std::string config, socket, socketGroup, podsSocket, spillDir, mode = "native", metrics, health, then;
     uint32_t queues = 0, pagers = 1, stallMs = 10000;
     int readyFd = -1;
-    bool foreground = false, busyPoll = false;
+    bool foreground = false, busyPoll = false, thenExisting = false;
     int verbose = 0;
 };
 
@@ -62,6 +62,8 @@ int run(const Options& o)
     d.engine.queues = o.queues;
     d.engine.pagerBusyPoll = o.busyPoll;
     d.engine.pagerThreads = o.pagers;
+    d.engine.xdpThenPin = o.then;
+    d.engine.xdpThenExisting = o.thenExisting;
     d.metrics = o.metrics;
     d.health = o.health;
     d.stallLimit = std::chrono::milliseconds(o.stallMs);
@@ -105,6 +107,14 @@ int main(int argc, char** argv)
                    "(docs/protocol.md, Pods); overrides the config's \"pods_socket\"");
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content (default /var/tmp)");
     app.add_option("--mode", o.mode, "XDP mode if npfd attaches the program")->check(CLI::IsMember({"native", "skb"}));
+    auto* then = app.add_option("--then", o.then,
+                                "if npfd attaches the program: chain the XDP program pinned at PATH behind it, on "
+                                "every interface (it gets every packet npf passes; docs/cli.md, attach)");
+    then->type_name("PATH");
+    app.add_flag("--then-existing", o.thenExisting,
+                 "if npfd attaches the program: take over the XDP program attached to each interface and chain it "
+                 "behind npf_xdp (needs CAP_SYS_ADMIN); at exit it takes npf_xdp's place again")
+        ->excludes(then);
     app.add_option("--queues", o.queues,
                    "RX queues 0..N-1 to serve on each interface (0 = all the NIC has); each pins 16 MiB at MTU 1500, "
                    "checked against the cgroup's memory limit at start")

@@ -317,16 +317,9 @@ static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 	return npf_out(stat, XDP_REDIRECT);
 }
 
-/*
- * A frags program: with an MTU above what fits one buffer (on veth about
- * 3.5 KB, jumbo frames on NICs in multi-buffer mode) a packet arrives as a
- * linear part plus fragments. The headers are parsed from the linear part;
- * lengths are checked against the whole packet. The payload is never read
- * here; the AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet
- * as several descriptors, the meta in front of the first.
- */
-SEC("xdp.frags")
-int npf_xdp(struct xdp_md *ctx)
+/* The verdict on one packet, counted. *own_meta: npf made room for its
+ * metadata (a flow datagram; what an earlier program left is gone then). */
+static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 {
 	struct npf_pkt pkt = {};
 	struct npf_route r = {};
@@ -355,6 +348,7 @@ int npf_xdp(struct xdp_md *ctx)
 	rc = npf_meta_room(ctx);
 	if (rc >= 0)
 		return npf_flow_out(&r, rc, XDP_PASS);
+	*own_meta = 1;
 	/* Claim the next posted buffer (the metadata stays on a failure; the
 	 * kernel ignores it). */
 	rc = npf_claim_post(&r, pkt.payload_len, &c);
@@ -364,6 +358,40 @@ int npf_xdp(struct xdp_md *ctx)
 	if (rc < 0)
 		return npf_flow_out(&r, NPF_STAT_PASS_META_FAIL, XDP_PASS);
 	return npf_redirect(&r, (__u8)rc);
+}
+
+/* A packet npf passes goes on without npf's metadata (own_meta: a flow
+ * datagram that passes after its room was made) to the program chained
+ * behind npf_xdp (npf_next, when loaded to chain one: npf_chain), or to the
+ * kernel stack when there is none (the tail call returns only then). */
+static __always_inline int npf_pass(struct xdp_md *ctx, int own_meta)
+{
+	if (own_meta)
+		bpf_xdp_adjust_meta(ctx, (int)sizeof(struct npf_meta));
+	if (npf_chain)
+		bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
+	return XDP_PASS;
+}
+
+/*
+ * A frags program as npf loads it (LoadConfig::frags: the loader sets
+ * BPF_F_XDP_HAS_FRAGS, which libbpf can add to a SEC("xdp") program but not
+ * take from a SEC("xdp.frags") one; it leaves it out only to chain a program
+ * that lacks it, docs/architecture.md "Coexisting with other XDP programs").
+ * With an MTU above what fits one buffer (on veth about 3.5 KB, jumbo frames
+ * on NICs in multi-buffer mode) a packet arrives as a linear part plus
+ * fragments. The headers are parsed from the linear part; lengths are
+ * checked against the whole packet. The payload is never read here; the
+ * AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet as
+ * several descriptors, the meta in front of the first.
+ */
+SEC("xdp")
+int npf_xdp(struct xdp_md *ctx)
+{
+	int own_meta = 0;
+	int verdict = npf_verdict(ctx, &own_meta);
+
+	return verdict == XDP_PASS ? npf_pass(ctx, own_meta) : verdict;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

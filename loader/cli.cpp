@@ -43,12 +43,21 @@ void setup(CLI::App& app, Options& opt)
     attach->add_option("--queues", opt.queues, "RX queues with socket slots (default: IFACE's RX queue count)")
         ->check(CLI::Range(1u, static_cast<uint32_t>(NPF_MAX_QUEUES)));
     attach->add_flag("--force", opt.force, "replace a foreign XDP program");
+    auto* then = attach->add_option("--then", opt.then,
+                                    "chain the XDP program pinned at PATH behind npf_xdp: it gets every packet "
+                                    "npf passes (taken over if it is the one attached to IFACE)");
+    then->type_name("PATH");
+    attach->add_flag("--then-existing", opt.thenExisting,
+                     "take over the XDP program attached to IFACE: npf_xdp replaces it in one step and passes it "
+                     "every packet npf does not take (opens it by id: needs CAP_SYS_ADMIN)")
+        ->excludes(then);
     attach->callback([&] { opt.cmd = Command::Attach; });
 
     auto* detach = app.add_subcommand("detach", "detach npf from IFACE and remove its pins (idempotent)");
     addIface(detach, opt);
     detach->add_flag("--force", opt.force,
-                     "also remove foreign XDP programs, and pins of an interface that is gone");
+                     "also remove foreign XDP programs and the one chained behind npf_xdp (else put back in its "
+                     "place), and pins of an interface that is gone");
     detach->callback([&] { opt.cmd = Command::Detach; });
 
     auto* status = app.add_subcommand("status", "npf instances: IFACE, or all in this network namespace");

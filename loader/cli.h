@@ -20,6 +20,8 @@ struct Options {
     std::string mode = "native";
     uint32_t queues = 0; // 0: the interface's RX queue count
     bool force = false;
+    std::string then;          // attach --then PATH
+    bool thenExisting = false; // attach --then-existing
     bool json = false;
     double watch = 0; // seconds between samples; 0: print once
     std::string port; // validated by dataplane::parsePort

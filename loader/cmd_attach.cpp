@@ -18,6 +18,8 @@ int cmdAttach(const Options& opt)
     a.mode = parseMode(opt.mode).value_or(dataplane::AttachMode::Native);
     a.queues = opt.queues;
     a.force = opt.force;
+    a.thenPin = opt.then;
+    a.thenExisting = opt.thenExisting;
     dataplane::AttachResult r = dataplane::attach(a);
     std::printf("%s\n", attachSummary(r).c_str());
     return kExitOk;
@@ -33,6 +35,9 @@ int cmdDetach(const Options& opt)
     else
         std::printf("npf is not attached to %s%s\n", opt.ifname.c_str(),
                     r.removedPins ? ("; removed stale pins " + pins).c_str() : "");
+    if (r.restored)
+        std::printf("put XDP program '%s' (prog id %u), chained behind %s, in its place on %s\n", r.restored->name.c_str(),
+                    r.restored->id, NPF_PROG_NAME, opt.ifname.c_str());
     for (const dataplane::XdpProgram& p : r.foreignRemoved)
         NPF_INFO("removed foreign XDP program '%s' (id %u, %s) from %s (--force)", p.shownName().c_str(), p.id,
                  dataplane::toString(p.slot), opt.ifname.c_str());

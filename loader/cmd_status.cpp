@@ -29,6 +29,9 @@ int cmdStatus(const Options& opt)
     for (const dataplane::InstanceStatus& s : rows) {
         if (!s.problem.empty())
             NPF_WARN("%s: %s", s.ifname.c_str(), s.problem.c_str());
+        if (s.chained)
+            NPF_INFO("%s: XDP program '%s' (id %u) chained behind %s", s.ifname.c_str(), s.chained->name.c_str(),
+                     s.chained->id, NPF_PROG_NAME);
         for (const dataplane::XdpProgram& p : s.foreign)
             NPF_INFO("%s: foreign XDP program '%s' (id %u, %s)", s.ifname.c_str(), p.shownName().c_str(), p.id,
                      dataplane::toString(p.slot));

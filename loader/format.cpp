@@ -29,6 +29,14 @@ std::string fmt(const char* f, Args... args)
     return buf;
 }
 
+// The chained program as "<id>:<name>" (name unknown: "<id>:?"), or "-".
+std::string next(const dataplane::InstanceStatus& s)
+{
+    if (!s.chained)
+        return "-";
+    return std::to_string(s.chained->id) + ":" + (s.chained->name.empty() ? "?" : s.chained->name);
+}
+
 } // namespace
 
 std::string humanBytes(uint64_t b)
@@ -45,21 +53,26 @@ std::string humanBytes(uint64_t b)
 
 std::string attachSummary(const dataplane::AttachResult& r)
 {
-    return fmt("attached %s to %s: mode %s, prog id %u, queues %u, pins %s", NPF_PROG_NAME, r.ifname.c_str(),
-               dataplane::toString(r.mode), r.progId, r.queues, r.pinDir.c_str());
+    std::string s = fmt("attached %s to %s: mode %s, prog id %u, queues %u, pins %s", NPF_PROG_NAME, r.ifname.c_str(),
+                        dataplane::toString(r.mode), r.progId, r.queues, r.pinDir.c_str());
+    if (r.chained)
+        s += fmt("\nchained '%s' (prog id %u) behind %s%s; %s %s", r.chained->name.c_str(), r.chained->id,
+                 NPF_PROG_NAME, r.tookOver ? ", in its place on the interface" : "", NPF_PROG_NAME,
+                 r.frags ? "frags-aware" : "without frags support (the chained program lacks it)");
+    return s;
 }
 
 std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows)
 {
-    const char* f = "%-15s %-8s %-6s %-7s %-5s %-6s %-12s %s\n";
+    const char* f = "%-15s %-8s %-6s %-7s %-5s %-6s %-12s %-7s %s\n";
     std::string out = fmt(f, "INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES", "BOUND_QUEUES",
-                          "REGIONS");
+                          "REGIONS", "NEXT");
     for (const dataplane::InstanceStatus& s : rows) {
         bool on = s.state == dataplane::InstanceState::Attached;
         out += fmt(f, s.ifname.c_str(), dataplane::toString(s.state), s.mode ? dataplane::toString(*s.mode) : "-",
                    on ? std::to_string(s.progId).c_str() : "-", on ? std::to_string(s.flows).c_str() : "-",
                    on && s.queues ? std::to_string(s.queues).c_str() : "-", join(s.boundQueues).c_str(),
-                   on ? std::to_string(s.regions).c_str() : "-");
+                   on ? std::to_string(s.regions).c_str() : "-", next(s).c_str());
     }
     return out;
 }

@@ -80,4 +80,19 @@ struct {
 	__type(value, struct npf_flow_stats);
 } npf_flow_stats SEC(".maps");
 
+/* Load-time: 1 if npf_xdp tail-calls npf_next at all (set by the loader
+ * when it chains a program); 0 lets the verifier drop the call, which costs
+ * the pass path ~7 ns even with an empty slot (docs/architecture.md). */
+const volatile __u32 npf_chain = 0;
+
+/* Slot NPF_NEXT_SLOT: the XDP program that gets what npf_xdp passes (empty:
+ * the kernel stack gets it). A program array takes only programs of its
+ * owner's kind: XDP, and frags-aware exactly when npf_xdp is loaded so. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} npf_next SEC(".maps");
+
 #endif /* NPF_BPF_MAPS_H */

@@ -61,6 +61,15 @@
 #define NPF_PIN_ROOT "/sys/fs/bpf/npf"
 #define NPF_PROG_NAME "npf_xdp"
 
+/* ---- the program chained behind npf_xdp (npfctl attach --then) ----- */
+/* npf_next (a BPF_MAP_TYPE_PROG_ARRAY, pinned under its name) holds it at
+ * slot NPF_NEXT_SLOT: every packet npf_xdp passes is tail-called into it;
+ * an empty slot passes to the kernel. The program itself is pinned beside
+ * it (NPF_NEXT_PROG_PIN) so that detach can put it back on the interface. */
+#define NPF_NEXT_MAP "npf_next"
+#define NPF_NEXT_SLOT 0
+#define NPF_NEXT_PROG_PIN "npf_next_prog"
+
 /* ---- per-packet metadata -------------------------------------------- */
 
 #define NPF_META_MAGIC 0x4e50 /* "NP" */

@@ -91,6 +91,14 @@ struct EngineConfig {
     // JSON snapshot for `npfctl stats`; "" = /run/npf/netns-<inode>/<ifname>/engine.json,
     // <inode> the network namespace's (as the pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/).
     std::string statsPath;
+    // When the engine attaches the program: an XDP program to chain behind
+    // npf_xdp, which gets every packet npf passes (docs/architecture.md,
+    // "Coexisting with other XDP programs"): the one pinned at xdpThenPin
+    // (bpffs), or with xdpThenExisting the one attached to the interface,
+    // taken over in one step (opening it by id needs CAP_SYS_ADMIN). When the
+    // engine detaches, the chained program takes npf_xdp's place.
+    std::string xdpThenPin;
+    bool xdpThenExisting = false;
 };
 
 class Engine;

@@ -3,6 +3,7 @@
 // after}.
 #include <gtest/gtest.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
 #include <net/if.h>
@@ -18,6 +19,8 @@
 
 #include "xdp_harness.h"
 #include "sys/csum.h"
+#include "sys/error.h"
+#include "sys/fd.h"
 #include "xsk/meta.h"
 
 namespace npf::test {
@@ -568,7 +571,7 @@ std::vector<Case> cases()
     // (a 9014-byte frame: 3520 linear + 4096 + 1398). The headers are in the linear part; the
     // lengths are checked against the whole packet (bpf_xdp_get_buff_len). test_run builds
     // frags for any XDP program; that a driver may hand npf_xdp multi-buffer packets at all
-    // is its xdp.frags section (AttachesNativeToVethWithMtu9000 below; the engine tests attach it
+    // is the loader's BPF_F_XDP_HAS_FRAGS (AttachesNativeToVethWithMtu9000 below; the engine tests attach it
     // natively to a veth with MTU 9000).
     {
         // A 3-page buffer at page 5 + 3500: an 8972-byte payload touches pages 5..8.
@@ -775,8 +778,60 @@ TEST_P(XdpCase, Outcome)
 INSTANTIATE_TEST_SUITE_P(Table, XdpCase, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
+// An XDP program of npf_xdp's kind (frags-aware, BPF_XDP) that answers XDP_TX.
+Fd loadTxProgram()
+{
+    const bpf_insn insns[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .src_reg = 0, .off = 0, .imm = XDP_TX},
+        {.code = BPF_JMP | BPF_EXIT, .dst_reg = 0, .src_reg = 0, .off = 0, .imm = 0},
+    };
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_XDP, .prog_flags = BPF_F_XDP_HAS_FRAGS);
+    Fd fd(bpf_prog_load(BPF_PROG_TYPE_XDP, "itest_tx", "Dual BSD/GPL", insns, std::size(insns), &opts));
+    if (!fd)
+        throwErrno("load an XDP_TX program");
+    return fd;
+}
+
+// A program chained behind npf_xdp (npf_next; npfctl attach --then) gets
+// every packet of the table that npf passes, as it came, and its verdict
+// (XDP_TX here) is final; what npf redirects or drops never reaches it. npf's
+// counters move as without it.
+class XdpChained : public XdpCase {};
+
+TEST_F(XdpChained, WhatNpfPassesGoesToTheNextProgram)
+{
+    XdpHarness& h = *harness_;
+    const Fd tx = loadTxProgram();
+    h.chain(tx.get());
+    struct Unchain {
+        XdpHarness& h;
+        ~Unchain() { h.chain(-1); }
+    } unchain{h};
+    for (const Case& c : cases()) {
+        SCOPED_TRACE(c.name);
+        apply(h, c.setup);
+        const Counters before = h.counters();
+        for (const Send& s : c.sends) {
+            const std::vector<uint8_t> metaIn(s.metaIn, 0xa5);
+            RunResult r = h.run(s.pkt, s.queue, metaIn);
+            const int want = s.verdict == XDP_PASS ? XDP_TX : s.verdict;
+            EXPECT_EQ(verdictName(r.verdict), std::string(verdictName(want)));
+            ASSERT_GE(r.out.size(), r.metaLen);
+            EXPECT_TRUE(std::ranges::equal(r.packet(), s.pkt)) << "packet altered";
+            if (s.verdict == XDP_PASS) {
+                EXPECT_EQ(r.metaLen, s.metaIn) << "the next program got npf's metadata";
+            }
+        }
+        const Counters after = h.counters();
+        for (uint32_t k = 0; k < NPF_STAT_MAX; k++) {
+            const uint64_t want = k == NPF_STAT_RX_TOTAL ? c.sends.size() : (c.counters.contains(k) ? c.counters.at(k) : 0);
+            EXPECT_EQ(after[k] - before[k], want) << "counter " << statName(k);
+        }
+    }
+}
+
 // A driver hands multi-buffer packets only to a program loaded with
-// BPF_F_XDP_HAS_FRAGS (libbpf sets it for SEC("xdp.frags")), and veth refuses
+// BPF_F_XDP_HAS_FRAGS (Skeleton sets it: LoadConfig::frags), and veth refuses
 // native XDP without it once the peer's MTU is above ~3.5 KB: attach npf_xdp
 // natively to a veth whose ends have MTU 9000.
 TEST(XdpProgram, AttachesNativeToVethWithMtu9000)
@@ -791,7 +846,7 @@ TEST(XdpProgram, AttachesNativeToVethWithMtu9000)
     ASSERT_GT(ifindex, 0);
     const int rc = bpf_xdp_attach(ifindex, bpf_program__fd(skel->progs.npf_xdp), XDP_FLAGS_DRV_MODE, nullptr);
     EXPECT_EQ(rc, 0) << "native attach at MTU 9000: " << std::strerror(-rc)
-                     << " (npf_xdp must be SEC(\"xdp.frags\"): jumbo frames arrive in several buffers)";
+                     << " (npf_xdp must be loaded frags-aware: jumbo frames arrive in several buffers)";
     if (rc == 0) {
         EXPECT_EQ(bpf_xdp_detach(ifindex, XDP_FLAGS_DRV_MODE, nullptr), 0);
     }

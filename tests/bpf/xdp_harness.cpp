@@ -68,7 +68,7 @@ std::optional<npf_meta> RunResult::meta() const
 }
 
 XdpHarness::XdpHarness(HarnessOptions opt)
-    : skel_(dataplane::Skeleton::open({.queues = opt.queues})),
+    : skel_(dataplane::Skeleton::open({.queues = opt.queues, .chain = true})),
       veth_(VethOptions{.queues = opt.vethQueues}),
       regionPages_(opt.regionPages),
       bitmap_(dataplane::ResidentMap::create(opt.regionPages))
@@ -216,6 +216,18 @@ void XdpHarness::setResident(uint64_t page, bool resident)
 void XdpHarness::setAllResident(bool resident)
 {
     std::memset(bitmap_.words(), resident ? 0xff : 0, bitmap_.wordCount() * sizeof(uint64_t));
+}
+
+void XdpHarness::chain(int progFd)
+{
+    const int fd = bpf_map__fd(skel_->maps.npf_next);
+    const uint32_t key = NPF_NEXT_SLOT;
+    if (progFd < 0) {
+        if (bpf_map_delete_elem(fd, &key) != 0 && errno != ENOENT)
+            throwErrno("empty npf_next");
+        return;
+    }
+    checkNeg(bpf_map_update_elem(fd, &key, &progFd, BPF_ANY) ? -errno : 0, "chain a program behind npf_xdp");
 }
 
 void XdpHarness::setSockets(uint32_t queue, bool primary, bool backup)

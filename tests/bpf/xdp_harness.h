@@ -97,6 +97,10 @@ public:
     void setAllResident(bool resident);
     // Puts (or removes) the real primary/backup sockets into queue's slots.
     void setSockets(uint32_t queue, bool primary, bool backup);
+    // Chains the XDP program `progFd` behind npf_xdp (npf_next); -1 empties
+    // the slot. (The harness loads npf_xdp with LoadConfig::chain: every case
+    // runs with the tail call in place, an empty slot passing as without.)
+    void chain(int progFd);
 
     Counters counters() const;
     // npf_flow_stats[id] summed over all CPUs, whatever gen each CPU's copy

@@ -52,7 +52,7 @@ TEST(StatusJson, Shape)
     Json j = toJson(attachedStatus());
     const char* keys[] = {"interface", "ifindex",      "state",     "mode",    "prog_id",
                           "flows",     "queues",       "regions", "bound_queues", "xsk_slots",
-                          "sockets",   "foreign_programs"};
+                          "sockets",   "foreign_programs", "next_program"};
     size_t i = 0;
     for (auto it = j.begin(); it != j.end(); ++it, ++i) {
         ASSERT_LT(i, std::size(keys));
@@ -68,6 +68,15 @@ TEST(StatusJson, Shape)
     EXPECT_EQ(j["xsk_slots"][2]["queue"], 3);
     EXPECT_EQ(j["sockets"][0]["inode"], 1234);
     EXPECT_FALSE(j.contains("problem"));
+    EXPECT_TRUE(j["next_program"].is_null());
+}
+
+TEST(StatusJson, ChainedProgram)
+{
+    dataplane::InstanceStatus s = attachedStatus();
+    s.chained = dataplane::ChainedProgram{150, "cni_xdp"};
+    Json j = toJson(s);
+    EXPECT_EQ(j["next_program"], Json({{"id", 150}, {"name", "cni_xdp"}}));
 }
 
 TEST(StatusJson, NotAttachedHasNullMode)
@@ -196,13 +205,21 @@ TEST(StatusTable, FixedColumns)
     dataplane::InstanceStatus stale;
     stale.ifname = "veth1";
     stale.state = dataplane::InstanceState::Stale;
-    std::vector<std::string> l = lines(statusTable({attachedStatus(), stale}));
-    ASSERT_EQ(l.size(), 3u);
+    dataplane::InstanceStatus chained = attachedStatus();
+    chained.ifname = "veth2";
+    chained.chained = dataplane::ChainedProgram{150, "cni_xdp"};
+    dataplane::InstanceStatus unnamed = chained;
+    unnamed.ifname = "veth3";
+    unnamed.chained->name = "";
+    std::vector<std::string> l = lines(statusTable({attachedStatus(), stale, chained, unnamed}));
+    ASSERT_EQ(l.size(), 5u);
     EXPECT_EQ(words(l[0]), (std::vector<std::string>{"INTERFACE", "STATE", "MODE", "PROG_ID", "FLOWS", "QUEUES",
-                                                     "BOUND_QUEUES", "REGIONS"}));
+                                                     "BOUND_QUEUES", "REGIONS", "NEXT"}));
     EXPECT_EQ(words(l[1]),
-              (std::vector<std::string>{"veth0", "attached", "native", "42", "2", "4", "0,3", "3"}));
-    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"veth1", "stale", "-", "-", "-", "-", "-", "-"}));
+              (std::vector<std::string>{"veth0", "attached", "native", "42", "2", "4", "0,3", "3", "-"}));
+    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"veth1", "stale", "-", "-", "-", "-", "-", "-", "-"}));
+    EXPECT_EQ(words(l[3]).back(), "150:cni_xdp");
+    EXPECT_EQ(words(l[4]).back(), "150:?");
 }
 
 TEST(FlowTable, AnyAddressIsStar)

@@ -453,7 +453,7 @@ KernelSocket::~KernelSocket() { close(fd_); }
 
 bool KernelSocket::one(std::vector<std::string>* out, int timeoutMs)
 {
-    char buf[2048];
+    char buf[65536]; // any datagram, jumbo ones too
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, timeoutMs) <= 0)
         return false;

@@ -1,5 +1,7 @@
 // npfctl error paths, through the real binary: exit codes of docs/cli.md and
 // the state the kernel is left in.
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "fixture.h"
@@ -91,6 +93,32 @@ TEST_P(AttachErrorTest, ForeignProgramInTheOtherSlotNeedsForce)
     ASSERT_EQ(link["xdp"]["attached"].size(), 1u) << link.dump();
     EXPECT_EQ(link["xdp"]["prog"]["name"], "npf_xdp");
     EXPECT_EQ(link["xdp"]["mode"], ipLinkMode());
+}
+
+// --then names a pinned XDP program; anything else changes nothing.
+TEST_P(AttachErrorTest, ThenNeedsAPinnedXdpProgram)
+{
+    RunResult r = rig().npfctl("attach " + ifname() + " --mode " + mode() + " --then /sys/fs/bpf/npf-itest-nosuch");
+    EXPECT_EQ(r.status, kUsage) << describe(r);
+    EXPECT_TRUE(contains(r.err, "--then /sys/fs/bpf/npf-itest-nosuch: No such file or directory (pin the program "
+                                "in bpffs first")) << r.err;
+    RunResult both = rig().npfctl("attach " + ifname() + " --then /sys/fs/bpf/x --then-existing");
+    EXPECT_EQ(both.status, kUsage) << describe(both);
+
+    struct Unpin {
+        std::string path;
+        ~Unpin()
+        {
+            std::error_code ec;
+            fs::remove(path, ec);
+        }
+    } map{"/sys/fs/bpf/npf-itest-map-" + std::to_string(::getpid())};
+    ASSERT_EQ(test::sh("bpftool map create " + map.path + " type array key 4 value 4 entries 1 name itest_map"), 0);
+    RunResult notProg = rig().npfctl("attach " + ifname() + " --mode " + mode() + " --then " + map.path);
+    EXPECT_EQ(notProg.status, kUsage) << describe(notProg);
+    EXPECT_TRUE(contains(notProg.err, map.path + " is not a BPF program (a map?)")) << notProg.err;
+    EXPECT_FALSE(rig().link().contains("xdp")) << rig().link().dump();
+    EXPECT_FALSE(fs::exists(rig().pinDir())) << "a failed attach left pins";
 }
 
 NPF_INSTANTIATE_MODES(AttachErrorTest);

@@ -2,6 +2,8 @@
 // docs/cli.md): it attaches npf_xdp directly, and through its pins runs
 // flow add and list, status and detach; a foreign program, whose name it
 // cannot read, shows as unknown, and removing it says it needs CAP_SYS_ADMIN.
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "fixture.h"
@@ -67,6 +69,54 @@ TEST_P(NoSysAdminTest, AForeignProgramIsUnnamedAndRemovingItNeedsSysAdmin)
     EXPECT_TRUE(contains(forced.err, "opening a program by id needs CAP_SYS_ADMIN")) << forced.err;
     EXPECT_EQ(rig().link()["xdp"]["prog"]["id"], foreign);
     EXPECT_FALSE(fs::exists(rig().pinDir())) << "a failed attach left pins";
+}
+
+// Taking over the program on the interface opens it by id, which needs
+// CAP_SYS_ADMIN; a pin of it is enough without: npf_xdp goes in front of it,
+// status names it (through the pin), detach puts it back.
+TEST_P(NoSysAdminTest, TakingOverNeedsSysAdminOrAPin)
+{
+    RunResult ip = rig().inRx("ip link set dev " + ifname() + " " + ipXdpFlag() + " obj " FOREIGN_XDP_OBJ " sec xdp");
+    ASSERT_EQ(ip.status, 0) << describe(ip);
+    const uint32_t foreign = rig().link()["xdp"]["prog"]["id"].get<uint32_t>();
+
+    RunResult t = npfctl("attach " + ifname() + " --mode " + mode() + " --then-existing");
+    EXPECT_EQ(t.status, kPermission) << describe(t);
+    EXPECT_TRUE(contains(t.err, "opening a program by id needs CAP_SYS_ADMIN; without it, pin the program "
+                                "(bpftool prog pin id " + std::to_string(foreign) + " PATH, as root) and use "
+                                "--then PATH")) << t.err;
+    EXPECT_EQ(rig().link()["xdp"]["prog"]["id"], foreign);
+    EXPECT_FALSE(fs::exists(rig().pinDir())) << "a failed attach left pins";
+
+    // Pinned by someone who may open it by id (root, here).
+    struct Unpin {
+        std::string path;
+        ~Unpin()
+        {
+            std::error_code ec;
+            fs::remove(path, ec);
+        }
+    } pin{"/sys/fs/bpf/npf-itest-foreign-" + std::to_string(::getpid())};
+    ASSERT_EQ(test::sh("bpftool prog pin id " + std::to_string(foreign) + " " + pin.path), 0);
+    RunResult a = npfctl("attach " + ifname() + " --mode " + mode() + " --then " + pin.path);
+    ASSERT_EQ(a.status, kOk) << describe(a);
+    EXPECT_TRUE(contains(a.out, "chained 'itest_foreign' (prog id " + std::to_string(foreign) +
+                                    ") behind npf_xdp, in its place on the interface")) << a.out;
+    nlohmann::json link = rig().link();
+    EXPECT_EQ(link["xdp"]["prog"]["name"], "npf_xdp") << link.dump();
+    RunResult s = npfctl("status " + ifname() + " --json");
+    ASSERT_EQ(s.status, kOk) << describe(s);
+    nlohmann::json st = nlohmann::json::parse(s.out)[0];
+    EXPECT_EQ(st["next_program"]["id"], foreign) << st.dump();
+    EXPECT_EQ(st["next_program"]["name"], "itest_foreign") << st.dump();
+    EXPECT_TRUE(st["foreign_programs"].empty()) << st.dump();
+
+    RunResult d = npfctl("detach " + ifname());
+    ASSERT_EQ(d.status, kOk) << describe(d);
+    link = rig().link();
+    EXPECT_EQ(link["xdp"]["prog"]["id"], foreign) << link.dump();
+    EXPECT_EQ(link["xdp"]["mode"], ipLinkMode());
+    EXPECT_FALSE(fs::exists(rig().pinDir()));
 }
 
 NPF_INSTANTIATE_MODES(NoSysAdminTest);

@@ -39,6 +39,7 @@ Json toJson(const dataplane::InstanceStatus& s)
     for (const dataplane::XdpProgram& p : s.foreign)
         foreign.push_back({{"id", p.id}, {"name", p.name}, {"mode", toString(p.slot)}});
     j["foreign_programs"] = foreign;
+    j["next_program"] = s.chained ? Json{{"id", s.chained->id}, {"name", s.chained->name}} : Json(nullptr);
     if (!s.problem.empty())
         j["problem"] = s.problem;
     return j;

@@ -17,6 +17,12 @@ Skeleton Skeleton::open(const LoadConfig& cfg)
     if (!s.skel_)
         throwErrno("open BPF object npf_xdp");
     checkNeg(bpf_map__set_max_entries(s.skel_->maps.npf_xsks, s.cfg_.queues * 2), "size npf_xsks");
+    s.skel_->rodata->npf_chain = cfg.chain ? 1 : 0;
+    bpf_program* p = s.skel_->progs.npf_xdp;
+    if (cfg.frags)
+        checkNeg(bpf_program__set_flags(p, bpf_program__flags(p) | BPF_F_XDP_HAS_FRAGS), "make npf_xdp frags-aware");
+    checkNeg(bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(cfg.attachType)),
+             "set npf_xdp's expected attach type");
     return s;
 }
 

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 
+#include <linux/bpf.h>
+
 #include "npf/abi.h"
 #include "npf_xdp.skel.h"
 
@@ -12,6 +14,16 @@ namespace npf::dataplane {
 // What the program is sized for at load time.
 struct LoadConfig {
     uint32_t queues = NPF_MAX_QUEUES;                // RX queues with socket slots, 1..NPF_MAX_QUEUES
+    // Frags-aware (BPF_F_XDP_HAS_FRAGS: packets larger than one buffer).
+    // false to chain a program that is not (npf_next takes only its owner's
+    // kind): then a driver may refuse native mode above an MTU of about a page.
+    bool frags = true;
+    // npf_xdp's expected_attach_type: BPF_XDP (libbpf's SEC("xdp")), or what
+    // the chained program has (a program array takes one kind only).
+    uint32_t attachType = BPF_XDP;
+    // npf_xdp tail-calls npf_next (a chained program). Off, the verifier
+    // drops the call: nothing is chained then, and the pass path is cheaper.
+    bool chain = false;
 };
 
 class Skeleton {

@@ -44,6 +44,7 @@ InstanceStatus build(const Interface& itf, const std::vector<XdpSocket>* socks)
             s.regions = boundRegions(dp);
             s.slots = xskSlots(dp);
             s.boundQueues = slotQueues(s.slots);
+            s.chained = chainedProgram(itf.name);
         } catch (const std::exception& e) {
             addProblem(&s, e.what());
         }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dataplane/chain.h"
 #include "dataplane/mode.h"
 #include "dataplane/xdp_state.h"
 #include "dataplane/xsk_diag.h"
@@ -36,6 +37,7 @@ struct InstanceStatus {
     std::vector<XdpSocket> sockets;    // AF_XDP sockets bound to the interface (sock_diag; empty
                                        // if the kernel lacks CONFIG_XDP_SOCKETS_DIAG)
     std::vector<XdpProgram> foreign;   // other XDP programs on the interface
+    std::optional<ChainedProgram> chained; // the program behind npf_xdp (npfctl attach --then)
     std::string problem;               // why some fields are unknown, "" if none
 };
 

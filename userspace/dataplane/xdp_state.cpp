@@ -25,16 +25,6 @@ struct CloseProgram {
     void operator()(xdp_program* p) const noexcept { xdp_program__close(p); }
 };
 
-uint32_t slotFlag(XdpSlot s)
-{
-    switch (s) {
-    case XdpSlot::Native: return XDP_FLAGS_DRV_MODE;
-    case XdpSlot::Skb: return XDP_FLAGS_SKB_MODE;
-    case XdpSlot::Hw: return XDP_FLAGS_HW_MODE;
-    }
-    return 0;
-}
-
 xdp_attach_mode libxdpMode(XdpSlot s)
 {
     switch (s) {
@@ -75,6 +65,16 @@ const char* toString(XdpSlot s)
     case XdpSlot::Hw: return "hw";
     }
     return "?";
+}
+
+uint32_t slotFlag(XdpSlot s)
+{
+    switch (s) {
+    case XdpSlot::Native: return XDP_FLAGS_DRV_MODE;
+    case XdpSlot::Skb: return XDP_FLAGS_SKB_MODE;
+    case XdpSlot::Hw: return XDP_FLAGS_HW_MODE;
+    }
+    return 0;
 }
 
 bool XdpProgram::isNpf() const { return name == NPF_PROG_NAME; }

@@ -11,6 +11,8 @@ namespace npf::dataplane {
 enum class XdpSlot { Native, Skb, Hw };
 
 const char* toString(XdpSlot s);
+// The XDP_FLAGS_*_MODE flag of a slot.
+uint32_t slotFlag(XdpSlot s);
 
 struct XdpProgram {
     uint32_t id = 0;

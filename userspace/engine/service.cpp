@@ -27,7 +27,12 @@ dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
 {
     dataplane::ensureBpffs();
     try {
-        return dataplane::Dataplane::open(cfg.ifname);
+        dataplane::Dataplane dp = dataplane::Dataplane::open(cfg.ifname);
+        if (!cfg.xdpThenPin.empty() || cfg.xdpThenExisting)
+            NPF_INFO("npf_xdp is attached to %s already: the program to chain behind it is not applied (npfctl "
+                     "status %s shows what is chained)",
+                     cfg.ifname.c_str(), cfg.ifname.c_str());
+        return dp;
     } catch (const StateError& e) {
         if (e.code().value() != ENOENT)
             throw;
@@ -35,9 +40,14 @@ dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
     dataplane::AttachOptions opt;
     opt.ifname = cfg.ifname;
     opt.mode = cfg.mode == XdpMode::Native ? dataplane::AttachMode::Native : dataplane::AttachMode::Skb;
+    opt.thenPin = cfg.xdpThenPin;
+    opt.thenExisting = cfg.xdpThenExisting;
     dataplane::AttachResult r = dataplane::attach(opt);
     NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), dataplane::toString(r.mode),
              r.progId, r.queues);
+    if (r.chained)
+        NPF_INFO("chained '%s' (prog id %u) behind npf_xdp on %s%s", r.chained->name.c_str(), r.chained->id,
+                 r.ifname.c_str(), r.tookOver ? ", in its place" : "");
     *attached = true;
     return dataplane::Dataplane::open(cfg.ifname);
 }
