@@ -268,9 +268,15 @@ BpfObject loadBaseline(const std::string& path, npf::dataplane::Skeleton& skel)
             throwErrno(EINVAL, path + ": map " + bpf_map__name(m) + " is not one of npf_xdp's");
         checkNeg(bpf_map__reuse_fd(m, bpf_map__fd(mine)), path + ": share map " + bpf_map__name(m));
     }
-    checkNeg(bpf_object__load(obj.get()), "load " + path + " (-v: the verifier's log)");
-    if (!bpf_object__find_program_by_name(obj.get(), "npf_xdp"))
+    // Loaded as this build's npf_xdp was (frags, attach type): the maps it
+    // shares include the program array npf_next, which takes one kind only.
+    bpf_program* prog = bpf_object__find_program_by_name(obj.get(), "npf_xdp");
+    if (!prog)
         throwErrno(EINVAL, path + " has no program npf_xdp");
+    checkNeg(bpf_program__set_flags(prog, bpf_program__flags(skel->progs.npf_xdp)), path + ": npf_xdp's flags");
+    checkNeg(bpf_program__set_expected_attach_type(prog, bpf_program__expected_attach_type(skel->progs.npf_xdp)),
+             path + ": npf_xdp's attach type");
+    checkNeg(bpf_object__load(obj.get()), "load " + path + " (-v: the verifier's log)");
     return obj;
 }
 
