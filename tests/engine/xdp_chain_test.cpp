@@ -98,6 +98,16 @@ uint32_t linkProg(Rig& rig)
 
 nlohmann::json status(Rig& rig) { return nlohmann::json::parse(rig.statusJson()); }
 
+// Attaches the program `fd` to the rx interface natively, as a CNI would have
+// before npf came.
+void attachNative(Rig& rig, int fd)
+{
+    test::NetnsGuard in(rig.veth().rxNs());
+    const int ifindex = static_cast<int>(if_nametoindex(rig.rxIf().c_str()));
+    ASSERT_GT(ifindex, 0);
+    ASSERT_EQ(bpf_xdp_attach(ifindex, fd, XDP_FLAGS_DRV_MODE, nullptr), 0);
+}
+
 // The kind of npf_xdp as attached (its pin): what it takes into npf_next.
 dataplane::XdpKind npfKind(Rig& rig)
 {
@@ -210,12 +220,7 @@ TEST_F(XdpChain, TakesOverTheAttachedProgramAndDetachPutsItBack)
     Rig rig;
     Counter count(/*frags=*/false);
     KernelSocket other(rig, kOtherPort);
-    {
-        test::NetnsGuard in(rig.veth().rxNs());
-        const int ifindex = static_cast<int>(if_nametoindex(rig.rxIf().c_str()));
-        ASSERT_GT(ifindex, 0);
-        ASSERT_EQ(bpf_xdp_attach(ifindex, count.fd(), XDP_FLAGS_DRV_MODE, nullptr), 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(attachNative(rig, count.fd()));
     ASSERT_EQ(linkProg(rig), count.id());
     const uint32_t m = 40;
     ASSERT_NO_FATAL_FAILURE(throughTheChain(rig, other, kOtherPort, m, sizeSmall, count, 0));
@@ -305,12 +310,7 @@ TEST_F(XdpChain, EngineTakesOverAndPutsBackWhenItDetaches)
     Rig rig;
     Counter count(/*frags=*/false);
     KernelSocket other(rig, kOtherPort);
-    {
-        test::NetnsGuard in(rig.veth().rxNs());
-        const int ifindex = static_cast<int>(if_nametoindex(rig.rxIf().c_str()));
-        ASSERT_GT(ifindex, 0);
-        ASSERT_EQ(bpf_xdp_attach(ifindex, count.fd(), XDP_FLAGS_DRV_MODE, nullptr), 0);
-    }
+    ASSERT_NO_FATAL_FAILURE(attachNative(rig, count.fd()));
     const uint32_t m = 30;
     {
         EngineInNs eng(rig, {.xdpThenExisting = true});

@@ -105,14 +105,7 @@ TEST_P(AttachErrorTest, ThenNeedsAPinnedXdpProgram)
     RunResult both = rig().npfctl("attach " + ifname() + " --then /sys/fs/bpf/x --then-existing");
     EXPECT_EQ(both.status, kUsage) << describe(both);
 
-    struct Unpin {
-        std::string path;
-        ~Unpin()
-        {
-            std::error_code ec;
-            fs::remove(path, ec);
-        }
-    } map{"/sys/fs/bpf/npf-itest-map-" + std::to_string(::getpid())};
+    const Pin map{"/sys/fs/bpf/npf-itest-map-" + std::to_string(::getpid())};
     ASSERT_EQ(test::sh("bpftool map create " + map.path + " type array key 4 value 4 entries 1 name itest_map"), 0);
     RunResult notProg = rig().npfctl("attach " + ifname() + " --mode " + mode() + " --then " + map.path);
     EXPECT_EQ(notProg.status, kUsage) << describe(notProg);

@@ -89,14 +89,7 @@ TEST_P(NoSysAdminTest, TakingOverNeedsSysAdminOrAPin)
     EXPECT_FALSE(fs::exists(rig().pinDir())) << "a failed attach left pins";
 
     // Pinned by someone who may open it by id (root, here).
-    struct Unpin {
-        std::string path;
-        ~Unpin()
-        {
-            std::error_code ec;
-            fs::remove(path, ec);
-        }
-    } pin{"/sys/fs/bpf/npf-itest-foreign-" + std::to_string(::getpid())};
+    const Pin pin{"/sys/fs/bpf/npf-itest-foreign-" + std::to_string(::getpid())};
     ASSERT_EQ(test::sh("bpftool prog pin id " + std::to_string(foreign) + " " + pin.path), 0);
     RunResult a = npfctl("attach " + ifname() + " --mode " + mode() + " --then " + pin.path);
     ASSERT_EQ(a.status, kOk) << describe(a);

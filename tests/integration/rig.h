@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,16 @@ namespace npf::itest {
 
 using test::Counters;
 using test::delta;
+
+// A path in bpffs a test pins something at, unpinned when it goes.
+struct Pin {
+    std::string path;
+    ~Pin()
+    {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+    }
+};
 
 // npfctl exit codes (docs/cli.md).
 enum Exit { kOk = 0, kRuntime = 1, kUsage = 2, kPermission = 3, kNoIface = 4, kConflict = 5 };
