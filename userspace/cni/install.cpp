@@ -1,20 +1,16 @@
 #include "cni/install.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cni/files.h"
 #include "sys/error.h"
-#include "sys/fd.h"
 
 namespace npf::cni {
 namespace {
@@ -49,49 +45,17 @@ std::string firstConfig(const std::string& dir)
 
 Json readJson(const std::string& file)
 {
-    std::ifstream in(file);
-    if (!in)
-        throwErrno("read " + file);
-    std::stringstream text;
-    text << in.rdbuf();
-    Json j = Json::parse(text.str(), nullptr, false);
+    Json j = Json::parse(readWhole(file), nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("plugins") || !j["plugins"].is_array())
         throw Error(EINVAL, file + ": not a network configuration list (no \"plugins\" array)");
     return j;
 }
 
-// Writes `bytes` to `file` through a temporary file in its directory (not
-// named like a configuration, so no runtime reads it half-written).
+// Replaces `file` whole, through a temporary file in its directory not named
+// like a configuration (no runtime reads it half-written).
 void replace(const std::string& file, const std::string& bytes, mode_t mode)
 {
-    const std::string tmp = (fs::path(file).parent_path() / ".npf-cni.tmp").string();
-    {
-        Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
-        if (!f)
-            throwErrno("create " + tmp);
-        size_t done = 0;
-        while (done < bytes.size()) {
-            const ssize_t n = ::write(f.get(), bytes.data() + done, bytes.size() - done);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                throwErrno("write " + tmp);
-            done += static_cast<size_t>(n);
-        }
-        checkErrno(::fchmod(f.get(), mode), "chmod " + tmp);
-        checkErrno(::fsync(f.get()), "fsync " + tmp);
-    }
-    checkErrno(::rename(tmp.c_str(), file.c_str()), "rename " + tmp + " to " + file);
-}
-
-std::string slurp(const std::string& file)
-{
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-        throwErrno("read " + file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
+    replaceWhole(file, (fs::path(file).parent_path() / ".npf-cni.tmp").string(), bytes, mode);
 }
 
 } // namespace
@@ -100,9 +64,9 @@ InstallResult install(const InstallOptions& o)
 {
     if (!o.self.empty()) {
         const std::string target = (fs::path(o.binDir) / kType).string();
-        const std::string bytes = slurp(o.self);
+        const std::string bytes = readWhole(o.self);
         std::error_code ec;
-        if (!fs::exists(target, ec) || slurp(target) != bytes)
+        if (!fs::exists(target, ec) || readWhole(target) != bytes)
             replace(target, bytes, 0755);
     }
     InstallResult r{firstConfig(o.confDir), false};

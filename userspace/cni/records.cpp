@@ -1,39 +1,19 @@
 #include "cni/records.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cni/files.h"
 #include "sys/error.h"
-#include "sys/fd.h"
 
 namespace npf::cni {
-namespace {
 
 using Json = nlohmann::ordered_json;
-
-void writeAll(int fd, const std::string& text, const std::string& file)
-{
-    size_t done = 0;
-    while (done < text.size()) {
-        const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            throwErrno("write " + file);
-        done += static_cast<size_t>(n);
-    }
-}
-
-} // namespace
 
 void Records::save(const Record& r) const
 {
@@ -41,15 +21,8 @@ void Records::save(const Record& r) const
         throwErrno("mkdir " + dir_);
     const Json j = {{"container", r.pod.container}, {"namespace", r.pod.ns},   {"name", r.pod.name},
                     {"uid", r.pod.uid},             {"addrs", r.pod.addrs},    {"netns", r.netns}};
-    const std::string file = path(r.pod.container), tmp = file + ".tmp";
-    {
-        Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!f)
-            throwErrno("create " + tmp);
-        writeAll(f.get(), j.dump() + "\n", tmp);
-        checkErrno(::fsync(f.get()), "fsync " + tmp);
-    }
-    checkErrno(::rename(tmp.c_str(), file.c_str()), "rename " + tmp + " to " + file);
+    const std::string file = path(r.pod.container);
+    replaceWhole(file, file + ".tmp", j.dump() + "\n", 0600);
 }
 
 void Records::remove(const std::string& container) const
@@ -66,14 +39,14 @@ std::optional<Record> Records::find(const std::string& container) const
 
 std::optional<Record> Records::read(const std::string& file, std::string* why) const
 {
-    std::ifstream in(file);
-    if (!in) {
+    std::string text;
+    try {
+        text = readWhole(file);
+    } catch (const std::exception&) {
         *why = "cannot be read";
         return std::nullopt;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    const Json j = Json::parse(text.str(), nullptr, false);
+    const Json j = Json::parse(text, nullptr, false);
     // The record is read back as the message npfd would get: the same checks.
     try {
         if (!j.is_object())
