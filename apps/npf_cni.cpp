@@ -65,7 +65,7 @@ void add(const Call& c)
         throw CniError(Code::IoFailure, std::string("keeping the pod's record: ") + e.what());
     }
     try {
-        npf::ipc::Channel ch = npf::cni::connectNpfd(c.podsSocket);
+        npf::ipc::Channel ch = npf::ipc::Channel::connect(c.podsSocket);
         bool taken = false;
         npf::cni::handOver(ch, r, &taken);
         if (taken)
@@ -94,7 +94,7 @@ void del(const Call& c)
         throw CniError(Code::IoFailure, std::string("removing the pod's record: ") + e.what());
     }
     try {
-        npf::ipc::Channel ch = npf::cni::connectNpfd(c.podsSocket);
+        npf::ipc::Channel ch = npf::ipc::Channel::connect(c.podsSocket);
         npf::cni::withdraw(ch, c.containerId);
     } catch (const CniError&) {
         throw;
@@ -190,7 +190,7 @@ size_t restore(npf::ipc::Channel& ch, const Records& records)
     for (;;) {
         std::optional<npf::ipc::Channel> ch;
         try {
-            ch.emplace(npf::cni::connectNpfd(socket));
+            ch.emplace(npf::ipc::Channel::connect(socket));
         } catch (const std::exception& e) {
             if (!waiting)
                 note("waiting for npfd: " + std::string(e.what()));
@@ -268,7 +268,7 @@ int main(int argc, char** argv)
         }
         if (*watchCmd)
             watch(socket, records, retryMs);
-        npf::ipc::Channel ch = npf::cni::connectNpfd(socket);
+        npf::ipc::Channel ch = npf::ipc::Channel::connect(socket);
         return restore(ch, records) ? npf::cli::kExitFailure : npf::cli::kExitOk;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "npf-cni: error: %s\n", e.what());

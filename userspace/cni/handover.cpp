@@ -16,8 +16,6 @@ Fd listenInPod(const std::string& netnsPath)
     return ipc::listenAbstract(ipc::kPodSocket);
 }
 
-ipc::Channel connectNpfd(const std::string& podsSocket) { return ipc::Channel::connect(podsSocket); }
-
 void handOver(ipc::Channel& ch, const Record& r, bool* listenerTaken)
 {
     *listenerTaken = false;

@@ -18,9 +18,6 @@ namespace npf::cni {
 // or by another process of the pod).
 Fd listenInPod(const std::string& netnsPath);
 
-// A connection to npfd's pods socket (ipc::connectSocket's errors).
-ipc::Channel connectNpfd(const std::string& podsSocket);
-
 // Makes the pod's listener and hands it to npfd on `ch`; throws CniError
 // (NpfdRefused) with npfd's message if npfd refuses it. `listenerTaken`
 // is set (and nothing sent) when "@npf" is bound in the pod already.

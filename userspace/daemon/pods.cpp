@@ -186,11 +186,8 @@ std::string PodRegistry::add(const ipc::Message& m, std::vector<Fd>& fds)
         pods_.erase(old);
     }
     auto pod = std::make_shared<const ipc::PodInfo>(std::move(rq.pod));
-    std::string addrs;
-    for (const std::string& a : pod->addrs)
-        addrs += (addrs.empty() ? "" : ", ") + a;
     NPF_INFO("npfd: %s (container %.12s, addresses %s): its clients connect to %s", pod->describe().c_str(),
-             pod->container.c_str(), addrs.c_str(), ipc::kPodSocket);
+             pod->container.c_str(), pod->addrList().c_str(), ipc::kPodSocket);
     byFd_[fd.get()] = pod->container;
     pods_[pod->container] = PodListener{pod, std::move(fd)};
     return ipc::OkReply{}.encode(m.id);

@@ -245,15 +245,11 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
     } catch (const std::exception& e) {
         throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
     }
-    if (pod_ && !pod_->owns(rq.addr)) {
-        std::string addrs;
-        for (const std::string& a : pod_->addrs)
-            addrs += (addrs.empty() ? "" : ", ") + a;
+    if (pod_ && !pod_->owns(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed,
                             dataplane::toString(spec) + ": a client of " + pod_->describe() +
-                                " opens flows on its pod's own addresses (" + addrs + "), not " + rq.addr,
+                                " opens flows on its pod's own addresses (" + pod_->addrList() + "), not " + rq.addr,
                             EACCES, m.id);
-    }
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client", EACCES,
                             m.id);

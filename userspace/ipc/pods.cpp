@@ -55,6 +55,14 @@ std::string canonicalAddr(std::string_view text)
     return "";
 }
 
+std::string PodInfo::addrList() const
+{
+    std::string out;
+    for (const std::string& a : addrs)
+        out += (out.empty() ? "" : ", ") + a;
+    return out;
+}
+
 bool PodInfo::owns(std::string_view addr) const
 {
     const std::string a = canonicalAddr(addr);

@@ -47,6 +47,7 @@ struct PodInfo {
     std::vector<std::string> addrs;
 
     std::string describe() const { return "pod " + ns + "/" + name; }
+    std::string addrList() const; // "198.18.0.1, 2001:db8::1"
     // `addr` (any IPv4 or IPv6 text) is one of addrs.
     bool owns(std::string_view addr) const;
 };
