@@ -35,6 +35,18 @@ enum class FaultPolicy {
             // itself and the queue stalls behind it (head-of-line blocking)
 };
 
+// Where a region's pages come from (docs/architecture.md, "Where a region's
+// pages come from").
+enum class RegionMemory {
+    Auto,     // PagePool for 4 KiB pages where the kernel has UFFDIO_MOVE (Linux 6.8), else Memfd
+    // Private anonymous memory and a pool of pages faulted in once at start,
+    // moved into the region to install and back out to evict (UFFDIO_MOVE):
+    // no page allocated or freed in the steady state. 2 MiB pages are then
+    // transparent huge pages (MADV_HUGEPAGE), not hugetlbfs.
+    PagePool,
+    Memfd,    // a memfd: shmem, or hugetlbfs for 2 MiB pages
+};
+
 struct EngineConfig {
     std::string ifname;
     XdpMode mode = XdpMode::Native;       // used when the engine attaches the program
@@ -43,9 +55,11 @@ struct EngineConfig {
     uint64_t residentBudget = 0;          // bytes the region may keep resident; 0 = unlimited
     // The region's page size: 4096, or 2 MiB (2ull << 20): hugetlbfs pages
     // from the kernel's pool (/proc/sys/vm/nr_hugepages must hold the
-    // resident budget, or the whole region without one). Residency, faults,
-    // eviction and prefetch then move 2 MiB at a time.
+    // resident budget, or the whole region without one), or transparent
+    // huge pages with RegionMemory::PagePool. Residency, faults, eviction
+    // and prefetch then move 2 MiB at a time.
     uint64_t pageSize = 4096;
+    RegionMemory regionMemory = RegionMemory::Auto;
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     // A seq whose datagram was provably dropped (docs/architecture.md, "When a

@@ -55,7 +55,7 @@ struct EvictTarget : PageTarget {
     }
 
     const RegionParts parts{uffd, io, state, spill, planned, c, name};
-    CopyInstaller copier{parts, staging, batch};
+    CopyInstaller copier{parts, staging, noPool, batch};
     FakeHost host;
     Evictor evictor{parts, host, batch};
     std::vector<uint8_t> content;

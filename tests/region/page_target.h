@@ -13,6 +13,7 @@
 
 #include "region/install_batch.h"
 #include "region/page_io.h"
+#include "region/page_pool.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
@@ -101,6 +102,7 @@ struct PageTarget {
     SpillFile spill;
     PageState state;
     MmapArea staging;
+    PagePool noPool; // empty: installs copy
     PageIo io;
     PatchPlan planned;
     RegionCounters c;

@@ -12,6 +12,9 @@
 namespace npf::test {
 namespace {
 
+class RegionEvict : public RegionOn {};
+NPF_ON_EACH_MEMORY(RegionEvict);
+
 // Fills pages [first, first + n) with random bytes through packet patches.
 std::vector<uint8_t> fillPages(Region& r, uint64_t first, uint64_t n, uint32_t seed)
 {
@@ -22,10 +25,10 @@ std::vector<uint8_t> fillPages(Region& r, uint64_t first, uint64_t n, uint32_t s
     return bytes;
 }
 
-TEST(RegionEvict, EvictedPagesFaultAgainAndComeBackBitExact)
+TEST_P(RegionEvict, EvictedPagesFaultAgainAndComeBackBitExact)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     auto a = fillPages(r, 100, 100, 1);
     auto b = fillPages(r, 1000, 1, 2);
     ASSERT_EQ(r.residentPages(), 101u);
@@ -35,7 +38,7 @@ TEST(RegionEvict, EvictedPagesFaultAgainAndComeBackBitExact)
     EXPECT_EQ(s.spilled, 101u);
     EXPECT_EQ(s.residentPages, 0u);
     EXPECT_FALSE(r.isResident(100 * kPg, 1));
-    EXPECT_EQ(memfdBytes(r), 0u) << "punch hole did not free the pages";
+    EXPECT_EQ(heldBytes(r), 0u) << "punch hole did not free the pages";
 
     {
         PagerThread pager(r);
@@ -60,10 +63,10 @@ TEST(RegionEvict, EvictedPagesFaultAgainAndComeBackBitExact)
     EXPECT_EQ(r.stats().restored, 101u);
 }
 
-TEST(RegionEvict, ReleasedPagesComeBackZeroed)
+TEST_P(RegionEvict, ReleasedPagesComeBackZeroed)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     auto a = fillPages(r, 10, 10, 4);
     auto b = fillPages(r, 40, 4, 5);
     // pages 11..18 fully covered; 10 and 19 only partly: kept
@@ -87,10 +90,10 @@ TEST(RegionEvict, ReleasedPagesComeBackZeroed)
     EXPECT_EQ(r.stats().restored, 4u);
 }
 
-TEST(RegionEvict, ReleaseIsCancelledByNewContentOrProtect)
+TEST_P(RegionEvict, ReleaseIsCancelledByNewContentOrProtect)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     fillPages(r, 0, 3, 6);
     EXPECT_EQ(r.release(0, 3 * kPg), 3);
     auto p = randomBytes(10, 7);
@@ -110,11 +113,11 @@ TEST(RegionEvict, ReleaseIsCancelledByNewContentOrProtect)
 // inside the epoch section ends the release, and eviction decides after the
 // grace period, so the new data is saved: page 0 written before the eviction,
 // page 1 by a writer that eviction is already waiting for.
-TEST(RegionEvict, ReleasedPageWrittenOnTheFastPathIsSaved)
+TEST_P(RegionEvict, ReleasedPageWrittenOnTheFastPathIsSaved)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    Region r(withEpochs(epochs));
+    Region r(withEpochs(epochs, config()));
     auto old = fillPages(r, 0, 2, 11);
     ASSERT_EQ(r.release(0, 2 * kPg), 2);
     auto fresh = randomBytes(1472, 12);
@@ -167,10 +170,10 @@ TEST(RegionEvict, ReleasedPageWrittenOnTheFastPathIsSaved)
     EXPECT_EQ(r.stats().discarded, 1u);
 }
 
-TEST(RegionEvict, ProtectedPagesAreNeverEvicted)
+TEST_P(RegionEvict, ProtectedPagesAreNeverEvicted)
 {
     NPF_REQUIRE_UFFD();
-    RegionConfig c = smallConfig();
+    RegionConfig c = config();
     c.residentBudget = 16 * kPg;
     c.autoEvict = false;
     Region r(c);
@@ -199,10 +202,10 @@ TEST(RegionEvict, ProtectedPagesAreNeverEvicted)
     EXPECT_EQ(r.evictAll(), 5);
 }
 
-TEST(RegionEvict, ClockGivesReferencedPagesASecondChance)
+TEST_P(RegionEvict, ClockGivesReferencedPagesASecondChance)
 {
     NPF_REQUIRE_UFFD();
-    RegionConfig c = smallConfig();
+    RegionConfig c = config();
     c.residentBudget = 8 * kPg;
     c.maxBatchPages = 4;
     c.autoEvict = false;
@@ -229,11 +232,11 @@ TEST(RegionEvict, ClockGivesReferencedPagesASecondChance)
 //    otherwise hands the payload to the pager, like the engine does;
 //  - the pager (main thread) applies packet patches and hand-offs while the
 //    pager thread serves faults; eviction runs automatically after each call.
-TEST(RegionEvict, BudgetHoldsUnderChurnAndEveryByteSurvives)
+TEST_P(RegionEvict, BudgetHoldsUnderChurnAndEveryByteSurvives)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    RegionConfig c = smallConfig(32ull << 20);
+    RegionConfig c = config(32ull << 20);
     c.residentBudget = 256 * kPg;
     c.maxBatchPages = 32;
     c.epochs = &epochs;
@@ -348,10 +351,10 @@ TEST(RegionEvict, BudgetHoldsUnderChurnAndEveryByteSurvives)
 // An application thread keeps writing a few pages while the pager evicts
 // them over and over: a write landing between the save and the punch would be
 // lost without the write-protect fence.
-TEST(RegionEvict, WritesRacingEvictionAreNeverLost)
+TEST_P(RegionEvict, WritesRacingEvictionAreNeverLost)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     if (!r.writeProtectFence())
         GTEST_SKIP() << "no userfaultfd write-protect on shmem: only epoch readers are safe against eviction";
     constexpr uint64_t kPages = 4;
@@ -384,11 +387,11 @@ TEST(RegionEvict, WritesRacingEvictionAreNeverLost)
 
 // Eviction waits for a reader that is inside its section, and serves the
 // fault the reader is blocked in meanwhile (no deadlock).
-TEST(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
+TEST_P(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    Region r(withEpochs(epochs));
+    Region r(withEpochs(epochs, config()));
     fillPages(r, 0, 4, 9);
     std::promise<void> entered, release;
     auto released = release.get_future().share();
@@ -414,10 +417,10 @@ TEST(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
     EXPECT_EQ(r.residentPages(), 1u);
 }
 
-TEST(RegionEvict, SpillIntoTmpfileDirectory)
+TEST_P(RegionEvict, SpillIntoTmpfileDirectory)
 {
     NPF_REQUIRE_UFFD();
-    RegionConfig c = smallConfig();
+    RegionConfig c = config();
     c.spillDir = "/tmp";
     Region r(c);
     auto a = fillPages(r, 3, 5, 10);

@@ -14,6 +14,9 @@
 namespace npf::test {
 namespace {
 
+class RegionFault : public RegionOn {};
+NPF_ON_EACH_MEMORY(RegionFault);
+
 uint64_t rssBytes()
 {
     std::ifstream f("/proc/self/statm");
@@ -29,10 +32,10 @@ bool waitForFault(const Region& r, int ms = 2000)
     return ::poll(&p, 1, ms) == 1;
 }
 
-TEST(RegionFault, ColdPageTouchedByAnotherThreadReadsZero)
+TEST_P(RegionFault, ColdPageTouchedByAnotherThreadReadsZero)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     PagerThread pager(r);
     std::thread app([&] {
         const volatile uint8_t* p = r.base() + 7 * kPg + 123;
@@ -47,13 +50,13 @@ TEST(RegionFault, ColdPageTouchedByAnotherThreadReadsZero)
     EXPECT_EQ(s.residentPages, 1u);
     EXPECT_TRUE(r.isResident(7 * kPg, kPg));
     EXPECT_FALSE(r.isResident(6 * kPg, kPg));
-    EXPECT_EQ(memfdBytes(r), kPg);
+    EXPECT_EQ(heldBytes(r), kPg);
 }
 
-TEST(RegionFault, WriteFaultKeepsTheWrite)
+TEST_P(RegionFault, WriteFaultKeepsTheWrite)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     PagerThread pager(r);
     std::thread app([&] { std::memset(r.base() + 9 * kPg + 5, 0x77, 2 * kPg); });
     app.join();
@@ -67,10 +70,10 @@ TEST(RegionFault, WriteFaultKeepsTheWrite)
 
 // A packet patch resolves a CPU fault that is still pending: UFFDIO_COPY
 // wakes the faulting thread, which sees the payload.
-TEST(RegionFault, PacketPatchResolvesPendingCpuFault)
+TEST_P(RegionFault, PacketPatchResolvesPendingCpuFault)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     auto payload = randomBytes(1000, 5);
     auto reader = std::async(std::launch::async, [&] {
         std::vector<uint8_t> got(1000);
@@ -91,7 +94,7 @@ TEST(RegionFault, PacketPatchResolvesPendingCpuFault)
 
 // The CPU side of EEXIST: a fault is pending while the page appears through
 // another mapping; serving it meets EEXIST and must still wake the thread.
-TEST(RegionFault, CpuFaultOnPageThatAppearedMeanwhileIsWoken)
+TEST(RegionFaultMemfd, CpuFaultOnPageThatAppearedMeanwhileIsWoken)
 {
     NPF_REQUIRE_UFFD();
     Region r(smallConfig());
@@ -108,10 +111,10 @@ TEST(RegionFault, CpuFaultOnPageThatAppearedMeanwhileIsWoken)
     ::munmap(alias, r.size());
 }
 
-TEST(RegionFault, PrefetchInstallsMissingPagesOnce)
+TEST_P(RegionFault, PrefetchInstallsMissingPagesOnce)
 {
     NPF_REQUIRE_UFFD();
-    Region r(smallConfig());
+    Region r(config());
     auto p = randomBytes(16, 2);
     Patch ps[] = {{12 * kPg, p.data(), 16}};
     int res[1];
@@ -126,11 +129,11 @@ TEST(RegionFault, PrefetchInstallsMissingPagesOnce)
     EXPECT_EQ(r.stats().cpuFaults, 0u);
 }
 
-TEST(RegionFault, SixtyFourGiBVirtualCostsOnlyTouchedPages)
+TEST_P(RegionFault, SixtyFourGiBVirtualCostsOnlyTouchedPages)
 {
     NPF_REQUIRE_UFFD();
     uint64_t before = rssBytes();
-    RegionConfig c = smallConfig(64ull << 30);
+    RegionConfig c = config(64ull << 30);
     Region r(c);
     EXPECT_EQ(r.pages(), 16ull << 20);
     auto p = randomBytes(1472, 9);
@@ -145,17 +148,17 @@ TEST(RegionFault, SixtyFourGiBVirtualCostsOnlyTouchedPages)
         EXPECT_EQ(r.base()[(40ull << 30) + 7], 0);
     }
     uint64_t grew = rssBytes() - before;
-    EXPECT_EQ(memfdBytes(r), (1000 + 64 + 1) * kPg);
+    EXPECT_EQ(heldBytes(r), (1000 + 64 + 1) * kPg);
     EXPECT_LT(grew, 64ull << 20) << "RSS grew by " << grew;
     for (const Patch& q : ps)
         ASSERT_EQ(std::memcmp(r.base() + q.offset, p.data(), 1472), 0);
     EXPECT_EQ(r.evictAll(), 1065);
-    EXPECT_EQ(memfdBytes(r), 0u);
+    EXPECT_EQ(heldBytes(r), 0u);
     std::printf("[ rates  ] 64 GiB region: RSS grew %.1f MiB for 1065 pages\n", double(grew) / (1 << 20));
 }
 
 // Rough rates for the report; asserts only that the work happened.
-TEST(RegionFault, RoughRates)
+TEST(RegionFaultMemfd, RoughRates)
 {
     NPF_REQUIRE_UFFD();
     Region r(smallConfig(512ull << 20));

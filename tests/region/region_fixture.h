@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -121,12 +123,46 @@ inline RegionConfig smallConfig(uint64_t size = 64ull << 20)
     return c;
 }
 
-// smallConfig() whose fast-path writers enter `epochs` (RegionConfig::epochs).
-inline RegionConfig withEpochs(EpochDomain& epochs)
+// `c` (smallConfig() by default) whose fast-path writers enter `epochs` (RegionConfig::epochs).
+inline RegionConfig withEpochs(EpochDomain& epochs, RegionConfig c = smallConfig())
 {
-    RegionConfig c = smallConfig();
     c.epochs = &epochs;
     return c;
+}
+
+// Where the region under test keeps its pages: its memfd, or private
+// anonymous memory with a page pool (RegionConfig::pagePool).
+enum class Memory { Memfd, Pool };
+
+inline std::string memoryName(const ::testing::TestParamInfo<Memory>& i)
+{
+    return i.param == Memory::Pool ? "Pool" : "Memfd";
+}
+
+// Tests that run once per kind of memory.
+class RegionOn : public ::testing::TestWithParam<Memory> {
+protected:
+    static RegionConfig config(uint64_t size = 64ull << 20)
+    {
+        RegionConfig c = smallConfig(size);
+        c.pagePool = GetParam() == Memory::Pool;
+        return c;
+    }
+};
+
+#define NPF_ON_EACH_MEMORY(suite) \
+    INSTANTIATE_TEST_SUITE_P(Memory, suite, ::testing::Values(Memory::Memfd, Memory::Pool), memoryName)
+
+// Bytes of the region's pages present in its mapping now (mincore): what it
+// holds, memfd or anonymous memory alike.
+inline uint64_t heldBytes(const Region& r)
+{
+    std::vector<unsigned char> v((r.size() + kPg - 1) / kPg);
+    EXPECT_EQ(::mincore(r.base(), r.size(), v.data()), 0) << std::strerror(errno);
+    uint64_t n = 0;
+    for (unsigned char c : v)
+        n += c & 1;
+    return n * kPg;
 }
 
 } // namespace npf::test

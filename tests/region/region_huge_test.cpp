@@ -1,12 +1,14 @@
-// Regions of 2 MiB pages (hugetlbfs memfd): packet patches and CPU faults
-// install whole huge pages, XDP's 4 KiB bitmap gets 512 bits per page,
-// eviction under a budget saves and restores them bit-exact. The test
-// reserves its huge pages (/proc/sys/vm/nr_hugepages) and gives them back.
+// Regions of 2 MiB pages (a hugetlbfs memfd, or transparent huge pages with
+// a page pool): packet patches and CPU faults install whole huge pages,
+// XDP's 4 KiB bitmap gets 512 bits per page, eviction under a budget saves
+// and restores them bit-exact. With hugetlbfs the test reserves its huge
+// pages (/proc/sys/vm/nr_hugepages) and gives them back.
 #include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "huge_pages.h"
@@ -18,13 +20,29 @@ namespace {
 
 constexpr uint64_t kHuge = kHugePageSize;
 
-RegionConfig hugeConfig(uint64_t size, uint64_t budget = 0)
-{
-    RegionConfig c = smallConfig(size);
-    c.pageSize = kHuge;
-    c.residentBudget = budget;
-    return c;
-}
+class RegionHuge : public RegionOn {
+protected:
+    static RegionConfig hugeConfig(uint64_t size, uint64_t budget = 0)
+    {
+        RegionConfig c = config(size);
+        c.pageSize = kHuge;
+        c.residentBudget = budget;
+        return c;
+    }
+    std::optional<HugePages> reserved_;
+};
+NPF_ON_EACH_MEMORY(RegionHuge);
+
+// hugetlbfs: n pages reserved for the test; the pool: nothing to reserve.
+#define NPF_NEED_HUGE(n)                                \
+    do {                                                \
+        if (GetParam() == Memory::Memfd) {              \
+            reserved_.emplace(n);                       \
+            NPF_REQUIRE_HUGE_PAGES(*reserved_);         \
+        } else {                                        \
+            NPF_REQUIRE_UFFD();                         \
+        }                                               \
+    } while (0)
 
 // The 4 KiB bits of huge page `page` in the region's bitmap: all set or all clear.
 int bitsOf(const Region& r, uint64_t page)
@@ -36,10 +54,9 @@ int bitsOf(const Region& r, uint64_t page)
     return set;
 }
 
-TEST(RegionHuge, PatchesAndCpuFaultsInstallWholeHugePages)
+TEST_P(RegionHuge, PatchesAndCpuFaultsInstallWholeHugePages)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
+    NPF_NEED_HUGE(8);
     Region r(hugeConfig(8 * kHuge));
     EXPECT_EQ(r.pages(), 8u);
     EXPECT_EQ(r.pageSize(), kHuge);
@@ -87,10 +104,9 @@ TEST(RegionHuge, PatchesAndCpuFaultsInstallWholeHugePages)
     EXPECT_EQ(std::memcmp(r.base() + 6 * kHuge + 7, c.data(), c.size()), 0);
 }
 
-TEST(RegionHuge, EvictionUnderABudgetRestoresEveryByte)
+TEST_P(RegionHuge, EvictionUnderABudgetRestoresEveryByte)
 {
-    HugePages pool(6);
-    NPF_REQUIRE_HUGE_PAGES(pool);
+    NPF_NEED_HUGE(6);
     constexpr uint64_t kPages = 16;
     Region r(hugeConfig(kPages * kHuge, 2 * kHuge)); // 16 pages through a budget of 2
     std::vector<std::vector<uint8_t>> content;
@@ -138,10 +154,9 @@ TEST(RegionHuge, EvictionUnderABudgetRestoresEveryByte)
 // saved, present and never-touched pages, while another thread keeps
 // evicting, every page reads what it held: a zeroed page allocated over saved
 // content would read zero.
-TEST(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
+TEST_P(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
+    NPF_NEED_HUGE(8);
     constexpr uint64_t kPages = 8;
     RegionConfig cfg = hugeConfig(kPages * kHuge, 4 * kHuge);
     cfg.autoEvict = false; // the evicting thread does it
@@ -183,10 +198,9 @@ TEST(RegionHuge, PrefetchRacingEvictionKeepsSavedContent)
 // Buffers are released a batch at a time, far smaller than a 2 MiB page: a
 // page whose 4 KiB pieces have all been released, over any number of calls,
 // is dropped at eviction, not saved; new content in one piece keeps it.
-TEST(RegionHuge, PiecewiseReleaseDropsAWholePageNewContentKeepsIt)
+TEST_P(RegionHuge, PiecewiseReleaseDropsAWholePageNewContentKeepsIt)
 {
-    HugePages pool(4);
-    NPF_REQUIRE_HUGE_PAGES(pool);
+    NPF_NEED_HUGE(4);
     Region r(hugeConfig(4 * kHuge));
     auto a = randomBytes(2 * kHuge, 7);
     Patch pa{0, a.data(), static_cast<uint32_t>(2 * kHuge)};
@@ -214,7 +228,14 @@ TEST(RegionHuge, PiecewiseReleaseDropsAWholePageNewContentKeepsIt)
     }
 }
 
-TEST(RegionHuge, BadConfigsSayWhatIsWrong)
+RegionConfig hugetlbConfig(uint64_t size)
+{
+    RegionConfig c = smallConfig(size);
+    c.pageSize = kHuge;
+    return c;
+}
+
+TEST(RegionHugeConfig, BadConfigsSayWhatIsWrong)
 {
     NPF_REQUIRE_UFFD();
     auto message = [](RegionConfig c) {
@@ -228,10 +249,10 @@ TEST(RegionHuge, BadConfigsSayWhatIsWrong)
     RegionConfig odd = smallConfig(8 * kHuge);
     odd.pageSize = 8192;
     EXPECT_NE(message(odd).find("must be 4096 or 2 MiB"), std::string::npos) << message(odd);
-    EXPECT_NE(message(hugeConfig(kHuge + 4096)).find("multiple of 2 MiB"), std::string::npos);
+    EXPECT_NE(message(hugetlbConfig(kHuge + 4096)).find("multiple of 2 MiB"), std::string::npos);
     // A 64 GiB region without a budget may hold 32768 huge pages at once: no
     // test machine has them free, and the error says how to reserve them.
-    const std::string none = message(hugeConfig(64ull << 30));
+    const std::string none = message(hugetlbConfig(64ull << 30));
     EXPECT_NE(none.find("/proc/sys/vm/nr_hugepages"), std::string::npos) << none;
 }
 

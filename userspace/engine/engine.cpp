@@ -33,6 +33,8 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
+    rc.pagePool = cfg.regionMemory == RegionMemory::PagePool ||
+                  (cfg.regionMemory == RegionMemory::Auto && cfg.pageSize == NPF_PAGE_SIZE && userfaultfdHasMove());
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

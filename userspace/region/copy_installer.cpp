@@ -1,9 +1,11 @@
 #include "region/copy_installer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "region/backoff.h"
 #include "region/page_io.h"
+#include "region/page_pool.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
@@ -21,32 +23,44 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
         j = i + 1;
         while (j < b.size() && j - i < batchPages_ && b.pages[j] == b.pages[j - 1] + 1)
             ++j;
-        const InstallBatch run = b.sub(i, j - i);
-        if (int err = buildImages(run)) {
-            c_.add<&RegionStats::errors>();
-            NPF_WARN_RL("region %s: reading saved pages from the spill file: %s", name_.c_str(), std::strerror(-err));
-            for (size_t k = 0; k < run.size(); ++k)
-                run.status[k] = err;
-            continue;
+        const size_t fromPool = std::min<size_t>(j - i, pool_.available());
+        if (fromPool)
+            installRun(b.sub(i, fromPool), pool_.next(fromPool), true, t);
+        if (fromPool < j - i) {
+            if (pool_)
+                c_.add<&RegionStats::poolEmpty>(j - i - fromPool);
+            installRun(b.sub(i + fromPool, j - i - fromPool), staging_.as<uint8_t>(), false, t);
         }
-        if (t)
-            t->imageReady = monotonicNs();
-        copy(run, t);
-        if (t)
-            t->copyDone = monotonicNs();
-        dropRestored(run);
     }
 }
 
-int CopyInstaller::buildImages(const InstallBatch& run) noexcept
+void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept
 {
-    uint8_t* stg = staging_.as<uint8_t>();
+    if (int err = buildImages(run, images)) {
+        c_.add<&RegionStats::errors>();
+        NPF_WARN_RL("region %s: reading saved pages from the spill file: %s", name_.c_str(), std::strerror(-err));
+        for (size_t k = 0; k < run.size(); ++k)
+            run.status[k] = err;
+        return;
+    }
+    if (t)
+        t->imageReady = monotonicNs();
+    const bool leftovers = put(run, images, move, t);
+    if (move)
+        pool_.consumed(run.size(), leftovers);
+    if (t)
+        t->copyDone = monotonicNs();
+    dropRestored(run);
+}
+
+int CopyInstaller::buildImages(const InstallBatch& run, uint8_t* images) noexcept
+{
     for (size_t k = 0; k < run.size();) {
         const bool saved = state_.saved(run.pages[k]);
         size_t m = k + 1;
         while (m < run.size() && state_.saved(run.pages[m]) == saved)
             ++m;
-        uint8_t* dst = stg + io_.bytes(k);
+        uint8_t* dst = images + io_.bytes(k);
         if (!saved)
             std::memset(dst, 0, io_.bytes(m - k));
         else if (int err = spill_.load(io_.bytes(run.pages[k]), dst, io_.bytes(m - k)))
@@ -55,31 +69,37 @@ int CopyInstaller::buildImages(const InstallBatch& run) noexcept
     }
     if (run.begin)
         for (size_t k = 0; k < run.size(); ++k)
-            plan_.applyTo(stg + io_.bytes(k), run.begin[k], run.end[k]);
+            plan_.applyTo(images + io_.bytes(k), run.begin[k], run.end[k]);
     return 0;
 }
 
-void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
+bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept
 {
     const uint32_t shift = io_.pageShift();
-    const uint8_t* stg = staging_.as<uint8_t>();
     uint8_t* dst = io_.addr(run.pages[0]);
     const uint64_t len = io_.bytes(run.size());
     uint64_t done = 0;
+    bool leftovers = false;
     Backoff backoff;
     while (done < len) {
-        int64_t copied = 0;
-        long rc = uffd_.copy(dst + done, stg + done, len - done, &copied);
-        c_.add<&RegionStats::copyCalls>();
+        int64_t put = 0;
+        long rc = move ? uffd_.move(dst + done, images + done, len - done, &put)
+                       : uffd_.copy(dst + done, images + done, len - done, &put);
+        if (move)
+            c_.add<&RegionStats::moveCalls>();
+        else
+            c_.add<&RegionStats::copyCalls>();
         if (t)
             ++t->copies;
-        const uint64_t whole = static_cast<uint64_t>(copied) & ~(io_.bytes(1) - 1);
+        const uint64_t whole = static_cast<uint64_t>(put) & ~(io_.bytes(1) - 1);
         for (uint64_t b = done; b < done + whole; b += io_.bytes(1)) {
             const size_t k = b >> shift;
             state_.markInstalled(run.pages[k]);
             run.status[k] = 0;
         }
         c_.add<&RegionStats::pagesInstalled>(whole >> shift);
+        if (move)
+            c_.add<&RegionStats::poolInstalls>(whole >> shift);
         if (t)
             t->pages += static_cast<uint32_t>(whole >> shift);
         done += whole;
@@ -88,19 +108,21 @@ void CopyInstaller::copy(const InstallBatch& run, BatchTiming* t) noexcept
         const size_t k = done >> shift; // the page the ioctl stopped at
         if (rc == -EEXIST) {
             run.status[k] = onExisting(run, k);
+            leftovers = true;
             done += io_.bytes(1);
             continue;
         }
         if (rc == -EAGAIN && backoff.again())
             continue;
         c_.add<&RegionStats::errors>();
-        NPF_WARN_RL("region %s: UFFDIO_COPY of %llu pages at page %llu: %s", name_.c_str(),
+        NPF_WARN_RL("region %s: %s of %llu pages at page %llu: %s", name_.c_str(), move ? "UFFDIO_MOVE" : "UFFDIO_COPY",
                     static_cast<unsigned long long>((len - done) >> shift),
                     static_cast<unsigned long long>(run.pages[k]), std::strerror(static_cast<int>(-rc)));
         for (size_t q = k; q < run.size(); ++q)
             run.status[q] = static_cast<int>(rc);
-        break;
+        return true;
     }
+    return leftovers;
 }
 
 // Keeps what is there and patches our pieces in.

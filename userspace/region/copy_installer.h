@@ -1,6 +1,7 @@
-// Installs missing pages with UFFDIO_COPY: each page image is built in
-// staging (its saved content from the spill file, or zeros, then its payload
-// pieces from the PatchPlan), then copied in and mapped by one ioctl per run
+// Installs missing pages with UFFDIO_COPY, or UFFDIO_MOVE from a page pool:
+// each page image is built in staging, or in the pool's next pages (its
+// saved content from the spill file, or zeros, then its payload pieces from
+// the PatchPlan), then copied, or moved, in and mapped by one ioctl per run
 // of consecutive pages, so a page appears with its payloads already in it.
 // Called with its region's lock held.
 #pragma once
@@ -14,25 +15,32 @@
 
 namespace npf {
 
+class PagePool;
+
 class CopyInstaller {
 public:
     // Installs into the mapping of `io` through `uffd` (registered over it),
-    // up to batchPages pages per ioctl (staging holds that many images).
+    // up to batchPages pages per ioctl (staging holds that many images),
+    // moving pages from `pool` while it has some (an empty PagePool: never).
     // Keeps references: the region's parts, filled in before the first install.
-    CopyInstaller(const RegionParts& parts, const MmapArea& staging, uint32_t batchPages) noexcept
+    CopyInstaller(const RegionParts& parts, const MmapArea& staging, PagePool& pool, uint32_t batchPages) noexcept
         : uffd_(parts.uffd), io_(parts.io), state_(parts.state), spill_(parts.spill), plan_(parts.plan),
-          staging_(staging), batchPages_(batchPages), c_(parts.counters), name_(parts.name)
+          staging_(staging), pool_(pool), batchPages_(batchPages), c_(parts.counters), name_(parts.name)
     {
     }
 
     void install(const InstallBatch& b, BatchTiming* t) noexcept;
 
 private:
-    // Saved content or zeros, then payloads, for a run of at most
-    // batchPages pages into staging; 0 or -errno (reading the spill file).
-    int buildImages(const InstallBatch& run) noexcept;
-    // UFFDIO_COPY of a run of consecutive pages whose images are in staging.
-    void copy(const InstallBatch& run, BatchTiming* t) noexcept;
+    // A run of at most batchPages consecutive pages, its images built at
+    // `images` (staging, or the pool's next pages when `move`).
+    void installRun(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept;
+    // Saved content or zeros, then payloads, for a run into `images`; 0 or
+    // -errno (reading the spill file).
+    int buildImages(const InstallBatch& run, uint8_t* images) noexcept;
+    // UFFDIO_COPY (or UFFDIO_MOVE) of a run of consecutive pages whose
+    // images are at `images`; true if an image was left behind (an error).
+    bool put(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept;
     // Pages installed now (copied, or found present) no longer need their
     // saved copy: counted as restored, dropped from the spill file.
     void dropRestored(const InstallBatch& run) noexcept;
@@ -45,6 +53,7 @@ private:
     const SpillFile& spill_;
     const PatchPlan& plan_;
     const MmapArea& staging_;
+    PagePool& pool_;
     const uint32_t batchPages_;
     RegionCounters& c_;
     const std::string& name_;

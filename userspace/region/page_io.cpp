@@ -1,9 +1,11 @@
 #include "region/page_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 
+#include "region/page_pool.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
 #include "sys/io.h"
@@ -43,6 +45,11 @@ int PageIo::save(const SpillFile& spill, uint64_t page, uint64_t n) const noexce
 
 int PageIo::punch(uint64_t page, uint64_t n) const noexcept
 {
+    if (memfd_ < 0) {
+        if (pool_ && *pool_)
+            return pool_->takeBack(addr(page), n);
+        return ::madvise(addr(page), bytes(n), MADV_DONTNEED) == 0 ? 0 : -errno;
+    }
     int rc = ::fallocate(memfd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(bytes(page)),
                          static_cast<off_t>(bytes(n)));
     return rc == 0 ? 0 : -errno;

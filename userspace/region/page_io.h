@@ -17,6 +17,7 @@
 
 namespace npf {
 
+class PagePool;
 class PatchPlan;
 class SpillFile;
 
@@ -33,6 +34,12 @@ public:
         : base_(base), alias_(alias), memfd_(memfd), pageShift_(pageShift), throughMemfd_(throughMemfd), buf_(buf)
     {
     }
+    // Private anonymous memory (no memfd): punch() gives the pages to
+    // `pool` (may be null: they are freed).
+    PageIo(uint8_t* base, uint32_t pageShift, PagePool* pool) noexcept
+        : base_(base), pageShift_(pageShift), pool_(pool)
+    {
+    }
 
     uint8_t* addr(uint64_t page) const noexcept { return base_ + (page << pageShift_); }
     uint64_t bytes(uint64_t pages) const noexcept { return pages << pageShift_; }
@@ -43,7 +50,8 @@ public:
     int patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) const noexcept;
     // Saves present pages [page, page + n) to the spill file at their region offsets; 0 or -errno.
     int save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept;
-    // Punches pages [page, page + n) out of the memfd (every mapping of it); 0 or -errno.
+    // Punches pages [page, page + n) out of the memfd (every mapping of it),
+    // or out of the anonymous mapping, into the pool; 0 or -errno.
     int punch(uint64_t page, uint64_t n) const noexcept;
 
 private:
@@ -53,6 +61,7 @@ private:
     uint32_t pageShift_ = NPF_PAGE_SHIFT;
     bool throughMemfd_ = false;
     uint8_t* buf_ = nullptr;
+    PagePool* pool_ = nullptr;
 };
 
 } // namespace npf

@@ -82,8 +82,10 @@ RegionGeometry checkedGeometry(const RegionConfig& cfg)
 // completed buffers, an application may recv() into one), and they must
 // fault and wait for the pager, not fail with EFAULT. docs/architecture.md,
 // "userfaultfd without privilege".
-Userfaultfd openUffd(bool huge, bool clientMemory, const std::string& who)
+Userfaultfd openUffd(bool huge, bool clientMemory, bool anonymous, const std::string& who)
 {
+    if (anonymous) // MISSING on anonymous memory is the base feature; WP and MOVE are newer
+        return Userfaultfd::open(0, UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_MOVE, "region " + who);
     return Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
                                  (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
                              UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who,
@@ -99,8 +101,77 @@ Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &clie
 Region::Region(const RegionConfig& cfg, ClientMemory* client)
     : cfg_(cfg), geo_(checkedGeometry(cfg_)),
       c_(std::make_unique<RegionCounters>()),
-      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, geo_.batchPages),
+      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, pool_, geo_.batchPages),
       continue_(parts_, alias_), evictor_(parts_, *this, geo_.batchPages)
+{
+    const std::string& who = cfg_.name;
+    const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
+    const bool anon = cfg_.pagePool && !client;
+    if (anon)
+        map_ = mapAnonymous(geo_.size, bytes(1), "region " + who + " (" + sizeStr(geo_.size) + ")");
+    else
+        mapMemfd(client);
+    uffd_ = openUffd(huge, client != nullptr, anon, who);
+    // 2 MiB hugetlbfs pages are installed with UFFDIO_CONTINUE: MINOR mode
+    // as well, so that a page in the page cache but not yet mapped here
+    // still faults.
+    const bool minor = huge && !anon;
+    const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0);
+    if (minor)
+        alias_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
+                               "alias of region " + who);
+    wp_ = cfg_.writeProtectFence &&
+          (uffd_.features() & (anon ? UFFD_FEATURE_PAGEFAULT_FLAG_WP : UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
+    if (wp_) {
+        try {
+            uffd_.registerRange(base(), geo_.size, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
+        } catch (const std::system_error& e) {
+            NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
+                     who.c_str(), e.what());
+            wp_ = false;
+        }
+    }
+    if (!wp_)
+        uffd_.registerRange(base(), geo_.size, modes, "region " + who);
+    if (anon && (uffd_.features() & UFFD_FEATURE_MOVE))
+        pool_ = PagePool(uffd_, *c_, uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, geo_.pageShift, who);
+    else if (anon)
+        NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
+                 "instead of recycled", who.c_str());
+
+    if (client && client->spill)
+        spill_ = SpillFile::adopt(std::move(client->spill), geo_.size, "region " + who);
+    else
+        spill_ = SpillFile::open(geo_.size, cfg_.spillDir, who + "-spill");
+
+    state_ = PageState(geo_.size, geo_.pageShift, cfg_.residentBitmap, who);
+
+    staging_ = MmapArea::map(bytes(geo_.batchPages), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
+                             "staging pages of " + who);
+    std::memset(staging_.get(), 0, staging_.size());
+    // With client memory, saves read through staging: free, as installs
+    // hold the lock too.
+    io_ = anon ? PageIo(base(), geo_.pageShift, &pool_)
+               : PageIo(base(), geo_.pageShift, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
+    scratchPages_.reserve(4096);
+    scratchBegin_.reserve(4096);
+    scratchEnd_.reserve(4096);
+    scratchStatus_.reserve(4096);
+    msgs_.resize(64);
+    if (client && client->uffd)
+        adoptClientUffd(std::move(client->uffd), client->base);
+    NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s",
+              who.c_str(), static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
+              static_cast<unsigned long long>(geo_.budgetPages), static_cast<unsigned long long>(pool_.capacity()),
+              wp_ ? "on" : "off",
+              !adopted_      ? ""
+              : !clientUffd_ ? ", client memory (its faults not served)"
+              : clientWp_    ? ", client memory, fence covers the client"
+                             : ", client memory, client not fenced");
+}
+
+// The region's memfd (its own, or a client's) mapped.
+void Region::mapMemfd(ClientMemory* client)
 {
     const std::string& who = cfg_.name;
     const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
@@ -119,55 +190,6 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         checkHugePages(geo_.budgetPages ? geo_.budgetPages + geo_.batchPages : geo_.pages(), who);
     map_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                          "region " + who + " (" + sizeStr(geo_.size) + ")");
-
-    uffd_ = openUffd(huge, client != nullptr, who);
-    // 2 MiB pages are installed with UFFDIO_CONTINUE: MINOR mode as well, so
-    // that a page in the page cache but not yet mapped here still faults.
-    const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (huge ? UFFDIO_REGISTER_MODE_MINOR : 0);
-    if (huge)
-        alias_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
-                               "alias of region " + who);
-    wp_ = cfg_.writeProtectFence && (uffd_.features() & UFFD_FEATURE_WP_HUGETLBFS_SHMEM);
-    if (wp_) {
-        try {
-            uffd_.registerRange(base(), geo_.size, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
-        } catch (const std::system_error& e) {
-            NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
-                     who.c_str(), e.what());
-            wp_ = false;
-        }
-    }
-    if (!wp_)
-        uffd_.registerRange(base(), geo_.size, modes, "region " + who);
-
-    if (client && client->spill)
-        spill_ = SpillFile::adopt(std::move(client->spill), geo_.size, "region " + who);
-    else
-        spill_ = SpillFile::open(geo_.size, cfg_.spillDir, who + "-spill");
-
-    state_ = PageState(geo_.size, geo_.pageShift, cfg_.residentBitmap, who);
-
-    staging_ = MmapArea::map(bytes(geo_.batchPages), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
-                             "staging pages of " + who);
-    std::memset(staging_.get(), 0, staging_.size());
-    // With client memory, saves read through staging: free, as installs
-    // hold the lock too.
-    io_ = PageIo(base(), geo_.pageShift, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
-    scratchPages_.reserve(4096);
-    scratchBegin_.reserve(4096);
-    scratchEnd_.reserve(4096);
-    scratchStatus_.reserve(4096);
-    msgs_.resize(64);
-    if (client && client->uffd)
-        adoptClientUffd(std::move(client->uffd), client->base);
-    NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, write-protect fence %s%s", who.c_str(),
-              static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
-              static_cast<unsigned long long>(geo_.budgetPages),
-              wp_ ? "on" : "off",
-              !adopted_      ? ""
-              : !clientUffd_ ? ", client memory (its faults not served)"
-              : clientWp_    ? ", client memory, fence covers the client"
-                             : ", client memory, client not fenced");
 }
 
 // The resident bits are cleared by state_'s destructor, first of the parts.
@@ -411,7 +433,7 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
         return 0;
     const uint64_t first = offset >> geo_.pageShift, last = (offset + len - 1) >> geo_.pageShift;
     std::array<uint64_t, kPreallocMax> held;
-    const size_t nHeld = geo_.pageShift > NPF_PAGE_SHIFT ? preallocate(first, last, held) : 0;
+    const size_t nHeld = alias_ ? preallocate(first, last, held) : 0; // hugetlbfs
     const int rc = prefetchLocked(first, last);
     for (size_t i = 0; i < nHeld; ++i)
         state_.unhold(held[i]);

@@ -3,6 +3,11 @@
 // pager operations that own residency: packet patches, CPU faults, prefetch,
 // protection of posted buffers, release, and eviction under a budget.
 //
+// An in-process region may instead be private anonymous memory with a pool
+// of recycled pages (RegionConfig::pagePool, PagePool): installs move a pool
+// page in, evictions move the page back, and no page is allocated or freed
+// in the steady state.
+//
 // The memory is the region's own memfd, or a client's (npfd): the client
 // created and mapped it, registered its mapping with its own userfaultfd and
 // passed both fds (ClientMemory). The region then maps the memfd itself,
@@ -43,6 +48,7 @@
 #include "region/evictor.h"
 #include "region/geometry.h"
 #include "region/page_io.h"
+#include "region/page_pool.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_stats.h"
@@ -78,6 +84,13 @@ struct RegionConfig {
     // uffd-wp on shmem.
     bool writeProtectFence = true;
     std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
+    // Private anonymous memory and a page pool (PagePool) instead of a
+    // memfd: pages are moved in and out with UFFDIO_MOVE (Linux 6.8; without
+    // it they are copied in and freed). 2 MiB pages are then transparent
+    // huge pages, not hugetlbfs. Not for a client's memory, which is shared
+    // between two processes (MOVE works within one).
+    bool pagePool = false;
+    uint32_t poolBatches = 4; // the pool's pages: this many install batches
 };
 
 // Memory a client process owns (npfd): it created the memfd, mapped it
@@ -113,7 +126,10 @@ public:
     uint64_t pages() const noexcept { return geo_.pages(); } // of pageSize()
     uint64_t pageSize() const noexcept { return uint64_t{1} << geo_.pageShift; }
     int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
-    int memfd() const noexcept { return memfd_.get(); }
+    int memfd() const noexcept { return memfd_.get(); } // -1 with a page pool
+    // Pages of the pool now, and its capacity (0 without one).
+    uint64_t poolPages() const noexcept { return pool_.available(); }
+    uint64_t poolCapacity() const noexcept { return pool_.capacity(); }
     const uint64_t* residentBitmap() const noexcept { return state_.residentBitmap(); }
     size_t residentBitmapWords() const noexcept { return PageState::bitmapWords(geo_.size); }
     bool writeProtectFence() const noexcept { return wp_; }
@@ -181,6 +197,7 @@ public:
 
 private:
     Region(const RegionConfig& cfg, ClientMemory* client);
+    void mapMemfd(ClientMemory* client);
     // region_client.cpp: checks and seals the client's memfd, adopts its uffd.
     void adoptMemfd(Fd memfd);
     void adoptClientUffd(Fd uffd, uint64_t base);
@@ -236,6 +253,7 @@ private:
     PatchPlan plan_;
     PageIo io_;
     std::unique_ptr<RegionCounters> c_;
+    PagePool pool_;
 
     // Built in the initializer list with references to the parts above,
     // which the constructor's body fills in.

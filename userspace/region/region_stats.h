@@ -20,10 +20,11 @@ struct RegionStats {
     uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
     uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
+    uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 22> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 27> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -31,11 +32,11 @@ inline constexpr std::array<CounterDef<RegionStats>, 22> kRegionCounters = {{
     {"packet_faults", &RegionStats::packetFaults, "pages", "pages installed for packet patches"},
     {"cpu_faults", &RegionStats::cpuFaults, "faults", "CPU fault events served"},
     {"cpu_fault_wakes", &RegionStats::cpuFaultWakes, "faults", "CPU faults served by a wake (page already present, EEXIST)"},
-    {"pages_installed", &RegionStats::pagesInstalled, "pages", "pages installed by UFFDIO_COPY, all causes"},
+    {"pages_installed", &RegionStats::pagesInstalled, "pages", "pages installed (UFFDIO_COPY, CONTINUE or MOVE), all causes"},
     {"copy_calls", &RegionStats::copyCalls, "calls", "UFFDIO_COPY ioctls"},
     {"eexist", &RegionStats::eexist, "pages", "pages UFFDIO_COPY found present"},
     {"prefetched", &RegionStats::prefetched, "pages", "pages installed by prefetch"},
-    {"evicted", &RegionStats::evicted, "pages", "pages punched out"},
+    {"evicted", &RegionStats::evicted, "pages", "pages punched out (or moved back into the pool)"},
     {"spilled", &RegionStats::spilled, "pages", "pages saved to the spill file"},
     {"discarded", &RegionStats::discarded, "pages", "released pages evicted without saving"},
     {"restored", &RegionStats::restored, "pages", "pages installed from saved content"},
@@ -47,6 +48,13 @@ inline constexpr std::array<CounterDef<RegionStats>, 22> kRegionCounters = {{
     {"client_ignored", &RegionStats::clientIgnored, "events",
      "client userfaultfd events ignored: address outside its region, or not a page fault"},
     {"client_gone", &RegionStats::clientGone, "clients", "client whose userfaultfd failed (it exited): no longer served"},
+    {"move_calls", &RegionStats::moveCalls, "calls", "UFFDIO_MOVE ioctls (page pool)"},
+    {"pool_installs", &RegionStats::poolInstalls, "pages", "pages installed by moving a page of the pool in"},
+    {"pool_returns", &RegionStats::poolReturns, "pages", "evicted pages moved back into the pool"},
+    {"pool_empty", &RegionStats::poolEmpty, "pages",
+     "pages installed with UFFDIO_COPY (a fresh page) because the pool was empty"},
+    {"pool_full", &RegionStats::poolFull, "pages",
+     "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");

@@ -67,6 +67,14 @@ bool userfaultfdAvailable(std::string* why)
     return ok;
 }
 
+bool userfaultfdHasMove()
+{
+    Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+    uffdio_api api{};
+    api.api = UFFD_API;
+    return probe && ::ioctl(probe.get(), UFFDIO_API, &api) == 0 && (api.features & UFFD_FEATURE_MOVE);
+}
+
 Userfaultfd Userfaultfd::open(uint64_t wanted, uint64_t optional, const std::string& who, int flags)
 {
     Userfaultfd u;
@@ -147,6 +155,20 @@ long Userfaultfd::copy(void* dst, const void* src, size_t len, int64_t* copied) 
     if (rc == 0)
         return static_cast<long>(len);
     return -err;
+}
+
+long Userfaultfd::move(void* dst, void* src, size_t len, int64_t* moved) const noexcept
+{
+    uffdio_move m{};
+    m.dst = reinterpret_cast<uint64_t>(dst);
+    m.src = reinterpret_cast<uint64_t>(src);
+    m.len = len;
+    m.mode = 0;
+    int rc = ::ioctl(fd_.get(), UFFDIO_MOVE, &m);
+    int err = errno;
+    if (moved)
+        *moved = m.move > 0 ? m.move : 0;
+    return rc == 0 ? static_cast<long>(len) : -err;
 }
 
 long Userfaultfd::continueRange(void* addr, size_t len, int64_t* mapped) const noexcept

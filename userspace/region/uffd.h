@@ -20,12 +20,28 @@
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
+// UFFDIO_MOVE: Linux 6.8.
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#define _UFFDIO_MOVE (0x05)
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+struct uffdio_move {
+    __u64 dst;
+    __u64 src;
+    __u64 len;
+    __u64 mode;
+    __s64 move;
+};
+#endif
 
 namespace npf {
 
 // True if this process can create a userfaultfd that also handles faults
 // raised by the kernel (not UFFD_USER_MODE_ONLY); otherwise *why says why.
 bool userfaultfdAvailable(std::string* why);
+
+// True if the kernel offers UFFDIO_MOVE (Linux 6.8) to this process.
+bool userfaultfdHasMove();
 
 class Userfaultfd {
 public:
@@ -49,6 +65,12 @@ public:
     // bytes copied (== len) or -errno; *copied gets the bytes installed
     // before an error (e.g. the page that hit -EEXIST is at *copied).
     long copy(void* dst, const void* src, size_t len, int64_t* copied) const noexcept;
+    // UFFDIO_MOVE of len bytes of private anonymous memory from src to dst
+    // (both page aligned, both registered with this uffd, dst missing, src
+    // present and mapped once), without allocating or copying; wakes
+    // dst's waiters. Returns len or -errno; *moved gets the bytes moved
+    // before an error (the page that failed is at *moved).
+    long move(void* dst, void* src, size_t len, int64_t* moved) const noexcept;
     // UFFDIO_CONTINUE: maps the page cache pages of [addr, addr + len) into
     // the registered range (MINOR mode) and wakes its waiters. Returns len or
     // -errno (-EEXIST: already mapped); *mapped gets the bytes mapped before an error.

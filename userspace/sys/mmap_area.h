@@ -46,6 +46,12 @@ public:
     T* as() const noexcept { return static_cast<T*>(addr_); }
     size_t size() const noexcept { return len_; }
     explicit operator bool() const noexcept { return addr_ != nullptr; }
+    // Gives up ownership: the caller unmaps.
+    void* release() noexcept
+    {
+        len_ = 0;
+        return std::exchange(addr_, nullptr);
+    }
     void reset() noexcept
     {
         if (addr_)
