@@ -110,9 +110,9 @@ public:
         shared_ = MmapArea::map(sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0,
                                 "generator status page");
         for (size_t i = 0; i < c.cpus.size(); i++) {
-            int p[2];
-            if (::pipe2(p, O_CLOEXEC) != 0)
-                throwErrno("pipe for a generator process");
+            int p[2]; // a socket pair, not a pipe: go() to a child that is gone (^C) is EPIPE, not SIGPIPE
+            if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0)
+                throwErrno("socket pair for a generator process");
             Fd readEnd(p[0]);
             goFds_.emplace_back(p[1]);
             const pid_t parent = ::getpid();
@@ -130,8 +130,10 @@ public:
         const int64_t end = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 endAfter(seconds).time_since_epoch()).count();
         for (Fd& fd : goFds_)
-            if (::write(fd.get(), &end, sizeof end) != ssize_t(sizeof end))
-                throwErrno("start a generator process");
+            if (::send(fd.get(), &end, sizeof end, MSG_NOSIGNAL) != ssize_t(sizeof end)) {
+                std::lock_guard<std::mutex> l(mu_);
+                error_ = "start a generator process: " + std::string(strerror(errno)); // it is gone: join() reaps it
+            }
         goFds_.clear();
     }
     void join()
@@ -171,8 +173,8 @@ private:
     }
 
     // A spawned child: waits for the end time on `goFd`, sends, exits. It
-    // dies with the bench (PR_SET_PDEATHSIG) and holds no write end of any
-    // start pipe, so a closed pipe means "no run": exit.
+    // dies with the bench (PR_SET_PDEATHSIG) and holds no parent end of any
+    // start socket, so end of file means "no run": exit.
     template <typename Fn>
     [[noreturn]] void childMain(const TrafficConfig& c, size_t i, int goFd, pid_t parent, Fn& fn) noexcept
     {
@@ -209,7 +211,7 @@ private:
 
     std::vector<std::thread> threads_;
     std::vector<pid_t> pids_;
-    std::vector<Fd> goFds_; // spawned children's start pipes, until go()
+    std::vector<Fd> goFds_; // spawned children's start sockets, until go()
     MmapArea shared_;
     mutable std::mutex mu_;
     double cpu_ = 0;
