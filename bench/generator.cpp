@@ -110,7 +110,7 @@ public:
         shared_ = MmapArea::map(sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0,
                                 "generator status page");
         for (size_t i = 0; i < c.cpus.size(); i++) {
-            int p[2]; // a socket pair, not a pipe: go() to a child that is gone (^C) is EPIPE, not SIGPIPE
+            int p[2]; // a socket pair, not a pipe: go() to a child that is gone is EPIPE, not SIGPIPE
             if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0)
                 throwErrno("socket pair for a generator process");
             Fd readEnd(p[0]);
