@@ -7,7 +7,9 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -74,51 +76,72 @@ struct Pacer {
     }
 };
 
-// Runs fn(i, end) once per configured CPU: in threads, or in child
-// processes. A real sender is another host, not threads of the receiving
-// process: sharing its address space would make every TLB shootdown of the
-// receiver (pages punched out of the region) interrupt the generator's CPU as
-// well, which is a cost of this benchmark, not of npf.
+// Runs fn(i, end) once per configured CPU: in threads (run), or in child
+// processes (spawn, then go). A real sender is another host, not threads of
+// the receiving process: sharing its address space would make every TLB
+// shootdown of the receiver (pages punched out of the region) interrupt the
+// generator's CPU as well, which is a cost of this benchmark, not of npf.
+// The children are forked before the receiver is set up and wait for go():
+// forked inside the measured window, after the receiver, they shared its
+// private memory copy-on-write, so every page the receiver wrote while they
+// lived was a page fault and a fresh page (static-pinned's prefaulted region,
+// the kernel sockets' buffers), and fork copied the pinned UMEM pages.
 class Threads {
 public:
-    explicit Threads(bool processes = false) : processes_(processes) {}
-
     template <typename Fn>
     void run(const TrafficConfig& c, double seconds, Fn fn)
     {
-        const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-        if (!processes_) {
-            for (size_t i = 0; i < c.cpus.size(); i++)
-                threads_.emplace_back([this, &c, end, fn, i] {
-                    const double t0 = threadCpu();
-                    std::string err = runOne(c, i, end, fn);
-                    std::lock_guard<std::mutex> l(mu_);
-                    cpu_ += threadCpu() - t0;
-                    if (!err.empty())
-                        error_ = err;
-                });
-            return;
-        }
+        const Clock::time_point end = endAfter(seconds);
+        for (size_t i = 0; i < c.cpus.size(); i++)
+            threads_.emplace_back([this, &c, end, fn, i] {
+                const double t0 = threadCpu();
+                std::string err = runOne(c, i, end, fn);
+                std::lock_guard<std::mutex> l(mu_);
+                cpu_ += threadCpu() - t0;
+                if (!err.empty())
+                    error_ = err;
+            });
+    }
+
+    // Forks one child per CPU; each waits for go() (or exits if it never comes).
+    template <typename Fn>
+    void spawn(const TrafficConfig& c, Fn fn)
+    {
         shared_ = MmapArea::map(sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0,
                                 "generator status page");
         for (size_t i = 0; i < c.cpus.size(); i++) {
-            pid_t pid = ::fork();
+            int p[2]; // a socket pair, not a pipe: go() to a child that is gone is EPIPE, not SIGPIPE
+            if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p) != 0)
+                throwErrno("socket pair for a generator process");
+            Fd readEnd(p[0]);
+            goFds_.emplace_back(p[1]);
+            const pid_t parent = ::getpid();
+            const pid_t pid = ::fork();
             if (pid < 0)
                 throwErrno("fork a generator process");
-            if (pid == 0) {
-                std::string err = runOne(c, i, end, fn);
-                if (!err.empty())
-                    std::snprintf(shared_.as<Shared>()->error, sizeof(Shared::error), "%s", err.c_str());
-                ::_exit(err.empty() ? 0 : 1);
-            }
+            if (pid == 0)
+                childMain(c, i, readEnd.get(), parent, fn);
             pids_.push_back(pid);
         }
+    }
+    // Starts the spawned children: they send for `seconds` from now.
+    void go(double seconds)
+    {
+        const int64_t end = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                endAfter(seconds).time_since_epoch()).count();
+        for (Fd& fd : goFds_)
+            if (::send(fd.get(), &end, sizeof end, MSG_NOSIGNAL) != ssize_t(sizeof end)) {
+                std::lock_guard<std::mutex> l(mu_);
+                error_ = "start a generator process: " + std::string(strerror(errno)); // it is gone: join() reaps it
+            }
+        goFds_.clear();
     }
     void join()
     {
         for (auto& t : threads_)
             t.join();
         threads_.clear();
+        goFds_.clear(); // children still waiting for go() exit
         for (pid_t pid : pids_) {
             int status = 0;
             rusage ru{};
@@ -144,6 +167,35 @@ private:
         char error[512];
     };
 
+    static Clock::time_point endAfter(double seconds)
+    {
+        return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    }
+
+    // A spawned child: waits for the end time on `goFd`, sends, exits. It
+    // dies with the bench (PR_SET_PDEATHSIG) and holds no parent end of any
+    // start socket, so end of file means "no run": exit.
+    template <typename Fn>
+    [[noreturn]] void childMain(const TrafficConfig& c, size_t i, int goFd, pid_t parent, Fn& fn) noexcept
+    {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent)
+            ::_exit(1);
+        for (Fd& fd : goFds_)
+            ::close(fd.release());
+        int64_t end = 0;
+        ssize_t n;
+        while ((n = ::read(goFd, &end, sizeof end)) < 0 && errno == EINTR) {
+        }
+        if (n != ssize_t(sizeof end))
+            ::_exit(0);
+        const Clock::time_point until{std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(end))};
+        std::string err = runOne(c, i, until, fn);
+        if (!err.empty())
+            std::snprintf(shared_.as<Shared>()->error, sizeof(Shared::error), "%s", err.c_str());
+        ::_exit(err.empty() ? 0 : 1);
+    }
+
     template <typename Fn>
     static std::string runOne(const TrafficConfig& c, size_t i, Clock::time_point end, Fn& fn) noexcept
     {
@@ -157,9 +209,9 @@ private:
         }
     }
 
-    bool processes_;
     std::vector<std::thread> threads_;
     std::vector<pid_t> pids_;
+    std::vector<Fd> goFds_; // spawned children's start sockets, until go()
     MmapArea shared_;
     mutable std::mutex mu_;
     double cpu_ = 0;
@@ -179,6 +231,17 @@ public:
             throwErrno(-rc, "load the npfb_gen XDP program");
         }
         anchor(true);
+        try {
+            threads_.spawn(c_, [this](size_t i, Clock::time_point end) { loop(i, end); });
+        } catch (...) {
+            threads_.join();
+            try {
+                anchor(false);
+            } catch (const std::exception&) { // the anchor veth goes away with the tx namespace anyway
+            }
+            bench_gen__destroy(skel_);
+            throw;
+        }
     }
     ~LiveGenerator() override
     {
@@ -191,10 +254,7 @@ public:
         bench_gen__destroy(skel_);
     }
 
-    void start(double seconds) override
-    {
-        threads_.run(c_, seconds, [this](size_t i, Clock::time_point end) { loop(i, end); });
-    }
+    void start(double seconds) override { threads_.go(seconds); }
     void join() override { threads_.join(); }
     uint64_t sent() const override { return __atomic_load_n(&skel_->bss->npfb_seq, __ATOMIC_RELAXED); }
     double cpuSeconds() const override { return threads_.cpu(); }
@@ -264,7 +324,7 @@ private:
     TrafficConfig c_;
     std::vector<uint8_t> frame_;
     ::bench_gen* skel_ = nullptr;
-    Threads threads_{true}; // its counter is in the program's mmapped .bss: shared with the children
+    Threads threads_; // spawned processes; their counter is in the program's mmapped .bss: shared with the children
 };
 
 class SocketSender final : public Sender {

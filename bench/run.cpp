@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <thread>
 
@@ -32,12 +33,84 @@ RxConfig Env::rx() const
 }
 
 namespace {
-double processCpu()
+
+// CPU seconds and minor page faults of this process (every thread) so far.
+struct Usage {
+    double cpu = 0;
+    uint64_t minorFaults = 0;
+};
+
+Usage processUsage()
 {
     rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+    return {double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6,
+            uint64_t(ru.ru_minflt)};
 }
+
+// Received + reported lost so far, over all meters.
+uint64_t seen(const std::vector<std::unique_ptr<Meter>>& meters)
+{
+    uint64_t n = 0;
+    for (auto& m : meters)
+        n += m->packets() + m->lostReported();
+    return n;
+}
+
+// The measured window: the receiver's threads start, the sender sends for
+// spec.seconds, the receiver drains (until nothing arrives for 20 ms, at most
+// drainSeconds) and stops. Fills the window's time, CPU and faults into r.
+void window(const RunSpec& spec, Receiver& rx, Sender& gen, const std::vector<std::unique_ptr<Meter>>& meters,
+            RunResult& r)
+{
+    std::vector<Meter*> raw;
+    for (auto& m : meters)
+        raw.push_back(m.get());
+    const Usage u0 = processUsage();
+    const double helper0 = rx.helperCpuSeconds();
+    rx.start(raw);
+    gen.start(spec.seconds);
+    gen.join();
+    const uint64_t tEnd = monotonicNs();
+    uint64_t last = UINT64_MAX;
+    for (int i = 0; i < int(spec.drainSeconds * 50) + 1; i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const uint64_t now = seen(meters);
+        if (now == last)
+            break;
+        last = now;
+    }
+    rx.stop();
+    const Usage u1 = processUsage();
+    r.genCpuSeconds = gen.cpuSeconds();
+    r.rxCpuSeconds = u1.cpu - u0.cpu + rx.helperCpuSeconds() - helper0 -
+                     (gen.separateProcesses() ? 0.0 : r.genCpuSeconds);
+    r.windowMinorFaults = u1.minorFaults - u0.minorFaults;
+    r.seconds = double(tEnd - meters.front()->t0()) * 1e-9;
+}
+
+// Totals, bins and latency of the meters into r.
+void collect(const std::vector<std::unique_ptr<Meter>>& meters, RunResult& r)
+{
+    for (auto& m : meters) {
+        r.received += m->packets();
+        r.bytes += m->bytes();
+        r.bad += m->bad();
+        r.lostCompletions += m->lostReported();
+        r.latency.merge(m->latency());
+        auto b = m->bins();
+        if (r.bins.size() < b.size())
+            r.bins.resize(b.size());
+        for (size_t i = 0; i < b.size(); i++)
+            r.bins[i] += b[i];
+    }
+    r.bins.resize(std::min(r.bins.size(), size_t(r.seconds * 1000)));
+    r.offeredPps = double(r.sent) / r.seconds;
+    r.pps = double(r.received) / r.seconds;
+    // Steady state: the second half of the sending time.
+    r.steadyPps = meanBins(r.bins, r.bins.size() / 2, r.bins.size()) * 1000;
+}
+
 } // namespace
 
 double meanBins(const std::vector<uint32_t>& bins, size_t from, size_t to)
@@ -68,57 +141,22 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         fprintf(stderr, "npf-bench: %s, %u-byte payloads, UDP checksums %s, %s sender at %s\n", spec.kind.c_str(),
                 traffic.payload, traffic.udpCsum ? "on" : "off", spec.sender.c_str(), traffic.pps > 0 ? (std::to_string(uint64_t(traffic.pps)) + " pps").c_str() : "max rate");
     try {
-        std::unique_ptr<Receiver> rx = makeReceiver(spec.kind, rxc);
+        // The sender first: its processes fork before the receiver's memory exists.
         std::unique_ptr<Sender> gen =
             spec.sender == "socket" ? makeSocketSender(traffic) : makeLiveGenerator(traffic);
+        // Set-up (populate, mlock, pool warm-up, huge pages, npfd): before the window.
+        const uint64_t s0 = monotonicNs();
+        std::unique_ptr<Receiver> rx = makeReceiver(spec.kind, rxc);
+        r.setupSeconds = double(monotonicNs() - s0) * 1e-9;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         const uint64_t t0 = monotonicNs();
         std::vector<std::unique_ptr<Meter>> meters;
-        std::vector<Meter*> raw;
-        for (size_t i = 0; i < rx->lanes(); i++) {
+        for (size_t i = 0; i < rx->lanes(); i++)
             meters.push_back(std::make_unique<Meter>(t0, spec.seconds + spec.drainSeconds + 0.1, traffic.payload));
-            raw.push_back(meters.back().get());
-        }
-        const double cpu0 = processCpu() + rx->helperCpuSeconds();
-        rx->start(raw);
-        gen->start(spec.seconds);
-        gen->join();
-        const uint64_t tEnd = monotonicNs();
-        // Drain: until nothing arrives for 20 ms, at most drainSeconds.
-        uint64_t last = 0;
-        for (int i = 0; i < int(spec.drainSeconds * 50) + 1; i++) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-            uint64_t now = 0;
-            for (auto& m : meters)
-                now += m->packets() + m->lostReported();
-            if (now == last && i > 0)
-                break;
-            last = now;
-        }
-        rx->stop();
-        r.genCpuSeconds = gen->cpuSeconds();
-        r.rxCpuSeconds = processCpu() + rx->helperCpuSeconds() - cpu0 -
-                         (gen->separateProcesses() ? 0.0 : r.genCpuSeconds);
+        window(spec, *rx, *gen, meters, r);
         r.error = gen->error();
         r.sent = gen->sent();
-        r.seconds = double(tEnd - t0) * 1e-9;
-        for (auto& m : meters) {
-            r.received += m->packets();
-            r.bytes += m->bytes();
-            r.bad += m->bad();
-            r.lostCompletions += m->lostReported();
-            r.latency.merge(m->latency());
-            auto b = m->bins();
-            if (r.bins.size() < b.size())
-                r.bins.resize(b.size());
-            for (size_t i = 0; i < b.size(); i++)
-                r.bins[i] += b[i];
-        }
-        r.bins.resize(std::min(r.bins.size(), size_t(r.seconds * 1000)));
-        r.offeredPps = double(r.sent) / r.seconds;
-        r.pps = double(r.received) / r.seconds;
-        // Steady state: the second half of the sending time.
-        r.steadyPps = meanBins(r.bins, r.bins.size() / 2, r.bins.size()) * 1000;
+        collect(meters, r);
         r.pinnedBytes = rx->pinnedBytes();
         r.residentBytes = rx->residentBytes();
         r.details = rx->details();
@@ -146,7 +184,9 @@ nlohmann::ordered_json RunResult::toJson() const
     j["gbps"] = double(bytes) * 8 / seconds / 1e9;
     j["rxCpuSeconds"] = rxCpuSeconds;
     j["genCpuSeconds"] = genCpuSeconds;
-    j["rxCpuNsPerPacket"] = received ? rxCpuSeconds * 1e9 / double(received) : 0.0;
+    j["rxCpuNsPerPacket"] = cpuNsPerPacket();
+    j["setupMs"] = setupSeconds * 1e3;
+    j["windowMinorFaults"] = windowMinorFaults;
     j["pinnedMiB"] = double(pinnedBytes) / (1 << 20);
     j["residentMiB"] = double(residentBytes) / (1 << 20);
     j["latencyNs"] = {{"count", latency.count()},

@@ -1,5 +1,6 @@
-// One contender against one traffic pattern: set up the receiver, send for
-// a while, drain, collect everything the report needs.
+// One contender against one traffic pattern: start the sender's processes,
+// set up the receiver (outside the measured window), send for a while, drain,
+// collect everything the report needs.
 #pragma once
 
 #include <atomic>
@@ -41,7 +42,9 @@ struct RunResult {
     bool udpCsum = true;
     uint64_t sent = 0, received = 0, bytes = 0, bad = 0, lostCompletions = 0;
     double seconds = 0, offeredPps = 0, pps = 0, steadyPps = 0;
-    double rxCpuSeconds = 0, genCpuSeconds = 0;
+    double rxCpuSeconds = 0, genCpuSeconds = 0; // rx: every thread of the contender's, in the window
+    double setupSeconds = 0;     // the receiver's set-up, before the window (not counted anywhere else)
+    uint64_t windowMinorFaults = 0; // minor page faults of this process in the window
     uint64_t pinnedBytes = 0, residentBytes = 0;
     std::vector<uint32_t> bins; // received per 1 ms from the start of sending
     LatencyHistogram latency;
@@ -49,6 +52,7 @@ struct RunResult {
     std::string error;
 
     uint64_t lost() const { return sent > received ? sent - received : 0; }
+    double cpuNsPerPacket() const { return received ? rxCpuSeconds * 1e9 / double(received) : 0.0; }
     nlohmann::ordered_json toJson() const;
 };
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "control_check.h"
 #include "run.h"
 
 namespace npf::bench {
@@ -44,8 +45,6 @@ void writeCdf(const Options& o, const std::string& file, const RunResult& r)
         f << double(ns) / 1e3 << " " << frac << "\n";
 }
 
-double cpuNsPerPacket(const RunResult& r) { return r.received ? r.rxCpuSeconds * 1e9 / double(r.received) : 0.0; }
-
 // Quantile `q` ("p50_ns", "p99_ns", "p999_ns") of a fault stage, in us (0: not measured).
 double stageUs(const Json& details, const char* stage, const char* q)
 {
@@ -58,21 +57,27 @@ void header(const char* title)
     printf("\n== %s ==\n", title);
 }
 
-// One line per contender: rates, loss, app-level latency, CPU, memory.
+// One line per contender: rates with the CPU they cost beside them (every
+// thread of the contender's, helpers such as npfd included), loss,
+// app-level latency, memory, and the set-up the window left out.
 void throughputTable(const std::vector<RunResult>& rs)
 {
-    printf("%-15s %9s %9s %9s %9s %6s %9s %9s %9s %8s %9s %9s\n", "contender", "offered", "recv", "steady",
-           "lost", "bad", "lat p50", "lat p99", "lat p999", "cpu ns/p", "pinnedMiB", "residMiB");
+    printf("%-15s %9s %9s %9s %9s %9s %6s %9s %9s %9s %9s %9s %9s\n", "contender", "offered", "recv",
+           "cpu ns/dg", "steady", "lost", "bad", "lat p50", "lat p99", "lat p999", "pinnedMiB", "residMiB",
+           "setup ms");
     for (auto& r : rs) {
         if (!r.error.empty() && r.received == 0) {
             printf("%-15s ERROR %s\n", r.kind.c_str(), r.error.c_str());
             continue;
         }
-        printf("%-15s %8.3fM %8.3fM %8.3fM %9llu %6llu %7.1fus %7.1fus %7.1fus %8.0f %9.1f %9.1f\n", r.kind.c_str(),
-               r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.lost(),
-               (unsigned long long)r.bad, r.latency.quantile(0.5) / 1e3, r.latency.quantile(0.99) / 1e3,
-               r.latency.quantile(0.999) / 1e3, cpuNsPerPacket(r), mib(r.pinnedBytes), mib(r.residentBytes));
+        printf("%-15s %8.3fM %8.3fM %9.0f %8.3fM %9llu %6llu %7.1fus %7.1fus %7.1fus %9.1f %9.1f %9.1f\n",
+               r.kind.c_str(), r.offeredPps / 1e6, r.pps / 1e6, r.cpuNsPerPacket(), r.steadyPps / 1e6,
+               (unsigned long long)r.lost(), (unsigned long long)r.bad, r.latency.quantile(0.5) / 1e3,
+               r.latency.quantile(0.99) / 1e3, r.latency.quantile(0.999) / 1e3, mib(r.pinnedBytes),
+               mib(r.residentBytes), r.setupSeconds * 1e3);
     }
+    printf("(set-up, excluded from the window: populate, mlock, pool warm-up, huge pages, npfd; "
+           "cpu ns/dg: all the contender's threads per datagram received)\n");
 }
 
 Json runsJson(const std::vector<RunResult>& rs)
@@ -96,25 +101,50 @@ const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
 void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
 {
     const RunResult *n = find(rs, "npf"), *s = find(rs, "npf-sidecar");
-    if (!n || !s || n->pps <= 0 || cpuNsPerPacket(*n) <= 0)
+    if (!n || !s || n->pps <= 0 || n->cpuNsPerPacket() <= 0)
         return;
-    j["sidecarVsNpf"] = {{"pps", s->pps / n->pps}, {"cpuNsPerPacket", cpuNsPerPacket(*s) / cpuNsPerPacket(*n)}};
+    j["sidecarVsNpf"] = {{"pps", s->pps / n->pps}, {"cpuNsPerPacket", s->cpuNsPerPacket() / n->cpuNsPerPacket()}};
     printf("npf-sidecar / npf: pps %.3f, cpu ns/packet %.3f\n", s->pps / n->pps,
-           cpuNsPerPacket(*s) / cpuNsPerPacket(*n));
+           s->cpuNsPerPacket() / n->cpuNsPerPacket());
+}
+
+// The control's check (control_check.h) as JSON.
+Json controlJson(const ControlCheck& c, const RunResult& p, double steadyCpuNs)
+{
+    return {{"verdict", c.name()},
+            {"cpuNsPerPacket", p.cpuNsPerPacket()},
+            {"steadyCpuNsPerPacket", steadyCpuNs},
+            {"cpuRatio", c.cpuRatio}};
 }
 
 // npf with 4 KiB and with 2 MiB pages against static-pinned in the same
-// scenario: received pps as ratios (the targets are ratios).
-void pagesVsPinned(const std::vector<RunResult>& rs, Json& j)
+// scenario: received pps as ratios (the targets are ratios), unless
+// the control was starved there (control_check.h).
+void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
 {
     const RunResult* p = find(rs, "static-pinned");
-    if (!p || p->pps <= 0)
+    if (!p)
         return;
-    Json r;
+    const ControlCheck c = checkControl(p->cpuNsPerPacket(), o.controlSteadyCpuNs);
+    Json r{{"control", controlJson(c, *p, o.controlSteadyCpuNs)}};
+    if (c.verdict == ControlCheck::Verdict::Starved) {
+        r["withheld"] = "control starved: ratio withheld";
+        if (p->received)
+            printf("static-pinned: control starved: ratio withheld (%.0f ns CPU per datagram here, %.1fx its %.0f "
+                   "ns in the steady state)\n",
+                   p->cpuNsPerPacket(), c.cpuRatio, o.controlSteadyCpuNs);
+        else
+            printf("static-pinned: control starved: ratio withheld (it received nothing)\n");
+        j["vsStaticPinned"] = r;
+        return;
+    }
+    char note[96] = "control unchecked: no steady-state static-pinned in this run";
+    if (c.verdict == ControlCheck::Verdict::Ok)
+        snprintf(note, sizeof note, "control ok: %.2fx its steady-state CPU per datagram", c.cpuRatio);
     for (const char* k : {"npf", "npf-2m"})
         if (const RunResult* n = find(rs, k)) {
             r[k] = n->pps / p->pps;
-            printf("%s / static-pinned: received pps %.3f\n", k, n->pps / p->pps);
+            printf("%s / static-pinned: received pps %.3f (%s)\n", k, n->pps / p->pps, note);
         }
     j["vsStaticPinned"] = r;
 }
@@ -227,10 +257,10 @@ Json cold(const Options& o)
         writeCdf(o, "cdf_cold_" + r.kind + ".dat", r);
     }
     const RunResult* sp = find(rs, "static-pinned");
-    printf("(static-pinned is not cold: it pinned and prefaulted %.0f MiB before the run, in %.1f ms)\n",
+    printf("(static-pinned is not cold: it pinned and prefaulted %.0f MiB in its set-up, before the window, in %.1f ms)\n",
            mib(o.region), sp && sp->details.contains("pinSeconds") ? sp->details["pinSeconds"].get<double>() * 1e3 : 0.0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"offeredPps", o.coldRate}, {"runs", runs}};
-    pagesVsPinned(rs, j);
+    pagesVsPinned(rs, o, j);
     sidecarVsNpf(rs, j);
     return j;
 }
@@ -260,7 +290,7 @@ Json pressure(const Options& o)
     }
     Json j{{"payload", o.payload},   {"regionMiB", mib(o.region)}, {"budgetMiB", mib(budget)},
            {"offeredPps", o.coldRate}, {"runs", runs}};
-    pagesVsPinned(rs, j);
+    pagesVsPinned(rs, o, j);
     sidecarVsNpf(rs, j);
     return j;
 }
@@ -291,7 +321,7 @@ Json faultpath(const Options& o)
                stageUs(r.details, "fault_total", "p50_ns"), stageUs(r.details, "fault_total", "p99_ns"), "1 core");
     }
     Json j{{"payload", o.payload}, {"regionMiB", mib(region)}, {"budgetMiB", mib(budget)}, {"runs", runs}};
-    pagesVsPinned(rs, j);
+    pagesVsPinned(rs, o, j);
     sidecarVsNpf(rs, j);
     return j;
 }
@@ -340,7 +370,8 @@ Json stages(const Options& o)
                      stageUs(r.details, s, "p999_ns"));
             printf(" %21s", buf);
         }
-        printf("   (n=%llu faults, app latency p50 %.1f us)\n", (unsigned long long)detail(r.details, "packet_faults"),
+        printf("   (n=%llu faults, %.3f M datagrams/s at %.0f ns CPU each, app latency p50 %.1f us)\n",
+               (unsigned long long)detail(r.details, "packet_faults"), r.pps / 1e6, r.cpuNsPerPacket(),
                r.latency.quantile(0.5) / 1e3);
         out.push_back(jc);
     }
@@ -357,13 +388,13 @@ Json scaling(const Options& o)
     q.seconds = o.quick ? o.seconds : std::min(o.seconds, 1.0);
     {
         Env env({});
-        printf("%-8s %-15s %10s %10s %10s\n", "payload", "contender", "recv Mpps", "Gbit/s", "lost");
+        printf("%-8s %-15s %10s %10s %10s %10s\n", "payload", "contender", "recv Mpps", "cpu ns/dg", "Gbit/s", "lost");
         for (uint32_t p : sizes) {
             auto t = trafficFor(env, q, 0, p);
             auto rx = rxFor(env, q, p);
             RunSpec spec{.sender = o.sender, .seconds = q.seconds};
             for (auto& r : runAll({"npf", "static-pinned", "recvmmsg"}, spec, t, rx, q)) {
-                printf("%-8u %-15s %10.3f %10.2f %10llu\n", p, r.kind.c_str(), r.pps / 1e6,
+                printf("%-8u %-15s %10.3f %10.0f %10.2f %10llu\n", p, r.kind.c_str(), r.pps / 1e6, r.cpuNsPerPacket(),
                        double(r.bytes) * 8 / r.seconds / 1e9, (unsigned long long)r.lost());
                 Json jr = r.toJson();
                 jr["payload"] = p;
@@ -373,7 +404,7 @@ Json scaling(const Options& o)
     }
     {
         Env env({.queues = 2});
-        printf("%-8s %-15s %10s %10s %10s\n", "queues", "contender", "recv Mpps", "Gbit/s", "lost");
+        printf("%-8s %-15s %10s %10s %10s %10s\n", "queues", "contender", "recv Mpps", "cpu ns/dg", "Gbit/s", "lost");
         for (int nq : {1, 2}) {
             Options qq = q;
             // veth picks the peer's RX queue by the sending CPU: one generator thread per queue.
@@ -384,7 +415,7 @@ Json scaling(const Options& o)
             rx.queues = uint32_t(nq);
             RunSpec spec{.sender = o.sender, .seconds = q.seconds};
             for (auto& r : runAll({"npf", "static-pinned"}, spec, t, rx, qq)) {
-                printf("%-8d %-15s %10.3f %10.2f %10llu\n", nq, r.kind.c_str(), r.pps / 1e6,
+                printf("%-8d %-15s %10.3f %10.0f %10.2f %10llu\n", nq, r.kind.c_str(), r.pps / 1e6, r.cpuNsPerPacket(),
                        double(r.bytes) * 8 / r.seconds / 1e9, (unsigned long long)r.lost());
                 Json jr = r.toJson();
                 jr["queues"] = nq;
@@ -449,7 +480,7 @@ Json csum(const Options& o)
         }
         printf("%-15s %5s %8.3fM %8.3fM %8.3fM %6llu %9llu %8.0f %7.1fus\n", r.kind.c_str(), r.udpCsum ? "on" : "off",
                r.offeredPps / 1e6, r.pps / 1e6, r.steadyPps / 1e6, (unsigned long long)r.bad,
-               (unsigned long long)csumErrors(r), cpuNsPerPacket(r), r.latency.quantile(0.5) / 1e3);
+               (unsigned long long)csumErrors(r), r.cpuNsPerPacket(), r.latency.quantile(0.5) / 1e3);
     }
     printf("medians over %d round(s); on/off = median of the ratios of adjacent runs\n", rounds);
     printf("%-15s %10s %10s %8s %12s %12s %8s\n", "contender", "off Mpps", "on Mpps", "on/off", "off cpu ns/p",
@@ -463,12 +494,12 @@ Json csum(const Options& o)
         for (size_t i = 0; i < std::min(a.size(), b.size()); i++) {
             ppsOff.push_back(a[i].pps);
             ppsOn.push_back(b[i].pps);
-            nsOff.push_back(cpuNsPerPacket(a[i]));
-            nsOn.push_back(cpuNsPerPacket(b[i]));
+            nsOff.push_back(a[i].cpuNsPerPacket());
+            nsOn.push_back(b[i].cpuNsPerPacket());
             if (a[i].pps > 0)
                 ppsRatio.push_back(b[i].pps / a[i].pps);
-            if (cpuNsPerPacket(a[i]) > 0)
-                nsRatio.push_back(cpuNsPerPacket(b[i]) / cpuNsPerPacket(a[i]));
+            if (a[i].cpuNsPerPacket() > 0)
+                nsRatio.push_back(b[i].cpuNsPerPacket() / a[i].cpuNsPerPacket());
         }
         printf("%-15s %10.3f %10.3f %7.2fx %12.0f %12.0f %7.2fx\n", k.c_str(), median(ppsOff) / 1e6,
                median(ppsOn) / 1e6, median(ppsRatio), median(nsOff), median(nsOn), median(nsRatio));
@@ -497,6 +528,14 @@ const std::vector<std::string>& scenarioNames()
 {
     static const std::vector<std::string> n{"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum"};
     return n;
+}
+
+double controlCpuNs(const Json& steady)
+{
+    for (const auto& r : steady.value("runs", Json::array()))
+        if (r.value("contender", "") == "static-pinned" && !r.contains("error"))
+            return r.value("rxCpuNsPerPacket", 0.0);
+    return 0;
 }
 
 Json runScenario(const std::string& name, const Options& o)

@@ -23,6 +23,7 @@ struct Options {
     uint64_t releaseMin = 0;            // npf, npf-sidecar: bytes consumed before a release (0 = every batch)
     uint32_t pagers = 1;                // npf, npf-2m: pager threads (EngineConfig::pagerThreads)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
+    double controlSteadyCpuNs = 0;      // static-pinned's CPU per datagram in this run's steady state (0: none)
     std::string outDir = "bench-results";
     bool verbose = false;
 };
@@ -31,5 +32,7 @@ using Json = nlohmann::ordered_json;
 
 const std::vector<std::string>& scenarioNames();
 Json runScenario(const std::string& name, const Options& o);
+// static-pinned's CPU per datagram in a steady scenario's JSON (0: it did not run).
+double controlCpuNs(const Json& steady);
 
 } // namespace npf::bench

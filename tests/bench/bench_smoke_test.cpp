@@ -1,6 +1,9 @@
 // Runs `npf-bench --quick` for real (namespaces, XDP, AF_XDP, userfaultfd,
 // an npfd for npf-sidecar) and checks that it exits 0 and that its JSON
-// parses and holds every scenario with results from the contenders.
+// parses and holds every scenario with results from the contenders, the
+// page-allocation rates of the machine, every run's set-up time and CPU per
+// datagram, and the control check on ratios against static-pinned (whose
+// rule is unit-tested here too).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,9 +15,76 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "control_check.h"
 #include "netns.h"
 
 namespace {
+
+using npf::bench::checkControl;
+using Verdict = npf::bench::ControlCheck::Verdict;
+
+// The control is starved when its CPU per datagram in a scenario is more than
+// twice its steady state's; nothing to check against without a steady state.
+TEST(BenchControl, StarvedAboveTwiceItsSteadyCpu)
+{
+    struct Case {
+        double scenarioNs, steadyNs;
+        Verdict verdict;
+        double ratio;
+    } cases[] = {
+        {640, 640, Verdict::Ok, 1.0},       {1280, 640, Verdict::Ok, 2.0},   // exactly twice: still a control
+        {1281, 640, Verdict::Starved, 1281.0 / 640}, {52000, 640, Verdict::Starved, 52000.0 / 640},
+        {300, 640, Verdict::Ok, 300.0 / 640},      {0, 640, Verdict::Starved, 0},  // received nothing
+        {900, 0, Verdict::Unchecked, 0},      {0, 0, Verdict::Starved, 0},
+    };
+    for (const Case& c : cases) {
+        const auto got = checkControl(c.scenarioNs, c.steadyNs);
+        EXPECT_EQ(got.verdict, c.verdict) << c.scenarioNs << " vs " << c.steadyNs;
+        EXPECT_DOUBLE_EQ(got.cpuRatio, c.ratio) << c.scenarioNs << " vs " << c.steadyNs;
+    }
+    EXPECT_STREQ(checkControl(2000, 640).name(), "starved");
+    EXPECT_STREQ(checkControl(700, 640).name(), "ok");
+    EXPECT_STREQ(checkControl(700, 0).name(), "unchecked");
+}
+
+// The page-allocation probe ran at the start and at the end, and the header said so.
+void expectPageRates(const nlohmann::json& j, const std::string& log)
+{
+    EXPECT_NE(log.find("page allocation now"), std::string::npos) << log;
+    EXPECT_NE(log.find("page allocation at the end"), std::string::npos) << log;
+    ASSERT_TRUE(j.contains("pageRates")) << j.dump();
+    for (const char* when : {"start", "end"}) {
+        const auto& p = j["pageRates"][when];
+        EXPECT_FALSE(p.contains("error")) << p.dump();
+        EXPECT_GT(p["pages"].get<uint64_t>(), 0u) << when;
+        EXPECT_GT(p["freshMPagesPerSec"].get<double>(), 0.0) << when;
+        EXPECT_GT(p["recycledMPagesPerSec"].get<double>(), 0.0) << when;
+    }
+}
+
+// Every run says how long its set-up took (outside the window) and what it
+// cost per datagram; ratios against static-pinned come with its check.
+void expectRunFields(const nlohmann::json& j)
+{
+    for (const char* s : {"steady", "cold", "pressure", "faultpath", "csum"})
+        for (const auto& r : j["scenarios"][s]["runs"]) {
+            if (r.contains("error"))
+                continue;
+            EXPECT_GT(r["setupMs"].get<double>(), 0.0) << s << " " << r["contender"];
+            EXPECT_TRUE(r.contains("windowMinorFaults")) << s << " " << r["contender"];
+            if (r["received"].get<uint64_t>() > 0) {
+                EXPECT_GT(r["rxCpuNsPerPacket"].get<double>(), 0.0) << s << " " << r["contender"];
+            }
+        }
+    for (const char* s : {"cold", "pressure", "faultpath"}) {
+        const auto& v = j["scenarios"][s]["vsStaticPinned"];
+        ASSERT_TRUE(v.contains("control")) << s << ": " << v.dump();
+        const std::string verdict = v["control"]["verdict"];
+        EXPECT_TRUE(verdict == "ok" || verdict == "starved") << s << ": " << verdict; // steady ran first
+        EXPECT_EQ(v.contains("withheld"), verdict == "starved") << s << ": " << v.dump();
+        EXPECT_EQ(v.contains("npf"), verdict == "ok") << s << ": " << v.dump();
+    }
+}
 
 TEST(BenchSmoke, QuickRunWritesJson)
 {
@@ -60,6 +130,8 @@ TEST(BenchSmoke, QuickRunWritesJson)
     }
     for (const char* s : {"steady", "faultpath"})
         EXPECT_TRUE(j["scenarios"][s].contains("sidecarVsNpf")) << s;
+    expectPageRates(j, text);
+    expectRunFields(j);
     std::filesystem::remove_all(dir);
     std::filesystem::remove(dir + ".log");
 }

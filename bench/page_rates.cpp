@@ -1,0 +1,143 @@
+#include "page_rates.h"
+
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "sys/clock.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+#include "sys/mmap_area.h"
+#include "sys/thread.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+namespace npf::bench {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kRun = 64;            // pages per UFFDIO_COPY, as npf's pager batches them
+constexpr uint64_t kWindowRuns = 4;      // the recycled probe cycles over 4 runs = 1 MiB
+
+double perSecond(uint64_t pages, uint64_t t0) { return double(pages) / (double(monotonicNs() - t0) * 1e-9); }
+
+// Private anonymous memory of 4 KiB pages (no THP), not touched.
+MmapArea anonymous(uint64_t bytes, const char* what)
+{
+    MmapArea a = MmapArea::map(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0, what);
+    ::madvise(a.get(), bytes, MADV_NOHUGEPAGE);
+    return a;
+}
+
+// mmap + one byte written per page + munmap: every page a fresh one from the kernel.
+double freshRate(uint64_t pages)
+{
+    const uint64_t t0 = monotonicNs();
+    {
+        MmapArea a = anonymous(pages * kPage, "the fresh-page probe");
+        volatile uint8_t* p = a.as<uint8_t>();
+        for (uint64_t i = 0; i < pages; i++)
+            p[i * kPage] = 1;
+    }
+    return perSecond(pages, t0);
+}
+
+// A userfaultfd for faults of user-mode accesses (any process may open one).
+Fd userfaultfd()
+{
+    Fd fd(int(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY)));
+    if (!fd)
+        throwErrno("userfaultfd for the recycled-page probe");
+    uffdio_api api{.api = UFFD_API, .features = 0, .ioctls = 0};
+    if (::ioctl(fd.get(), UFFDIO_API, &api) < 0)
+        throwErrno("UFFDIO_API");
+    return fd;
+}
+
+// Installs [dst, dst + len) from src with UFFDIO_COPY (all of it: a partial copy goes on).
+void copyIn(int uffd, uint8_t* dst, const uint8_t* src, uint64_t len)
+{
+    for (uint64_t done = 0; done < len;) {
+        uffdio_copy c{.dst = uint64_t(dst + done), .src = uint64_t(src + done), .len = len - done, .mode = 0, .copy = 0};
+        if (::ioctl(uffd, UFFDIO_COPY, &c) < 0 && errno != EAGAIN)
+            throwErrno("UFFDIO_COPY into the recycled-page probe's window");
+        if (c.copy > 0)
+            done += uint64_t(c.copy);
+    }
+}
+
+// `pages` pages installed with UFFDIO_COPY into a MISSING-registered window,
+// kRun at a time, each run freed again with MADV_DONTNEED: the kernel hands
+// the same few pages back, so this is the rate of recycled pages.
+double recycledRate(uint64_t pages)
+{
+    Fd uffd = userfaultfd();
+    const uint64_t runBytes = kRun * kPage;
+    MmapArea window = anonymous(kWindowRuns * runBytes, "the recycled-page probe's window");
+    MmapArea image = anonymous(runBytes, "the recycled-page probe's source");
+    std::memset(image.get(), 0x5a, runBytes);
+    uffdio_register reg{.range = {.start = uint64_t(window.get()), .len = window.size()},
+                        .mode = UFFDIO_REGISTER_MODE_MISSING, .ioctls = 0};
+    if (::ioctl(uffd.get(), UFFDIO_REGISTER, &reg) < 0)
+        throwErrno("UFFDIO_REGISTER the recycled-page probe's window (MISSING)");
+    const uint64_t t0 = monotonicNs();
+    for (uint64_t run = 0; run * kRun < pages; run++) {
+        uint8_t* dst = window.as<uint8_t>() + (run % kWindowRuns) * runBytes;
+        copyIn(uffd.get(), dst, image.as<uint8_t>(), runBytes);
+        if (::madvise(dst, runBytes, MADV_DONTNEED) < 0)
+            throwErrno("MADV_DONTNEED in the recycled-page probe");
+    }
+    return perSecond((pages + kRun - 1) / kRun * kRun, t0);
+}
+
+} // namespace
+
+nlohmann::ordered_json PageRates::toJson() const
+{
+    nlohmann::ordered_json j{{"cpu", cpu},
+                             {"pages", pages},
+                             {"freshMPagesPerSec", freshPerSec / 1e6},
+                             {"recycledMPagesPerSec", recycledPerSec / 1e6}};
+    if (!error.empty())
+        j["error"] = error;
+    return j;
+}
+
+std::string PageRates::line() const
+{
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "fresh %.3f M pages/s, recycled %.3f M pages/s", freshPerSec / 1e6,
+                  recycledPerSec / 1e6);
+    return error.empty() ? buf : std::string(buf) + " (" + error + ")";
+}
+
+PageRates measurePageRates(uint64_t bytes, int cpu)
+{
+    PageRates r;
+    r.cpu = cpu;
+    r.pages = bytes / kPage;
+    std::thread t([&] {
+        if (cpu >= 0)
+            npf::pinThread(cpu, "npf-bench page-rate probe");
+        try {
+            r.freshPerSec = freshRate(r.pages);
+            r.recycledPerSec = recycledRate(r.pages);
+        } catch (const std::exception& e) {
+            r.error = e.what();
+        }
+    });
+    t.join();
+    return r;
+}
+
+} // namespace npf::bench

@@ -1,0 +1,27 @@
+// The machine's page-allocation rates of the moment: the limits of the fault
+// path here, now. On a VM with free page reporting a fresh page can cost 15
+// times a recycled one, and which one a run gets varies from run to run, so
+// npf-bench measures both at its start and again at its end.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace npf::bench {
+
+struct PageRates {
+    int cpu = -1;              // where it ran (-1: not pinned)
+    uint64_t pages = 0;        // 4 KiB pages per probe
+    double freshPerSec = 0;    // mmap, write one byte per page, munmap
+    double recycledPerSec = 0; // UFFDIO_COPY in runs of 64 + MADV_DONTNEED, over a 1 MiB window
+    std::string error;         // a probe failed (no userfaultfd, ...): its rate is 0
+
+    nlohmann::ordered_json toJson() const;
+    std::string line() const; // "fresh 0.26 M pages/s, recycled 0.71 M pages/s"
+};
+
+// Both probes, `bytes` of 4 KiB pages each, on a thread pinned to `cpu` (-1: not pinned).
+PageRates measurePageRates(uint64_t bytes, int cpu);
+
+} // namespace npf::bench
