@@ -16,11 +16,12 @@
 // (also on SIGINT/SIGTERM).
 //
 // The routes of a recycled page pool on private anonymous memory (UFFDIO_MOVE,
-// Linux >= 6.8) are measured as whole steady cycles against the COPY routes:
-// per group, write the page images where the route takes them from (the COPY
-// routes' staging buffer, the pool's own pages), install them (UFFDIO_COPY, or
-// UFFDIO_MOVE pool -> region), check them, evict them (punch-hole on memfd,
-// MADV_DONTNEED on anonymous memory, UFFDIO_MOVE region -> pool: no free).
+// Linux >= 6.8) are measured as whole steady cycles against the COPY routes, as a
+// pager under a budget runs them (3/4 of the region resident): per group, evict
+// the oldest resident group (punch-hole on memfd, MADV_DONTNEED on anonymous
+// memory, UFFDIO_MOVE region -> pool: no free), write the page images where the
+// route takes them from (the COPY routes' staging buffer, the pool's own pages),
+// install them (UFFDIO_COPY, or UFFDIO_MOVE pool -> region), check them (untimed).
 // 4 KiB pages, and 2 MiB: a THP pool (MADV_HUGEPAGE) against hugetlbfs. The pool
 // is populated before it is registered, outside the timed window.
 //
@@ -317,19 +318,23 @@ long anonHugeKb(const void* addr)
 
 // What the kernel gave the THP pool (move-thp), over its trials: PMD-mapped kB of
 // the pool once populated, and of the region after the first UFFDIO_MOVE in (the
-// huge page moved whole; split into 4 KiB pages otherwise).
+// huge page moved whole; split into 4 KiB pages otherwise), against their sizes.
 struct ThpSeen {
     int trials = 0;
-    long wantKb = 0, poolKbMin = -1, regionKbMin = -1;
+    long poolWantKb = 0, poolKbMin = -1, regionWantKb = 0, regionKbMin = -1;
 
-    void add(long want, long pool, long region)
+    void add(long poolWant, long pool, long regionWant, long region)
     {
-        wantKb = want;
+        poolWantKb = poolWant;
+        regionWantKb = regionWant;
         poolKbMin = trials == 0 ? pool : std::min(poolKbMin, pool);
         regionKbMin = trials == 0 ? region : std::min(regionKbMin, region);
         trials++;
     }
-    bool pmdMapped() const noexcept { return trials > 0 && poolKbMin >= wantKb && regionKbMin >= wantKb; }
+    bool pmdMapped() const noexcept
+    {
+        return trials > 0 && poolKbMin >= poolWantKb && regionKbMin >= regionWantKb;
+    }
 };
 
 // How a route installs and evicts a page.
@@ -377,6 +382,18 @@ struct RouteArea {
         if (route == Route::PoolMove)
             u.registerRange(a.pool, slots * page, UFFDIO_REGISTER_MODE_MISSING, "pool");
         return a;
+    }
+
+    // Region pages [i, end) from the slots from `slot` on, in runs of n; and back.
+    void installRuns(const Userfaultfd& u, size_t i, size_t end, size_t slot, size_t n) const
+    {
+        for (size_t k = i; k < end; k += n)
+            install(u, k, slot + k - i, std::min(n, end - k) * page);
+    }
+    void evictRuns(const Userfaultfd& u, size_t i, size_t end, size_t slot, size_t n) const
+    {
+        for (size_t k = i; k < end; k += n)
+            evict(u, k, slot + k - i, std::min(n, end - k) * page);
     }
 
     // Region page k (len bytes from there) from pool slot `slot`.
@@ -469,41 +486,49 @@ struct Bench {
         return page == k2M ? src2m.as<uint8_t>() : img(k);
     }
 
-    // The steady cycle of a route, group by group (64 pages, or one 2 MiB page):
-    // write each page's image where the route takes it from, install the group in
-    // runs of n, evict it in runs of n. Each phase is timed apart; between them,
-    // untimed, the region must hold the images, and after a MOVE back the pool.
+    // The steady cycle of a route as a pager under a budget runs it: `lag` pages (3/4
+    // of the region: more than the LLC at the default size) stay resident; each next
+    // group (64 pages, or one 2 MiB page) evicts the oldest resident group, writes its
+    // page images where the route takes them from, and installs them; runs of n. The
+    // evicted pages are cold, as a pager's are. Filling the first `lag` pages is not
+    // timed; each phase of the later groups is. Untimed checks: the region holds the
+    // images after each install, and at the end, the last pages evicted, the pool does.
     std::vector<double> cycle(size_t page, size_t n, Route route) const
     {
         const size_t pages = page == k2M ? pages2m : pages4k, g = page == k2M ? n : std::max(n, kGroup);
-        const RouteArea a = RouteArea::create(uffd, route, page, pages, g);
-        const bool thpPool = page == k2M && route == Route::PoolMove;
+        const size_t lag = std::max<size_t>(1, pages / g * 3 / 4) * g;
+        const bool move = route == Route::PoolMove, thpPool = move && page == k2M;
+        const RouteArea a = RouteArea::create(uffd, route, page, pages, move ? lag : g);
         const long poolKb = thpPool ? anonHugeKb(a.pool) : -1;
-        uint64_t write = 0, install = 0, evict = 0;
+        uint64_t evict = 0, write = 0, install = 0;
         for (size_t i = 0; i < pages; i += g) {
-            const size_t end = std::min(i + g, pages);
+            const size_t end = std::min(i + g, pages), slot = move ? i % lag : 0;
             const uint64_t t0 = monotonicNs();
-            for (size_t k = i; k < end; k++)
-                std::memcpy(a.pool + (k - i) * page, image(page, k), page);
-            asm volatile("" ::: "memory");
+            if (i >= lag)
+                a.evictRuns(uffd, i - lag, end - lag, slot, n);
             const uint64_t t1 = monotonicNs();
-            for (size_t k = i; k < end; k += n)
-                a.install(uffd, k, k - i, std::min(n, end - k) * page);
+            for (size_t k = i; k < end; k++)
+                std::memcpy(a.pool + (slot + k - i) * page, image(page, k), page);
+            asm volatile("" ::: "memory");
             const uint64_t t2 = monotonicNs();
+            a.installRuns(uffd, i, end, slot, n);
+            const uint64_t t3 = monotonicNs();
             verifyGroup(a.region + i * page, page, i, end, route, "installed page");
             if (i == 0 && thpPool)
-                thp.add(long(g * page / 1024), poolKb, anonHugeKb(a.region));
-            const uint64_t t3 = monotonicNs();
-            for (size_t k = i; k < end; k += n)
-                a.evict(uffd, k, k - i, std::min(n, end - k) * page);
-            const uint64_t t4 = monotonicNs();
-            if (route == Route::PoolMove)
-                verifyGroup(a.pool, page, i, end, route, "pool slot of page");
-            write += t1 - t0;
-            install += t2 - t1;
-            evict += t4 - t3;
+                thp.add(long(lag * page / 1024), poolKb, long(g * page / 1024), anonHugeKb(a.region));
+            if (i >= lag) {
+                evict += t1 - t0;
+                write += t2 - t1;
+                install += t3 - t2;
+            }
         }
-        const double p = double(pages);
+        for (size_t i = pages - lag; i < pages; i += g) { // the last pages out, untimed
+            const size_t end = std::min(i + g, pages), slot = move ? i % lag : 0;
+            a.evictRuns(uffd, i, end, slot, n);
+            if (move)
+                verifyGroup(a.pool + slot * page, page, i, end, route, "pool slot of page");
+        }
+        const double p = double(pages - lag);
         return {double(write) / p, double(install) / p, double(write + install) / p, double(evict) / p,
                 double(write + install + evict) / p};
     }
@@ -866,12 +891,12 @@ Json printPools(const HugePool* pool, const ThpSeen& thp, const std::string& noM
     Json j{{"available", true}, {"thpEnabled", thpEnabled}, {"thpTrials", thp.trials}};
     if (thp.trials == 0)
         return j;
-    std::printf("move-thp: THP %s; pool %ld of %ld kB PMD-mapped once populated, region %ld kB after the first "
-                "UFFDIO_MOVE in (AnonHugePages, smaps; lowest of %d trials): %s\n",
-                thpEnabled.c_str(), thp.poolKbMin, thp.wantKb, thp.regionKbMin, thp.trials,
+    std::printf("move-thp: THP %s; pool %ld of %ld kB PMD-mapped once populated, region %ld of %ld kB after the "
+                "first UFFDIO_MOVE in (AnonHugePages, smaps; lowest of %d trials): %s\n",
+                thpEnabled.c_str(), thp.poolKbMin, thp.poolWantKb, thp.regionKbMin, thp.regionWantKb, thp.trials,
                 thp.pmdMapped() ? "the 2 MiB pages moved whole"
                                 : "the kernel gave small pages (the MOVE rows are 512 4 KiB moves per 2 MiB)");
-    j.update({{"wantKb", thp.wantKb}, {"poolAnonHugeKbMin", thp.poolKbMin},
+    j.update({{"poolWantKb", thp.poolWantKb}, {"poolAnonHugeKbMin", thp.poolKbMin}, {"regionWantKb", thp.regionWantKb},
               {"regionAnonHugeKbAfterMoveMin", thp.regionKbMin}, {"pmdMapped", thp.pmdMapped()}});
     return j;
 }
