@@ -885,8 +885,8 @@ Json printPools(const HugePool* pool, const ThpSeen& thp, const std::string& noM
         std::printf("move-pool, move-thp: n/a: %s\n", noMove.c_str());
         return {{"available", false}, {"why", noMove}};
     }
-    std::printf("move-pool, move-thp: pools populated (MADV_POPULATE_WRITE) and registered before the timed window; "
-                "each trial cycles the same pool pages\n");
+    std::printf("move-pool, move-thp: pools populated (MADV_POPULATE_WRITE) and registered before the timed window, "
+                "as many pages as stay resident (3/4 of the region); cycles evict the oldest resident pages\n");
     const std::string thpEnabled = sysfsChoice("/sys/kernel/mm/transparent_hugepage/enabled");
     Json j{{"available", true}, {"thpEnabled", thpEnabled}, {"thpTrials", thp.trials}};
     if (thp.trials == 0)
