@@ -66,6 +66,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 struct Options {
     std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
     std::string region = "64M", budget = "0", bufSize = "2048", pageSize = "4K"; // sizes: see parseSizes
+    std::string regionMemory = "auto";
     uint16_t port = 0;
     uint32_t queues = 0, prefetch = 256, pagers = 1;
     uint64_t count = 0;
@@ -472,6 +473,9 @@ int run(const Options& o)
                      .regionSize = sz.region,
                      .residentBudget = sz.budget,
                      .pageSize = sz.page,
+                     .regionMemory = o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
+                                     : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
+                                                                 : npf::RegionMemory::Auto,
                      .prefetchDepth = o.prefetch,
                      .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
                      .verifyUdpChecksum = !o.noUdpCsum,
@@ -518,9 +522,15 @@ int main(int argc, char** argv)
     app.add_option("--region", o.region, "region size, e.g. 64M, 1G (at most 1T; rounded up to whole pages)")
         ->type_name("SIZE");
     app.add_option("--page-size", o.pageSize,
-                   "the region's page size: 4K, or 2M (hugetlbfs: the kernel's huge page pool must hold the "
-                   "budget, or the whole region without one; /proc/sys/vm/nr_hugepages)")
+                   "the region's page size: 4K, or 2M (transparent huge pages from the region's page pool; "
+                   "with --region-memory memfd, hugetlbfs: the kernel's huge page pool must hold the budget, or "
+                   "the whole region without one; /proc/sys/vm/nr_hugepages)")
         ->check(CLI::IsMember({"4K", "2M"}));
+    app.add_option("--region-memory", o.regionMemory,
+                   "where the region's pages come from: pool (private memory and a pool of pages moved in and "
+                   "out with UFFDIO_MOVE, Linux 6.8), memfd (shmem, or hugetlbfs for 2M: a fresh page per "
+                   "install), auto (pool where the kernel has it; default)")
+        ->check(CLI::IsMember({"auto", "pool", "memfd"}));
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize,
                    "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")

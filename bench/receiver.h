@@ -59,7 +59,10 @@ public:
     virtual double helperCpuSeconds() const { return 0; }
 };
 
-// kinds: npf, npf-2m (2 MiB pages), npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
+// kinds: npf (4 KiB pages, the page pool where the kernel has UFFDIO_MOVE),
+// npf-memfd (4 KiB, a memfd: a fresh page per install), npf-2m (2 MiB
+// transparent huge pages from the page pool), npf-2m-hugetlbfs (2 MiB from
+// the hugetlbfs pool), npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
 // xdp-drop, static-pinned, recvmmsg, io_uring. Must be called inside the rx
 // netns.
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg);

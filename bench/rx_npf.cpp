@@ -34,15 +34,21 @@ public:
                         .pagerThreads = cfg.pagers,
                         .pagerBusyPoll = cfg.pagerBusyPoll,
                         .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
-        if (kind == "npf-2m") {
+        if (kind == "npf-memfd") {
+            ec.regionMemory = RegionMemory::Memfd; // the route before the page pool: a fresh page per install
+        } else if (kind == "npf-2m") {
+            ec.pageSize = 2ull << 20; // transparent huge pages from the region's page pool
+            ec.regionMemory = RegionMemory::PagePool;
+        } else if (kind == "npf-2m-hugetlbfs") {
             // 2 MiB pages from the huge page pool, reserved for the run (the
             // budget plus a batch, or the whole region) and warmed once, as a
             // pool reserved at boot is (huge_pages.h).
             ec.pageSize = 2ull << 20;
+            ec.regionMemory = RegionMemory::Memfd;
             const uint64_t need = cfg.budget ? cfg.budget / ec.pageSize + 2 : cfg.regionSize / ec.pageSize;
             pool_ = std::make_unique<topology::HugePages>(need);
             if (!pool_->ok())
-                throw std::runtime_error("npf-2m: " + pool_->why());
+                throw std::runtime_error(kind + ": " + pool_->why());
             warmSeconds_ = pool_->warm();
         } else if (kind == "npf-noprefetch") {
             ec.prefetchDepth = 0;
@@ -104,7 +110,7 @@ private:
     }
 
     RxConfig cfg_;
-    std::unique_ptr<topology::HugePages> pool_; // npf-2m: before the engine, given back after it
+    std::unique_ptr<topology::HugePages> pool_; // npf-2m-hugetlbfs: before the engine, given back after it
     double warmSeconds_ = 0;
     std::unique_ptr<Engine> eng_;
     std::optional<FlowLoop> loop_;
@@ -121,15 +127,16 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",      "npf-2m",        "npf-sidecar", "npf-noprefetch",
-                                            "drop-on-fault", "blocking", "xdp-drop",    "static-pinned",
-                                            "recvmmsg",      "io_uring"};
+    static const std::vector<std::string> k{"npf",           "npf-memfd", "npf-2m",   "npf-2m-hugetlbfs",
+                                            "npf-sidecar",   "npf-noprefetch", "drop-on-fault", "blocking",
+                                            "xdp-drop",      "static-pinned", "recvmmsg",   "io_uring"};
     return k;
 }
 
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    if (kind == "npf" || kind == "npf-2m" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
+    if (kind == "npf" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" ||
+        kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar")
         return makeSidecarReceiver(cfg);

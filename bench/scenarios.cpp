@@ -141,7 +141,7 @@ void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
     char note[96] = "control unchecked: no steady-state static-pinned in this run";
     if (c.verdict == ControlCheck::Verdict::Ok)
         snprintf(note, sizeof note, "control ok: %.2fx its steady-state CPU per datagram", c.cpuRatio);
-    for (const char* k : {"npf", "npf-2m"})
+    for (const char* k : {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs"})
         if (const RunResult* n = find(rs, k)) {
             r[k] = n->pps / p->pps;
             printf("%s / static-pinned: received pps %.3f (%s)\n", k, n->pps / p->pps, note);
@@ -233,7 +233,8 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking",
+                        "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
     // own start (generator, veth, AF_XDP) shows in static-pinned's, which
@@ -270,7 +271,8 @@ Json pressure(const Options& o)
 {
     const uint64_t budget = o.region / 4;
     auto rs = runTable("memory pressure: working set 4x the resident budget", o,
-                       {"npf", "npf-2m", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "static-pinned"},
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch", "drop-on-fault",
+                        "static-pinned"},
                        o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -301,7 +303,7 @@ Json faultpath(const Options& o)
     const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
-                       {"npf-noprefetch", "npf", "npf-2m", "npf-sidecar", "static-pinned"}, 0, [&](RxConfig& rx) {
+                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "static-pinned"}, 0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;
                            rx.bufLen = 4096;

@@ -58,22 +58,6 @@
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
 
-// UFFDIO_MOVE is Linux 6.8; the 6.1 headers lack it.
-#ifndef UFFDIO_MOVE
-struct uffdio_move {
-    __u64 dst;
-    __u64 src;
-    __u64 len;
-    __u64 mode;
-    __s64 move;
-};
-#define _UFFDIO_MOVE (0x05)
-#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
-#endif
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE (1 << 16)
-#endif
-
 namespace {
 
 using npf::Fd;
@@ -289,13 +273,10 @@ private:
 // copy, no allocation); dst must be a hole registered with this uffd, src mapped.
 void moveRange(const Userfaultfd& u, void* dst, void* src, size_t len, const char* what, size_t page)
 {
-    uffdio_move m{};
-    m.dst = reinterpret_cast<uint64_t>(dst);
-    m.src = reinterpret_cast<uint64_t>(src);
-    m.len = len;
-    if (::ioctl(u.fd(), UFFDIO_MOVE, &m) != 0)
-        throwErrno(std::string(what) + " at page " + std::to_string(page) + " (" + std::to_string(m.move) + " of " +
-                   std::to_string(len) + " bytes moved)");
+    int64_t moved = 0;
+    if (long rc = u.move(dst, src, len, &moved); rc < 0)
+        throwErrno(static_cast<int>(-rc), std::string(what) + " at page " + std::to_string(page) + " (" +
+                                              std::to_string(moved) + " of " + std::to_string(len) + " bytes moved)");
 }
 
 // AnonHugePages of the mapping that holds addr (kB mapped by PMD-mapped THPs), from

@@ -34,7 +34,8 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
     rc.pagePool = cfg.regionMemory == RegionMemory::PagePool ||
-                  (cfg.regionMemory == RegionMemory::Auto && cfg.pageSize == NPF_PAGE_SIZE && userfaultfdHasMove());
+                  (cfg.regionMemory == RegionMemory::Auto && userfaultfdHasMove() &&
+                   (cfg.pageSize == NPF_PAGE_SIZE || transparentHugePagesOffered()));
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

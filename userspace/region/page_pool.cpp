@@ -1,6 +1,8 @@
 #include "region/page_pool.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +12,7 @@
 #include "region/geometry.h"
 #include "region/uffd.h"
 #include "sys/error.h"
+#include "sys/fd.h"
 #include "sys/log.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -17,6 +20,15 @@
 #endif
 
 namespace npf {
+
+bool transparentHugePagesOffered()
+{
+    char buf[64] = {};
+    Fd f(::open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC));
+    if (!f || ::read(f.get(), buf, sizeof(buf) - 1) <= 0)
+        return false;
+    return std::strstr(buf, "[never]") == nullptr;
+}
 
 MmapArea mapAnonymous(uint64_t len, uint64_t align, const std::string& what)
 {

@@ -65,6 +65,10 @@ private:
     uint32_t pageShift_ = 0;
 };
 
+// True unless the kernel's transparent huge pages are off ("never", or not
+// built in): MADV_HUGEPAGE then gets 2 MiB pages when free blocks exist.
+bool transparentHugePagesOffered();
+
 // Private anonymous memory for a region or a pool: `len` bytes aligned to
 // `align` (2 MiB pages: so that each can be one transparent huge page),
 // never inherited by a child (MADV_DONTFORK: a page shared with a child
