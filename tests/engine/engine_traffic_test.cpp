@@ -13,7 +13,10 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "engine_fixture.h"
+#include "region/uffd.h"
 #include "huge_pages.h"
 
 namespace npf::e2e {
@@ -38,14 +41,17 @@ void printNumbers(const char* test, const Sender& tx, const EngineStats& s)
 // lost" and "all of them OK" then hold on a loaded machine too; no test
 // asserts a rate.
 
-// Page sizes of the cold and budget tests: 4 KiB, and 2 MiB (hugetlbfs; the
-// test reserves its huge pages and gives them back); with one pager, and
-// with two: on one queue, pager 0 drains the backup ring while pager 1 owns
-// the region (its CPU faults, prefetch and eviction calls), both installing
+// Page sizes of the cold and budget tests: 4 KiB, and 2 MiB; the region's
+// memory the engine picks (the page pool where the kernel has UFFDIO_MOVE:
+// 2 MiB pages are THP then), or a memfd (hugetlbfs for 2 MiB: the test
+// reserves its huge pages and gives them back); with one pager, and with
+// two: on one queue, pager 0 drains the backup ring while pager 1 owns the
+// region (its CPU faults, prefetch and eviction calls), both installing
 // into it.
 struct PagesCase {
     uint64_t pageSize;
     uint32_t pagers;
+    RegionMemory memory = RegionMemory::Auto;
 };
 
 class EnginePages : public EngineE2E, public ::testing::WithParamInterface<PagesCase> {
@@ -56,12 +62,13 @@ protected:
     EngineConfig config(uint64_t budget = 0) const
     {
         return {.regionSize = 64ull << 20, .residentBudget = budget, .pageSize = pageSize(),
-                .pagerThreads = GetParam().pagers};
+                .regionMemory = GetParam().memory, .pagerThreads = GetParam().pagers};
     }
-    // The pool a 2 MiB case needs (none for 4 KiB); skip() says why a case cannot run.
+    bool pooled() const { return GetParam().memory == RegionMemory::Auto && userfaultfdHasMove(); }
+    // The hugetlbfs pages a 2 MiB memfd case needs (none otherwise); skip() says why a case cannot run.
     void reserve(uint64_t pages)
     {
-        if (huge())
+        if (huge() && GetParam().memory == RegionMemory::Memfd)
             pool_ = std::make_unique<topology::HugePages>(pages);
     }
     std::string skip() const { return pool_ && !pool_->ok() ? "2 MiB huge pages unavailable: " + pool_->why() : ""; }
@@ -72,10 +79,13 @@ private:
 
 INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages,
                          ::testing::Values(PagesCase{4096, 1}, PagesCase{2ull << 20, 1}, PagesCase{4096, 2},
-                                           PagesCase{2ull << 20, 2}),
+                                           PagesCase{2ull << 20, 2}, PagesCase{4096, 1, RegionMemory::Memfd},
+                                           PagesCase{2ull << 20, 1, RegionMemory::Memfd},
+                                           PagesCase{2ull << 20, 2, RegionMemory::Memfd}),
                          [](const auto& i) {
                              return std::string(i.param.pageSize == 4096 ? "4K" : "2M") +
-                                    (i.param.pagers > 1 ? "_" + std::to_string(i.param.pagers) + "pagers" : "");
+                                    (i.param.pagers > 1 ? "_" + std::to_string(i.param.pagers) + "pagers" : "") +
+                                    (i.param.memory == RegionMemory::Memfd ? "_memfd" : "");
                          });
 
 // 1. Cold region: nothing resident at the start. Buffers at a 1500-byte
@@ -226,6 +236,13 @@ TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
         << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
     EXPECT_GT(s.evicted * (pageSize() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
     EXPECT_GT(s.restored, 0u);
+    const auto region = nlohmann::json::parse(eng->statsJson())["region"];
+    if (pooled()) { // pages came from the pool and went back to it
+        EXPECT_GT(region["pool_installs"].get<uint64_t>(), 0u) << region.dump();
+        EXPECT_GT(region["pool_returns"].get<uint64_t>(), 0u) << region.dump();
+    } else {
+        EXPECT_EQ(region["move_calls"].get<uint64_t>(), 0u) << region.dump();
+    }
     printNumbers(huge() ? "budget 2M" : "budget", tx.sender(), s);
     std::printf("[ numbers  ] budget: %llu pages budget, peak %llu during traffic, %llu with verification reads\n",
                 (unsigned long long)budgetPages, (unsigned long long)maxDuringTraffic,
