@@ -23,14 +23,16 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
         j = i + 1;
         while (j < b.size() && j - i < batchPages_ && b.pages[j] == b.pages[j - 1] + 1)
             ++j;
+        if (pool_ && pool_.available() < j - i)
+            if (int err = pool_.refill(j - i)) {
+                c_.add<&RegionStats::errors>();
+                NPF_WARN_RL("region %s: fresh pages for the page pool: %s", name_.c_str(), std::strerror(-err));
+            }
         const size_t fromPool = std::min<size_t>(j - i, pool_.available());
         if (fromPool)
             installRun(b.sub(i, fromPool), pool_.next(fromPool), true, t);
-        if (fromPool < j - i) {
-            if (pool_)
-                c_.add<&RegionStats::poolEmpty>(j - i - fromPool);
+        if (fromPool < j - i) // no pool, or it could not be refilled: fresh pages copied in
             installRun(b.sub(i + fromPool, j - i - fromPool), staging_.as<uint8_t>(), false, t);
-        }
     }
 }
 

@@ -9,9 +9,11 @@
 // Slots [0, available()) hold pages, the rest are holes: installs take from
 // the top, evictions put back on top, so both move runs of consecutive
 // slots in one ioctl. Bounded: an eviction that finds the pool full frees
-// the page (MADV_DONTNEED), an install that finds it empty falls back to
-// UFFDIO_COPY, a fresh page. Under steady eviction and installation no page
-// is allocated or freed.
+// the page (MADV_DONTNEED), an install that finds it empty refills it with
+// fresh pages first (faulted in elsewhere and moved in: with 2 MiB pages a
+// UFFDIO_COPY would install 512 small pages, and a small page that enters
+// the pool stays small). Under steady eviction and installation no page is
+// allocated or freed.
 //
 // The pool's mapping is registered (MISSING) with the region's uffd, as a
 // MOVE's destination must be, so nothing may touch a slot that is a hole:
@@ -44,6 +46,9 @@ public:
     uint64_t available() const noexcept { return top_; }
     // The n (<= available()) pages the next install takes: slots [top - n, top).
     uint8_t* next(uint64_t n) const noexcept { return slot(top_ - n); }
+    // Tops the pool up with fresh pages (counted in pool_empty) until it
+    // holds n (<= capacity()); 0 or -errno (then it holds fewer).
+    int refill(uint64_t n) noexcept;
     // An install moved pages out of next(n): those slots are holes now.
     // leftovers: some were not moved (an error); they are freed.
     void consumed(uint64_t n, bool leftovers) noexcept;

@@ -51,8 +51,7 @@ inline constexpr std::array<CounterDef<RegionStats>, 27> kRegionCounters = {{
     {"move_calls", &RegionStats::moveCalls, "calls", "UFFDIO_MOVE ioctls (page pool)"},
     {"pool_installs", &RegionStats::poolInstalls, "pages", "pages installed by moving a page of the pool in"},
     {"pool_returns", &RegionStats::poolReturns, "pages", "evicted pages moved back into the pool"},
-    {"pool_empty", &RegionStats::poolEmpty, "pages",
-     "pages installed with UFFDIO_COPY (a fresh page) because the pool was empty"},
+    {"pool_empty", &RegionStats::poolEmpty, "pages", "fresh pages allocated because the pool was empty"},
     {"pool_full", &RegionStats::poolFull, "pages",
      "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
 }};
