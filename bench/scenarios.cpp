@@ -233,8 +233,8 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch", "drop-on-fault", "blocking",
-                        "static-pinned"},
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch",
+                        "drop-on-fault", "blocking", "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
     // own start (generator, veth, AF_XDP) shows in static-pinned's, which
@@ -303,7 +303,9 @@ Json faultpath(const Options& o)
     const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
-                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "static-pinned"}, 0, [&](RxConfig& rx) {
+                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar",
+                        "static-pinned"},
+                       0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;
                            rx.bufLen = 4096;

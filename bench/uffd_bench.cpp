@@ -52,6 +52,7 @@
 
 #include "cli/version.h"
 #include "region/uffd.h"
+#include "huge_pages.h"
 #include "report.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -279,24 +280,6 @@ void moveRange(const Userfaultfd& u, void* dst, void* src, size_t len, const cha
                                               std::to_string(moved) + " of " + std::to_string(len) + " bytes moved)");
 }
 
-// AnonHugePages of the mapping that holds addr (kB mapped by PMD-mapped THPs), from
-// /proc/self/smaps; -1 when no mapping holds it.
-long anonHugeKb(const void* addr)
-{
-    std::ifstream f("/proc/self/smaps");
-    const auto a = reinterpret_cast<uintptr_t>(addr);
-    bool in = false;
-    for (std::string line; std::getline(f, line);) {
-        unsigned long lo = 0, hi = 0;
-        long kb = 0;
-        if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
-            in = lo <= a && a < hi;
-        else if (in && std::sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1)
-            return kb;
-    }
-    return -1;
-}
-
 // What the kernel gave the THP pool (move-thp), over its trials: PMD-mapped kB of
 // the pool once populated, and of the region after the first UFFDIO_MOVE in (the
 // huge page moved whole; split into 4 KiB pages otherwise), against their sizes.
@@ -480,7 +463,7 @@ struct Bench {
         const size_t lag = std::max<size_t>(1, pages / g * 3 / 4) * g;
         const bool move = route == Route::PoolMove, thpPool = move && page == k2M;
         const RouteArea a = RouteArea::create(uffd, route, page, pages, move ? lag : g);
-        const long poolKb = thpPool ? anonHugeKb(a.pool) : -1;
+        const long poolKb = thpPool ? npf::topology::anonHugeKiB(a.pool) : -1;
         uint64_t evict = 0, write = 0, install = 0;
         for (size_t i = 0; i < pages; i += g) {
             const size_t end = std::min(i + g, pages), slot = move ? i % lag : 0;
@@ -496,7 +479,7 @@ struct Bench {
             const uint64_t t3 = monotonicNs();
             verifyGroup(a.region + i * page, page, i, end, route, "installed page");
             if (i == 0 && thpPool)
-                thp.add(long(lag * page / 1024), poolKb, long(g * page / 1024), anonHugeKb(a.region));
+                thp.add(long(lag * page / 1024), poolKb, long(g * page / 1024), npf::topology::anonHugeKiB(a.region));
             if (i >= lag) {
                 evict += t1 - t0;
                 write += t2 - t1;

@@ -5,10 +5,9 @@
 // reads back byte for byte. 4 KiB pages and 2 MiB transparent huge pages.
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "huge_pages.h"
 #include "region/uffd.h"
 #include "region_fixture.h"
 
@@ -36,24 +35,6 @@ protected:
 };
 INSTANTIATE_TEST_SUITE_P(PageSize, RegionPool, ::testing::Values(kPg, kHugePageSize),
                          [](const auto& i) { return i.param == kPg ? "4KiB" : "2MiB"; });
-
-// AnonHugePages of the mapping that holds `addr` (/proc/self/smaps), in KiB.
-uint64_t anonHugeKiB(const void* addr)
-{
-    std::ifstream smaps("/proc/self/smaps");
-    const auto a = reinterpret_cast<uintptr_t>(addr);
-    bool in = false;
-    for (std::string line; std::getline(smaps, line);) {
-        unsigned long lo = 0, hi = 0;
-        char perms[8];
-        if (std::sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3) // a mapping's first line
-            in = a >= lo && a < hi;
-        uint64_t kib = 0;
-        if (in && std::sscanf(line.c_str(), "AnonHugePages: %lu kB", &kib) == 1)
-            return kib;
-    }
-    return 0;
-}
 
 // Writes pages [first, last) once, page by page.
 void writePages(Region& r, const std::vector<uint8_t>& content, uint64_t first, uint64_t last)
@@ -106,9 +87,9 @@ TEST_P(RegionPool, SteadyChurnNeitherAllocatesNorFreesAndKeepsEveryByte)
         pager.sync();
     }
     if (pg() == kHugePageSize) // THP depends on the kernel finding free 2 MiB blocks: shown, not asserted
-        std::printf("[ thp    ] region resident %llu pages, AnonHugePages %llu KiB\n",
+        std::printf("[ thp    ] region resident %llu pages, AnonHugePages %lld KiB\n",
                     static_cast<unsigned long long>(r.residentPages()),
-                    static_cast<unsigned long long>(anonHugeKiB(r.base())));
+                    static_cast<long long>(topology::anonHugeKiB(r.base())));
     s = r.stats();
     EXPECT_EQ(s.poolEmpty, warm.poolEmpty);
     EXPECT_EQ(s.poolFull, 0u);

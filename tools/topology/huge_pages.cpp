@@ -7,8 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 #include "sys/fd.h"
 
@@ -101,6 +104,22 @@ HugePages::~HugePages()
     uint64_t now = 0;
     if (readCount(&now))
         (void)writeCount(now > added_ ? now - added_ : 0);
+}
+
+long anonHugeKiB(const void* addr)
+{
+    std::ifstream f("/proc/self/smaps");
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    bool in = false;
+    for (std::string line; std::getline(f, line);) {
+        unsigned long lo = 0, hi = 0;
+        long kb = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
+            in = lo <= a && a < hi;
+        else if (in && std::sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1)
+            return kb;
+    }
+    return -1;
 }
 
 } // namespace npf::topology

@@ -9,6 +9,11 @@
 
 namespace npf::topology {
 
+// AnonHugePages of the mapping that holds `addr`: KiB of it mapped by
+// PMD-mapped transparent huge pages (/proc/self/smaps); -1 when no mapping
+// holds it.
+long anonHugeKiB(const void* addr);
+
 class HugePages {
 public:
     explicit HugePages(uint64_t pages);

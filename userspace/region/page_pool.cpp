@@ -79,7 +79,8 @@ int PagePool::refill(uint64_t n) noexcept
         Backoff backoff;
         for (uint64_t i = 0; i < want;) {
             int64_t moved = 0;
-            long rc = uffd_->move(slot(top_), fresh.as<uint8_t>() + (i << pageShift_), (want - i) << pageShift_, &moved);
+            long rc =
+                uffd_->move(slot(top_), fresh.as<uint8_t>() + (i << pageShift_), (want - i) << pageShift_, &moved);
             c_->add<&RegionStats::moveCalls>();
             const uint64_t whole = static_cast<uint64_t>(moved) >> pageShift_;
             top_ += whole;
