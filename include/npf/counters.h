@@ -36,7 +36,7 @@ struct CounterDef {
 };
 
 // EngineStats's counters, in the order of the JSON snapshot's "counters".
-inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
+inline constexpr std::array<CounterDef<EngineStats>, 29> kEngineCounters = {{
     {"fast_path", &EngineStats::fastPath, "datagrams", "placed by a queue worker (destination page resident)"},
     {"fault_path", &EngineStats::faultPath, "datagrams", "placed by the pager (backup ring, or deferred)"},
     {"deferred", &EngineStats::deferred, "datagrams",
@@ -66,6 +66,12 @@ inline constexpr std::array<CounterDef<EngineStats>, 23> kEngineCounters = {{
     {"pinned_bytes", &EngineStats::pinnedBytes, "bytes", "UMEM bytes pinned, all queues", true},
     {"kernel_rx_dropped", &EngineStats::kernelRxDropped, "packets",
      "dropped by the kernel at the AF_XDP sockets (rx_dropped + rx_ring_full)"},
+    {"fault_batches_1", &EngineStats::faultBatches1, "batches", "fault-path batches of 1 datagram (backup ring or deferred)"},
+    {"fault_batches_2_3", &EngineStats::faultBatches2To3, "batches", "fault-path batches of 2-3 datagrams"},
+    {"fault_batches_4_7", &EngineStats::faultBatches4To7, "batches", "fault-path batches of 4-7 datagrams"},
+    {"fault_batches_8_15", &EngineStats::faultBatches8To15, "batches", "fault-path batches of 8-15 datagrams"},
+    {"fault_batches_16_31", &EngineStats::faultBatches16To31, "batches", "fault-path batches of 16-31 datagrams"},
+    {"fault_batches_32_up", &EngineStats::faultBatches32Up, "batches", "fault-path batches of 32 datagrams or more"},
 }};
 
 // FlowStats's counters besides its XDP outcomes (those are named by enum
@@ -90,13 +96,19 @@ struct LatencyDef {
     const char* help;
 };
 
-inline constexpr std::array<LatencyDef, 6> kEngineLatencies = {{
+// The fault path's stages are per datagram and add up to fault_total:
+// steer_to_pickup + pickup_to_image + image_to_copy + copy_to_complete +
+// fault_complete_to_publish (complete_to_publish: every completion, fast path too).
+inline constexpr std::array<LatencyDef, 8> kEngineLatencies = {{
     {"steer_to_pickup", &EngineStats::steerToPickup, "fault path: steered by XDP -> picked up by the pager"},
-    {"pickup_to_image", &EngineStats::pickupToImage, "fault path: picked up -> page image ready"},
-    {"image_to_copy", &EngineStats::imageToCopy, "fault path: page image ready -> UFFDIO_COPY done"},
-    {"complete_to_publish", &EngineStats::copyToPublish, "seq complete -> completion published"},
+    {"pickup_to_image", &EngineStats::pickupToImage, "fault path: picked up -> its page image ready"},
+    {"image_to_copy", &EngineStats::imageToCopy, "fault path: its page image ready -> UFFDIO_COPY done"},
+    {"complete_to_publish", &EngineStats::copyToPublish, "seq complete -> completion published (every completion)"},
     {"fault_total", &EngineStats::faultTotal, "fault path: steered by XDP -> completion published"},
     {"fast_total", &EngineStats::fastTotal, "fast path: steered by XDP -> placed by a worker"},
+    {"copy_to_complete", &EngineStats::copyToComplete, "fault path: its UFFDIO_COPY done -> its seq completed"},
+    {"fault_complete_to_publish", &EngineStats::faultCompleteToPublish,
+     "fault path: its seq completed -> its completion published"},
 }};
 
 // The fields of one histogram, as JSON keys.

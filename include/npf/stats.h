@@ -21,12 +21,16 @@ struct EngineStats {
     uint64_t cpuFaults = 0, packetFaults = 0, prefetched = 0, evicted = 0, restored = 0;
     uint64_t residentPages = 0, pinnedBytes = 0; // gauges
     uint64_t kernelRxDropped = 0;
+    // Fault-path batches by the datagrams the pager picked up in one.
+    uint64_t faultBatches1 = 0, faultBatches2To3 = 0, faultBatches4To7 = 0, faultBatches8To15 = 0,
+             faultBatches16To31 = 0, faultBatches32Up = 0;
     // ns from one stage of a datagram to the next: p50/p99/p999/max.
     struct Latency {
         uint64_t count = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
         bool operator==(const Latency&) const = default;
     };
     Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
+    Latency copyToComplete, faultCompleteToPublish; // fault path, per datagram (kEngineLatencies)
     bool operator==(const EngineStats&) const = default;
 };
 

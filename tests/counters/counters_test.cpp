@@ -128,9 +128,11 @@ TEST(EngineCounters, JsonKeysUnchanged)
                             "place_errors", "fault_drops", "defer_drops", "csum_errors", "late", "completed_ok",
                             "completed_truncated", "completed_lost", "completed_bad_csum", "cpu_faults",
                             "packet_faults", "prefetched", "evicted", "restored", "resident_pages",
-                            "pinned_bytes", "kernel_rx_dropped"}));
+                            "pinned_bytes", "kernel_rx_dropped", "fault_batches_1", "fault_batches_2_3",
+                            "fault_batches_4_7", "fault_batches_8_15", "fault_batches_16_31", "fault_batches_32_up"}));
     EXPECT_EQ(latency, (std::vector<std::string>{"steer_to_pickup", "pickup_to_image", "image_to_copy",
-                                                 "complete_to_publish", "fault_total", "fast_total"}));
+                                                 "complete_to_publish", "fault_total", "fast_total",
+                                                 "copy_to_complete", "fault_complete_to_publish"}));
     EXPECT_EQ(j["interface"], "veth0");
     EXPECT_EQ(j["pid"], 42);
     EXPECT_EQ(j["time_ns"], 7u);
@@ -196,8 +198,8 @@ TEST(EngineCounters, NpfctlRowsFromSnapshot)
     EXPECT_EQ(c[i].group, "latency");
     EXPECT_EQ(c[i].name, "steer_to_pickup_count");
     i += kEngineLatencies.size() * kLatencyFields.size();
-    EXPECT_EQ(c[i - 1].name, "fast_total_max_ns");
-    EXPECT_EQ(c[i - 1].value, s.fastTotal.max);
+    EXPECT_EQ(c[i - 1].name, std::string(kEngineLatencies.back().name) + "_max_ns");
+    EXPECT_EQ(c[i - 1].value, (s.*kEngineLatencies.back().member).max);
     for (const auto& d : kRegionCounters) {
         EXPECT_EQ(c[i].group, "region");
         EXPECT_EQ(c[i].name, d.name);

@@ -26,6 +26,8 @@ FaultPath::FaultPath(const PagerContext& ctx, const RegionShare& share)
     placementsTmp_.reserve(most);
     results_.reserve(most);
     frames_.reserve(most);
+    // A round's batches: one per backup ring, then the deferred ones.
+    unpublished_.reserve(size_t(xsk::kMaxBatch) * ctx.queues.size() + kDeferredCapacity);
 }
 
 uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept
@@ -46,8 +48,6 @@ uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept
             return;
         }
         const uint64_t steered = xsk::steeredAtNs(p.meta, pickup); // 0: not stamped
-        if (steered)
-            lat_.steerToPickup.recordSingleWriter(pickup - steered);
         // One patch per frame the payload lies in (a jumbo datagram spans
         // several); the placements of the patches after the first have no
         // flow: they belong to the datagram before them (see install()).
@@ -63,6 +63,7 @@ uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept
     });
     if (n == 0)
         return 0;
+    countBatch(n);
     (this->*place_)(pickup);
     // The payloads are in the region now: the frames go back at once, so
     // the shared fill ring never starves while faults are being served.
@@ -76,6 +77,7 @@ void FaultPath::drainDeferred() noexcept
     if (batch.empty())
         return;
     const uint64_t pickup = monotonicNs();
+    countBatch(batch.size());
     patches_.clear();
     placements_.clear();
     for (const Deferred& d : batch) {
@@ -131,40 +133,56 @@ void FaultPath::groupByRegion() noexcept
 
 void FaultPath::install(uint64_t pickupNs) noexcept
 {
+    pickupNs_ = pickupNs;
     groupByRegion();
     results_.assign(patches_.size(), 0);
     for (size_t b = 0, e; b < patches_.size(); b = e) {
         Region* region = placements_[b].region;
         for (e = b + 1; e < patches_.size() && placements_[e].region == region; e++) {
         }
-        BatchTiming t;
-        const std::span<int> res = std::span(results_).subspan(b, e - b);
-        int rc = region->applyPatches(std::span<const Patch>(patches_).subspan(b, e - b), res, &t);
-        if (rc < 0)
-            std::fill(res.begin(), res.end(), rc);
-        if (t.imageReady)
-            lat_.pickupToImage.recordSingleWriter(t.imageReady > pickupNs ? t.imageReady - pickupNs : 0);
-        if (t.copyDone && t.imageReady)
-            lat_.imageToCopy.recordSingleWriter(t.copyDone - t.imageReady);
+        placeRun(b, e);
     }
-    completeBatch();
 }
 
-void FaultPath::completeBatch() noexcept
+// Installs the pages of datagrams [b, e) and completes them.
+void FaultPath::placeRun(size_t b, size_t e) noexcept
+{
+    BatchTiming t;
+    const std::span<int> res = std::span(results_).subspan(b, e - b);
+    int rc = placements_[b].region->applyPatches(std::span<const Patch>(patches_).subspan(b, e - b), res, &t);
+    if (rc < 0)
+        std::fill(res.begin(), res.end(), rc);
+    // No page installed (all resident: patched in place): its time counts
+    // as building the image.
+    const uint64_t image = t.imageReady ? t.imageReady : std::max(t.end, pickupNs_);
+    const uint64_t copy = std::max(t.copyDone, image);
+    for (size_t k = b; k < e; k++) {
+        placements_[k].imageNs = image;
+        placements_[k].copyNs = copy;
+    }
+    completeRun(b, e);
+}
+
+void FaultPath::completeRun(size_t b, size_t e) noexcept
 {
     const uint64_t now = monotonicNs();
-    for (size_t i = 0, end; i < patches_.size(); i = end) {
+    for (size_t i = b, end; i < e; i = end) {
         const Placement& p = placements_[i];
         int rc = results_[i];
         uint32_t len = patches_[i].len;
-        for (end = i + 1; end < patches_.size() && !placements_[end].flow; end++) {
+        for (end = i + 1; end < e && !placements_[end].flow; end++) {
             rc = rc ? rc : results_[end];
             len += patches_[end].len;
         }
         if (rc == 0) {
             p.flow->seq.complete(p.seq, len, p.status, NPF_CF_FAULT, now);
-            if (p.tstamp) // 0: a deferred datagram XDP did not stamp
-                lat_.faultTotal.recordSingleWriter(now > p.tstamp ? now - p.tstamp : 0);
+            if (p.tstamp) { // 0: a deferred datagram XDP did not stamp
+                const Timeline t{p.flow, p.seq, p.tstamp, pickupNs_, p.imageNs, p.copyNs, now};
+                if (unpublished_.size() < unpublished_.capacity())
+                    unpublished_.push_back(t);
+                else
+                    record(t, now); // never: room for a round's batches
+            }
             counters_.add<&EngineStats::faultPath>();
         } else {
             NPF_WARN_RL("npf pager: placing %u bytes at %llu: %s", len,
@@ -175,6 +193,42 @@ void FaultPath::completeBatch() noexcept
         if (!p.flow->faulted.exchange(true, std::memory_order_relaxed) && !share_.owns(p.region))
             share_.wakeOwner(p.region);
     }
+}
+
+void FaultPath::countBatch(size_t datagrams) noexcept
+{
+    if (datagrams < 2)
+        counters_.add<&EngineStats::faultBatches1>();
+    else if (datagrams < 4)
+        counters_.add<&EngineStats::faultBatches2To3>();
+    else if (datagrams < 8)
+        counters_.add<&EngineStats::faultBatches4To7>();
+    else if (datagrams < 16)
+        counters_.add<&EngineStats::faultBatches8To15>();
+    else if (datagrams < 32)
+        counters_.add<&EngineStats::faultBatches16To31>();
+    else
+        counters_.add<&EngineStats::faultBatches32Up>();
+}
+
+void FaultPath::notePublished(uint64_t publishNs) noexcept
+{
+    for (const Timeline& t : unpublished_)
+        record(t, publishNs);
+    unpublished_.clear();
+}
+
+// Each stage from the end of the one before it, so that they add up to the
+// total (a clock read out of order counts 0).
+void FaultPath::record(const Timeline& t, uint64_t published) noexcept
+{
+    auto span = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
+    lat_.steerToPickup.recordSingleWriter(span(t.steered, t.pickup));
+    lat_.pickupToImage.recordSingleWriter(span(t.pickup, t.image));
+    lat_.imageToCopy.recordSingleWriter(span(t.image, t.copy));
+    lat_.copyToComplete.recordSingleWriter(span(t.copy, t.complete));
+    lat_.completeToPublish.recordSingleWriter(span(t.complete, published));
+    lat_.faultTotal.recordSingleWriter(span(t.steered, published));
 }
 
 } // namespace npf

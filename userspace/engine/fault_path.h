@@ -30,11 +30,19 @@ public:
     // was evicted meanwhile.
     DeferredQueue& deferred() noexcept { return deferred_; }
 
-    struct Latencies { // written by the pager only
-        LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal;
+    // Each placed datagram XDP stamped, once per stage: the stages of a
+    // datagram add up to its faultTotal (steered -> its completion seen
+    // published). Written by the pager only.
+    struct Latencies {
+        LatencyHistogram steerToPickup, pickupToImage, imageToCopy, copyToComplete, completeToPublish, faultTotal;
     };
     const Latencies& latencies() const noexcept { return lat_; }
     const EngineTally& counters() const noexcept { return counters_; }
+    // Pager::publish, after publishing every flow from `publishNs` on: the
+    // stages of the datagrams completed this round (one held back in seq
+    // order behind another datagram counts as published then: the last look
+    // before the flows may close).
+    void notePublished(uint64_t publishNs) noexcept;
 
 private:
     using PlaceFn = void (FaultPath::*)(uint64_t pickupNs) noexcept;
@@ -43,8 +51,11 @@ private:
     // Sorts the batch by region (stable: a datagram's patches stay together
     // and in order), so each region gets one applyPatches call.
     void groupByRegion() noexcept;
-    // Completes the datagrams of the batch from the patches' results.
-    void completeBatch() noexcept;
+    // Places and completes the datagrams of patches [b, e), one region's.
+    void placeRun(size_t b, size_t e) noexcept;
+    void completeRun(size_t b, size_t e) noexcept;
+    // How many datagrams a batch held (fault_batches_* counters).
+    void countBatch(size_t datagrams) noexcept;
 
     const PagerContext& ctx_;
     const RegionShare& share_;
@@ -60,11 +71,20 @@ private:
         uint16_t status;
         uint64_t tstamp; // steered, CLOCK_MONOTONIC ns; 0: not stamped
         Region* region;  // the flow's (set on continuations too)
+        uint64_t imageNs = 0, copyNs = 0; // of the applyPatches call that placed it
     };
+    // A completed datagram whose completion the pager has not seen published yet.
+    struct Timeline {
+        ServedFlow* flow;
+        uint64_t seq, steered, pickup, image, copy, complete;
+    };
+    void record(const Timeline& t, uint64_t published) noexcept;
     std::vector<Patch> patches_, patchesTmp_;
     std::vector<Placement> placements_, placementsTmp_;
     std::vector<int> results_;
     std::vector<uint64_t> frames_;
+    std::vector<Timeline> unpublished_;
+    uint64_t pickupNs_ = 0; // of the batch being placed
 };
 
 } // namespace npf

@@ -136,6 +136,7 @@ bool Pager::drainBackupRings() noexcept
 void Pager::publish(uint64_t now) noexcept
 {
     ctx_.flows.forEach([&](ServedFlow& f) { f.publish(now); });
+    faultPath_.notePublished(now);
 }
 
 void Pager::sync() noexcept

@@ -46,14 +46,17 @@ void addRegionCounters(EngineStats& s, const RegionStats& r, uint64_t pageSize) 
 EngineStats Service::stats() const
 {
     EngineStats s;
-    LatencyHistogram steerToPickup, pickupToImage, imageToCopy, faultTotal, fast;
+    FaultPath::Latencies fault;
+    LatencyHistogram fast;
     for (const auto& p : pagers_) {
         p->counters().addTo(s);
         const FaultPath::Latencies& l = p->latencies();
-        steerToPickup.merge(l.steerToPickup);
-        pickupToImage.merge(l.pickupToImage);
-        imageToCopy.merge(l.imageToCopy);
-        faultTotal.merge(l.faultTotal);
+        fault.steerToPickup.merge(l.steerToPickup);
+        fault.pickupToImage.merge(l.pickupToImage);
+        fault.imageToCopy.merge(l.imageToCopy);
+        fault.copyToComplete.merge(l.copyToComplete);
+        fault.completeToPublish.merge(l.completeToPublish);
+        fault.faultTotal.merge(l.faultTotal);
     }
     for (const auto& w : workers_) {
         w->counters().addTo(s);
@@ -75,11 +78,13 @@ EngineStats Service::stats() const
                              qs.kernelBackup.rx_dropped + qs.kernelBackup.rx_ring_full;
     }
     regions_.forEach([&](const Region& region) { addRegionCounters(s, region.stats(), region.pageSize()); });
-    s.steerToPickup = latency(steerToPickup);
-    s.pickupToImage = latency(pickupToImage);
-    s.imageToCopy = latency(imageToCopy);
+    s.steerToPickup = latency(fault.steerToPickup);
+    s.pickupToImage = latency(fault.pickupToImage);
+    s.imageToCopy = latency(fault.imageToCopy);
+    s.copyToComplete = latency(fault.copyToComplete);
+    s.faultCompleteToPublish = latency(fault.completeToPublish);
     s.copyToPublish = latency(completions.latency);
-    s.faultTotal = latency(faultTotal);
+    s.faultTotal = latency(fault.faultTotal);
     s.fastTotal = latency(fast);
     return s;
 }
