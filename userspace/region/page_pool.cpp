@@ -63,38 +63,35 @@ PagePool::PagePool(const Userfaultfd& uffd, RegionCounters& counters, uint64_t c
             static_cast<volatile uint8_t*>(map_.get())[i << pageShift] = 0;
     uffd.registerRange(map_.get(), map_.size(), UFFDIO_REGISTER_MODE_MISSING, what);
     top_ = capacity;
+    fresh_ = mapAnonymous(capacity << pageShift, page, "fresh pages of the " + what);
 }
 
 int PagePool::refill(uint64_t n) noexcept
 {
     if (n <= top_)
         return 0;
-    const uint64_t want = n - top_, bytes = want << pageShift_;
-    try {
-        // Faulted in where no uffd is registered, then moved into the holes.
-        MmapArea fresh = mapAnonymous(bytes, uint64_t{1} << pageShift_, "fresh pages for a page pool");
-        if (::madvise(fresh.get(), bytes, MADV_POPULATE_WRITE) != 0)
-            for (uint64_t i = 0; i < want; ++i)
-                fresh.as<volatile uint8_t>()[i << pageShift_] = 0;
-        Backoff backoff;
-        for (uint64_t i = 0; i < want;) {
-            int64_t moved = 0;
-            long rc =
-                uffd_->move(slot(top_), fresh.as<uint8_t>() + (i << pageShift_), (want - i) << pageShift_, &moved);
-            c_->add<&RegionStats::moveCalls>();
-            const uint64_t whole = static_cast<uint64_t>(moved) >> pageShift_;
-            top_ += whole;
-            i += whole;
-            c_->add<&RegionStats::poolEmpty>(whole);
-            if (rc < 0 && !(rc == -EAGAIN && backoff.again()))
-                return static_cast<int>(rc);
-        }
-        return 0;
-    } catch (const std::system_error& e) {
-        return -e.code().value();
-    } catch (...) { // the mapping's name: std::bad_alloc
-        return -ENOMEM;
+    // A quarter of the pool at least (one install batch by default): the
+    // allocation is the cost, the system calls around it are shared.
+    const uint64_t target = std::min(capacity_, std::max(n, capacity_ / 4));
+    uint8_t* src = fresh_.as<uint8_t>() + (top_ << pageShift_);
+    const uint64_t want = target - top_;
+    // Faulted in where no uffd is registered (slot for slot), then moved into the holes.
+    if (::madvise(src, want << pageShift_, MADV_POPULATE_WRITE) != 0)
+        for (uint64_t i = 0; i < want; ++i)
+            static_cast<volatile uint8_t*>(static_cast<void*>(src))[i << pageShift_] = 0;
+    Backoff backoff;
+    for (uint64_t i = 0; i < want;) {
+        int64_t moved = 0;
+        long rc = uffd_->move(slot(top_), src + (i << pageShift_), (want - i) << pageShift_, &moved);
+        c_->add<&RegionStats::moveCalls>();
+        const uint64_t whole = static_cast<uint64_t>(moved) >> pageShift_;
+        top_ += whole;
+        i += whole;
+        c_->add<&RegionStats::poolEmpty>(whole);
+        if (rc < 0 && !(rc == -EAGAIN && backoff.again()))
+            return static_cast<int>(rc);
     }
+    return 0;
 }
 
 void PagePool::consumed(uint64_t n, bool leftovers) noexcept

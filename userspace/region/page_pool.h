@@ -10,9 +10,10 @@
 // the top, evictions put back on top, so both move runs of consecutive
 // slots in one ioctl. Bounded: an eviction that finds the pool full frees
 // the page (MADV_DONTNEED), an install that finds it empty refills it with
-// fresh pages first (faulted in elsewhere and moved in: with 2 MiB pages a
-// UFFDIO_COPY would install 512 small pages, and a small page that enters
-// the pool stays small). Under steady eviction and installation no page is
+// fresh pages first: faulted in, a quarter of the pool at a time, in a
+// second mapping that no uffd watches (slot for slot), and moved in (with 2
+// MiB pages a UFFDIO_COPY would install 512 small pages, and a small page
+// that enters the pool stays small). Under steady eviction and installation no page is
 // allocated or freed.
 //
 // The pool's mapping is registered (MISSING) with the region's uffd, as a
@@ -47,7 +48,8 @@ public:
     // The n (<= available()) pages the next install takes: slots [top - n, top).
     uint8_t* next(uint64_t n) const noexcept { return slot(top_ - n); }
     // Tops the pool up with fresh pages (counted in pool_empty) until it
-    // holds n (<= capacity()); 0 or -errno (then it holds fewer).
+    // holds n (<= capacity()), and a quarter of its capacity at least; 0 or
+    // -errno (then it holds fewer).
     int refill(uint64_t n) noexcept;
     // An install moved pages out of next(n): those slots are holes now.
     // leftovers: some were not moved (an error); they are freed.
@@ -65,6 +67,7 @@ private:
     const Userfaultfd* uffd_ = nullptr;
     RegionCounters* c_ = nullptr;
     MmapArea map_;
+    MmapArea fresh_; // where refill() faults pages in: slot i of it goes to slot i of map_
     uint64_t capacity_ = 0;
     uint64_t top_ = 0;
     uint32_t pageShift_ = 0;
