@@ -75,7 +75,7 @@ std::string latencyName(const LatencyDef& l) { return std::string("npf_latency_"
 std::string expectedDocNames()
 {
     std::ostringstream out;
-    auto row = [&](const std::string& name, const char* type) { out << std::left << std::setw(44) << name << type << "\n"; };
+    auto row = [&](const std::string& name, const char* type) { out << std::left << std::setw(44) << name + " " << type << "\n"; };
     for (const auto& c : kEngineCounters)
         row(counterName(c), c.gauge ? "gauge" : "counter");
     for (const auto& c : kRegionCounters)
