@@ -23,7 +23,7 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
         j = i + 1;
         while (j < b.size() && j - i < batchPages_ && b.pages[j] == b.pages[j - 1] + 1)
             ++j;
-        if (pool_ && pool_.available() < j - i)
+        if (pool_)
             if (int err = pool_.refill(j - i)) {
                 c_.add<&RegionStats::errors>();
                 NPF_WARN_RL("region %s: fresh pages for the page pool: %s", name_.c_str(), std::strerror(-err));
@@ -84,16 +84,16 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, Bat
     bool leftovers = false;
     Backoff backoff;
     while (done < len) {
-        int64_t put = 0;
-        long rc = move ? uffd_.move(dst + done, images + done, len - done, &put)
-                       : uffd_.copy(dst + done, images + done, len - done, &put);
+        int64_t got = 0;
+        long rc = move ? uffd_.move(dst + done, images + done, len - done, &got)
+                       : uffd_.copy(dst + done, images + done, len - done, &got);
         if (move)
             c_.add<&RegionStats::moveCalls>();
         else
             c_.add<&RegionStats::copyCalls>();
         if (t)
             ++t->copies;
-        const uint64_t whole = static_cast<uint64_t>(put) & ~(io_.bytes(1) - 1);
+        const uint64_t whole = static_cast<uint64_t>(got) & ~(io_.bytes(1) - 1);
         for (uint64_t b = done; b < done + whole; b += io_.bytes(1)) {
             const size_t k = b >> shift;
             state_.markInstalled(run.pages[k]);

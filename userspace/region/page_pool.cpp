@@ -30,6 +30,18 @@ bool transparentHugePagesOffered()
     return std::strstr(buf, "[never]") == nullptr;
 }
 
+namespace {
+
+// Faults in `pages` pages of 1 << shift bytes at `addr` (writable, so each is a page of its own).
+void populate(uint8_t* addr, uint64_t pages, uint32_t shift) noexcept
+{
+    if (::madvise(addr, pages << shift, MADV_POPULATE_WRITE) != 0)
+        for (uint64_t i = 0; i < pages; ++i) // kernels before 5.14
+            static_cast<volatile uint8_t*>(static_cast<void*>(addr))[i << shift] = 0;
+}
+
+} // namespace
+
 MmapArea mapAnonymous(uint64_t len, uint64_t align, const std::string& what)
 {
     // Over-map by the alignment, then trim both ends.
@@ -44,9 +56,10 @@ MmapArea mapAnonymous(uint64_t len, uint64_t align, const std::string& what)
     MmapArea area(reinterpret_cast<void*>(start), len);
     if (::madvise(area.get(), len, MADV_DONTFORK) != 0)
         throwErrno("madvise(MADV_DONTFORK) " + what);
-    if (::madvise(area.get(), len, align == kHugePageSize ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0 &&
-        align != kHugePageSize) // no THP in this kernel: MADV_NOHUGEPAGE fails and is not needed
-        NPF_DEBUG("madvise(MADV_NOHUGEPAGE) %s: %s", what.c_str(), std::strerror(errno));
+    // Fails only without THP in the kernel, where neither is needed.
+    if (::madvise(area.get(), len, align == kHugePageSize ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) != 0)
+        NPF_DEBUG("madvise(MADV_%sHUGEPAGE) %s: %s", align == kHugePageSize ? "" : "NO", what.c_str(),
+                  std::strerror(errno));
     return area;
 }
 
@@ -58,9 +71,7 @@ PagePool::PagePool(const Userfaultfd& uffd, RegionCounters& counters, uint64_t c
     const uint64_t page = uint64_t{1} << pageShift;
     map_ = mapAnonymous(capacity << pageShift, page, what + " (" + std::to_string(capacity) + " pages)");
     // Faulted in before the registration, which would make a fault here wait on our own uffd.
-    if (::madvise(map_.get(), map_.size(), MADV_POPULATE_WRITE) != 0)
-        for (uint64_t i = 0; i < capacity; ++i) // kernels before 5.14
-            static_cast<volatile uint8_t*>(map_.get())[i << pageShift] = 0;
+    populate(map_.as<uint8_t>(), capacity, pageShift);
     uffd.registerRange(map_.get(), map_.size(), UFFDIO_REGISTER_MODE_MISSING, what);
     top_ = capacity;
     fresh_ = mapAnonymous(capacity << pageShift, page, "fresh pages of the " + what);
@@ -76,20 +87,26 @@ int PagePool::refill(uint64_t n) noexcept
     uint8_t* src = fresh_.as<uint8_t>() + (top_ << pageShift_);
     const uint64_t want = target - top_;
     // Faulted in where no uffd is registered (slot for slot), then moved into the holes.
-    if (::madvise(src, want << pageShift_, MADV_POPULATE_WRITE) != 0)
-        for (uint64_t i = 0; i < want; ++i)
-            static_cast<volatile uint8_t*>(static_cast<void*>(src))[i << pageShift_] = 0;
+    populate(src, want, pageShift_);
     Backoff backoff;
-    for (uint64_t i = 0; i < want;) {
+    uint64_t done = 0;
+    const long rc = pushFrom(src, want, &done, backoff);
+    c_->add<&RegionStats::poolEmpty>(done);
+    return static_cast<int>(rc);
+}
+
+long PagePool::pushFrom(uint8_t* src, uint64_t n, uint64_t* done, Backoff& backoff) noexcept
+{
+    *done = 0;
+    while (*done < n) {
         int64_t moved = 0;
-        long rc = uffd_->move(slot(top_), src + (i << pageShift_), (want - i) << pageShift_, &moved);
+        long rc = uffd_->move(slot(top_), src + (*done << pageShift_), (n - *done) << pageShift_, &moved);
         c_->add<&RegionStats::moveCalls>();
         const uint64_t whole = static_cast<uint64_t>(moved) >> pageShift_;
         top_ += whole;
-        i += whole;
-        c_->add<&RegionStats::poolEmpty>(whole);
+        *done += whole;
         if (rc < 0 && !(rc == -EAGAIN && backoff.again()))
-            return static_cast<int>(rc);
+            return rc;
     }
     return 0;
 }
@@ -112,15 +129,11 @@ int PagePool::takeBack(uint8_t* src, uint64_t n) noexcept
     uint64_t i = 0;
     int err = 0;
     while (i < n && top_ < capacity_) {
-        const uint64_t m = std::min(n - i, capacity_ - top_);
-        int64_t moved = 0;
-        long rc = uffd_->move(slot(top_), src + (i << pageShift_), m << pageShift_, &moved);
-        c_->add<&RegionStats::moveCalls>();
-        const uint64_t whole = static_cast<uint64_t>(moved) >> pageShift_;
-        top_ += whole;
-        i += whole;
-        c_->add<&RegionStats::poolReturns>(whole);
-        if (rc >= 0 || (rc == -EAGAIN && backoff.again()))
+        uint64_t done = 0;
+        const long rc = pushFrom(src + (i << pageShift_), std::min(n - i, capacity_ - top_), &done, backoff);
+        i += done;
+        c_->add<&RegionStats::poolReturns>(done);
+        if (rc == 0)
             continue;
         // This page will not move: freed like an overflow.
         c_->add<&RegionStats::poolFull>();

@@ -30,6 +30,7 @@
 
 namespace npf {
 
+class Backoff;
 class Userfaultfd;
 
 class PagePool {
@@ -62,6 +63,10 @@ public:
 
 private:
     uint8_t* slot(uint64_t i) const noexcept { return map_.as<uint8_t>() + (i << pageShift_); }
+    // Moves n present pages at `src` onto the top (there is room for them),
+    // retrying EAGAIN while `backoff` allows; *done gets the pages moved.
+    // 0, or the -errno of the page at src + *done, which stayed where it was.
+    long pushFrom(uint8_t* src, uint64_t n, uint64_t* done, Backoff& backoff) noexcept;
     int free(uint8_t* addr, uint64_t n) noexcept;
 
     const Userfaultfd* uffd_ = nullptr;
