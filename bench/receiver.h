@@ -70,7 +70,9 @@ const std::vector<std::string>& receiverKinds();
 
 // Implementations.
 std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg);
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg); // npf::Client + an npfd it starts
+// npf::Client + an npfd it starts; ownMapping: npfd installs the client's
+// pages into its own mapping (client_install_wait_us 0), not the client's.
+std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping);
 std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
 std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);

@@ -99,15 +99,17 @@ std::string readFile(const std::string& path)
 // detaches the program it attached) and SIGKILL after a deadline.
 class NpfdProcess {
 public:
-    NpfdProcess(const RxConfig& cfg, const std::string& dir)
+    NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMapping)
         : ifname_(cfg.ifname), binary_(npfdBinary(cfg.npfd)), socket_(dir + "/npfd.sock"), log_(dir + "/npfd.log")
     {
         const std::string config = dir + "/npfd.json";
         {
-            const nlohmann::json c{{"ifaces", {cfg.ifname}},
-                                   {"socket", socket_},
-                                   {"spill_dir", "/var/tmp"},
-                                   {"clients", nlohmann::json::array()}};
+            nlohmann::json c{{"ifaces", {cfg.ifname}},
+                             {"socket", socket_},
+                             {"spill_dir", "/var/tmp"},
+                             {"clients", nlohmann::json::array()}};
+            if (ownMapping)
+                c["client_install_wait_us"] = 0;
             std::ofstream f(config);
             f << c.dump(2) << "\n";
             if (!f)
@@ -312,8 +314,8 @@ private:
 
 class SidecarReceiver final : public Receiver {
 public:
-    explicit SidecarReceiver(const RxConfig& cfg)
-        : cfg_(cfg), npfd_(cfg, dir_.path()),
+    SidecarReceiver(const RxConfig& cfg, bool ownMapping)
+        : cfg_(cfg), npfd_(cfg, dir_.path(), ownMapping),
           cli_(ClientConfig{.socket = npfd_.socket(),
                             .regionSize = cfg.regionSize,
                             .residentBudget = cfg.budget,
@@ -422,9 +424,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg)
+std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping)
 {
-    return std::make_unique<SidecarReceiver>(cfg);
+    return std::make_unique<SidecarReceiver>(cfg, ownMapping);
 }
 
 } // namespace npf::bench

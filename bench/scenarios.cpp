@@ -106,6 +106,14 @@ void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
     j["sidecarVsNpf"] = {{"pps", s->pps / n->pps}, {"cpuNsPerPacket", s->cpuNsPerPacket() / n->cpuNsPerPacket()}};
     printf("npf-sidecar / npf: pps %.3f, cpu ns/packet %.3f\n", s->pps / n->pps,
            s->cpuNsPerPacket() / n->cpuNsPerPacket());
+    // Pages into the client's mapping (npf-sidecar) against npfd's own (npf-sidecar-own).
+    const RunResult* own = find(rs, "npf-sidecar-own");
+    if (!own || own->pps <= 0 || own->cpuNsPerPacket() <= 0)
+        return;
+    j["sidecarVsOwnMapping"] = {{"pps", s->pps / own->pps},
+                                {"cpuNsPerPacket", s->cpuNsPerPacket() / own->cpuNsPerPacket()}};
+    printf("npf-sidecar / npf-sidecar-own: pps %.3f, cpu ns/packet %.3f\n", s->pps / own->pps,
+           s->cpuNsPerPacket() / own->cpuNsPerPacket());
 }
 
 // The control's check (control_check.h) as JSON.
@@ -214,7 +222,7 @@ std::vector<RunResult> runTable(const char* title, const Options& o, const std::
 Json steady(const Options& o)
 {
     auto rs = runTable("steady state: everything resident, max rate", o,
-                       {"npf", "npf-sidecar", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, 0);
+                       {"npf", "npf-sidecar", "npf-sidecar-own", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, 0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
     if (n && p && k && p->pps > 0 && k->pps > 0) {
@@ -233,7 +241,7 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch",
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch",
                         "drop-on-fault", "blocking", "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
@@ -271,7 +279,7 @@ Json pressure(const Options& o)
 {
     const uint64_t budget = o.region / 4;
     auto rs = runTable("memory pressure: working set 4x the resident budget", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-noprefetch", "drop-on-fault",
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch", "drop-on-fault",
                         "static-pinned"},
                        o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
@@ -304,7 +312,7 @@ Json faultpath(const Options& o)
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
                        {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar",
-                        "static-pinned"},
+                        "npf-sidecar-own", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;

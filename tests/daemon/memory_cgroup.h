@@ -46,6 +46,11 @@ public:
     bool v2() const { return v2_; }
     const std::string& dir() const { return dir_; }
     std::string limitFile() const { return dir_ + (v2_ ? "/memory.max" : "/memory.limit_in_bytes"); }
+    // Bytes charged to it now (memory.current; v1: memory.usage_in_bytes).
+    uint64_t usage() const
+    {
+        return std::stoull(e2e::readFile(dir_ + (v2_ ? "/memory.current" : "/memory.usage_in_bytes")));
+    }
     // A command prefix that moves itself here, then execs the rest (the
     // pid stays the program's).
     std::vector<std::string> wrapper() const

@@ -94,6 +94,7 @@ uint64_t Rig::xdpStat(uint32_t stat)
 }
 
 Counters Rig::engineSnapshot() { return group(npfctl("stats " + rxIf() + " --json"), "engine"); }
+Counters Rig::regionSnapshot() { return group(npfctl("stats " + rxIf() + " --json"), "region"); }
 
 Counters Rig::rxEthtool()
 {

@@ -38,6 +38,8 @@ public:
     uint64_t xdpStat(uint32_t stat);
     // counters.engine of the same output (the engine's 500 ms snapshot).
     Counters engineSnapshot();
+    // counters.region of the same output: its regions' counters, summed.
+    Counters regionSnapshot();
     // `ethtool -S rxIf` (rx_queue_N_xdp_redirect, rx_queue_N_drops, ...).
     Counters rxEthtool();
     // Drop counters of both veth ends (`ip -s link`): rx side rx_dropped, tx side tx_dropped.

@@ -147,6 +147,86 @@ INSTANTIATE_TEST_SUITE_P(Client, RegionClientAs,
                                            ClientCase{"nobody_missing_only", true, false}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Whether `addr` is mapped in process `pid` now: bit 63 of its pagemap entry.
+bool mappedIn(pid_t pid, uint64_t addr)
+{
+    Fd f(::open(("/proc/" + std::to_string(pid) + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC));
+    uint64_t e = 0;
+    if (!f || ::pread(f.get(), &e, sizeof(e), static_cast<off_t>(addr / kPg * sizeof(e))) != sizeof(e))
+        ADD_FAILURE() << "pagemap of " << pid << ": " << std::strerror(errno);
+    return e >> 63;
+}
+
+size_t mappedPages(const ClientProcess& c, uint64_t off, uint64_t pages)
+{
+    size_t n = 0;
+    for (uint64_t p = 0; p < pages; ++p)
+        n += mappedIn(c.pid(), c.base() + off + p * kPg);
+    return n;
+}
+
+// Pages go into the client's own mapping through its userfaultfd (its
+// memory cgroup pays, it takes no fault): packet patches, prefetch and the
+// region's own CPU faults alike; the region's mapping maps them on first
+// touch. With clientInstallWait 0 they go into the region's mapping only.
+TEST(RegionClient, PagesAreInstalledIntoTheClientsMapping)
+{
+    NPF_REQUIRE_UFFD();
+    for (const bool through : {true, false}) {
+        SCOPED_TRACE(through ? "through the client's userfaultfd" : "clientInstallWait 0");
+        ClientProcess c({});
+        NPF_REQUIRE_CLIENT(c);
+        RegionConfig cfg = clientConfig();
+        if (!through)
+            cfg.clientInstallWait = 0us;
+        Region r(cfg, c.memory());
+        ASSERT_EQ(r.installsThroughClient(), through);
+        PagerThread pager(r);
+
+        // Packet patches into 8 pages, one run.
+        std::vector<std::vector<uint8_t>> payloads;
+        std::vector<Patch> ps;
+        for (uint64_t p = 0; p < 8; ++p) {
+            payloads.push_back(randomBytes(700, 10 + static_cast<uint32_t>(p)));
+            ps.push_back({(16 + p) * kPg + 300, payloads.back().data(), 700});
+        }
+        std::vector<int> res(ps.size());
+        ASSERT_EQ(r.applyPatches(ps, res), 8);
+        EXPECT_EQ(mappedPages(c, 16 * kPg, 8), through ? 8u : 0u);
+        // Prefetch.
+        ASSERT_EQ(r.prefetch(40 * kPg, 4 * kPg), 4);
+        EXPECT_EQ(mappedPages(c, 40 * kPg, 4), through ? 4u : 0u);
+        // A CPU fault of the region's own mapping: its thread is woken.
+        EXPECT_TRUE(allZero(daemonRead(r, 50 * kPg, kPg).data(), kPg));
+        pager.sync();
+        EXPECT_EQ(mappedPages(c, 50 * kPg, 1), through ? 1u : 0u);
+
+        for (uint64_t p = 0; p < 8; ++p) {
+            auto page = withPatch(std::vector<uint8_t>(kPg, 0), 300, payloads[p]);
+            EXPECT_EQ(c.read((16 + p) * kPg, kPg), page) << "page " << 16 + p << ", the client's side";
+            EXPECT_EQ(daemonRead(r, (16 + p) * kPg, kPg), page) << "page " << 16 + p << ", the region's side";
+        }
+        pager.sync();
+        RegionStats s = r.stats();
+        EXPECT_EQ(s.pagesInstalled, 13u);
+        EXPECT_EQ(s.clientInstalls, through ? 13u : 0u);
+        EXPECT_EQ(s.clientFallbacks, 0u);
+        EXPECT_EQ(s.clientLate, 0u);
+        EXPECT_EQ(s.clientFaults, 0u) << "the client found every page it read";
+        EXPECT_EQ(s.errors, 0u);
+
+        // Evicted (punched from both mappings), then faulted by the client:
+        // restored into its mapping.
+        ASSERT_EQ(r.evictAll(), 13);
+        EXPECT_EQ(mappedPages(c, 16 * kPg, 8), 0u);
+        EXPECT_EQ(c.read(17 * kPg + 300, 700), payloads[1]);
+        pager.sync();
+        EXPECT_EQ(r.stats().clientFaults, 1u);
+        EXPECT_EQ(r.stats().restored, 1u);
+        EXPECT_EQ(r.stats().clientInstalls, through ? 14u : 0u);
+    }
+}
+
 // The client writes its own mapping (outside any epoch protocol) while the
 // region evicts those pages over and over: the fence on the client's
 // mapping keeps every write.
@@ -288,12 +368,22 @@ TEST(RegionClient, UffdCoveringNothingIsHarmless)
     NPF_REQUIRE_CLIENT(c);
     Region r(clientConfig(), c.memory());
     EXPECT_FALSE(r.clientWriteProtect());
+    ASSERT_TRUE(r.installsThroughClient());
     auto payload = randomBytes(300, 4);
-    Patch ps[] = {{3 * kPg + 7, payload.data(), 300}};
-    int res[1];
-    ASSERT_EQ(r.applyPatches(ps, res), 1);
-    EXPECT_EQ(c.read(3 * kPg + 7, 300), payload);
-    EXPECT_EQ(r.evictAll(), 1);
+    for (uint64_t p : {3, 9}) {
+        Patch ps[] = {{p * kPg + 7, payload.data(), 300}};
+        int res[1];
+        ASSERT_EQ(r.applyPatches(ps, res), 1);
+        EXPECT_EQ(res[0], 0);
+        EXPECT_EQ(c.read(p * kPg + 7, 300), payload);
+    }
+    // Its mapping refused the first copy into it: every page went in
+    // through the region's own mapping, the client's installer retired.
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.clientInstalls, 0u);
+    EXPECT_EQ(s.clientFallbacks, 2u);
+    EXPECT_EQ(s.copyCalls, 3u) << "one refused copy into the client's mapping, then ours twice";
+    EXPECT_EQ(r.evictAll(), 2);
     EXPECT_EQ(r.serviceClientFaults(), 0);
     EXPECT_EQ(r.stats().errors, 0u);
     EXPECT_TRUE(r.checkClient());

@@ -417,6 +417,8 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             c.maxConnections = static_cast<uint32_t>(ctx.number(k, v, 1, kMaxConnections));
         } else if (k == "hello_timeout_ms") {
             c.helloTimeoutMs = static_cast<uint32_t>(ctx.number(k, v, 100, 600000));
+        } else if (k == "client_install_wait_us") {
+            c.clientInstallWaitUs = static_cast<uint32_t>(ctx.number(k, v, 0, 100000));
         } else if (k == "pods_socket") {
             c.podsSocket = v.is_null() ? std::string() : ctx.absolutePath(k, v, sizeof(sockaddr_un::sun_path) - 1);
         } else if (k == "clients") {
@@ -426,7 +428,7 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
                 c.clients.push_back(parseRule(ctx, k + "[" + std::to_string(i) + "]", v[i]));
         } else {
             ctx.fail(k, "unknown key (known: ifaces, socket, socket_group, spill_dir, allow_root, max_connections, "
-                        "hello_timeout_ms, pods_socket, clients)");
+                        "hello_timeout_ms, client_install_wait_us, pods_socket, clients)");
         }
     }
     if (!ifaces)

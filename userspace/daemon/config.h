@@ -13,6 +13,8 @@
 //     "allow_root": true,                     root without a rule may do anything
 //     "max_connections": 256,                 connections at once, all clients
 //     "hello_timeout_ms": 5000,               a connection says hello within it
+//     "client_install_wait_us": 1000,         pages go into a client's mapping (its memory
+//                                             cgroup pays) unless that takes longer; 0 = never
 //     "pods_socket": "/run/npf/pods.sock",    where npf-cni hands over pods' listeners
 //                                             (root only, mode 0600); absent = none
 //     "clients": [
@@ -50,6 +52,7 @@ inline constexpr uint32_t kDefaultConnections = 16;
 inline constexpr uint32_t kDefaultMaxConnections = 256;
 inline constexpr uint32_t kMaxConnections = 65536;
 inline constexpr uint32_t kDefaultHelloTimeoutMs = 5000;
+inline constexpr uint32_t kDefaultClientInstallWaitUs = 1000;
 
 // Ports first..last, inclusive, 1 <= first <= last.
 struct PortRange {
@@ -114,6 +117,10 @@ struct DaemonConfig {
     bool allowRoot = true;
     uint32_t maxConnections = kDefaultMaxConnections; // connections at once, every client together
     uint32_t helloTimeoutMs = kDefaultHelloTimeoutMs; // from accept to hello; then the connection is closed
+    // How long a pager waits for an install through a client's userfaultfd
+    // (RegionConfig::clientInstallWait); 0: npfd installs through its own
+    // mapping and pays for its clients' pages.
+    uint32_t clientInstallWaitUs = kDefaultClientInstallWaitUs;
     std::string podsSocket;            // "" = pods are not served (no npf-cni)
     std::vector<ClientRule> clients;   // in match order
 

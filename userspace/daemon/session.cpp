@@ -190,6 +190,7 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
     rc.epochs = &d_.epochs();
     rc.spillDir = d_.config().spillDir;
     rc.name = "npfd-client-" + std::to_string(id_);
+    rc.clientInstallWait = std::chrono::microseconds(d_.config().clientInstallWaitUs);
     std::unique_ptr<Region> region;
     try {
         region = std::make_unique<Region>(

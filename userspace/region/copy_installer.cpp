@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "region/backoff.h"
+#include "region/client_installer.h"
 #include "region/page_io.h"
 #include "region/page_pool.h"
 #include "region/page_state.h"
@@ -19,6 +20,7 @@ namespace npf {
 
 void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
 {
+    settle();
     for (size_t i = 0, j; i < b.size(); i = j) {
         j = i + 1;
         while (j < b.size() && j - i < batchPages_ && b.pages[j] == b.pages[j - 1] + 1)
@@ -30,13 +32,27 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
             }
         const size_t fromPool = std::min<size_t>(j - i, pool_.available());
         if (fromPool)
-            installRun(b.sub(i, fromPool), pool_.next(fromPool), true, t);
-        if (fromPool < j - i) // no pool, or it could not be refilled: fresh pages copied in
-            installRun(b.sub(i + fromPool, j - i - fromPool), staging_.as<uint8_t>(), false, t);
+            installRun(b.sub(i, fromPool), pool_.next(fromPool), Via::Move, t);
+        if (fromPool == j - i)
+            continue;
+        // No pool, or it could not be refilled: fresh pages copied in.
+        const InstallBatch rest = b.sub(i + fromPool, j - i - fromPool);
+        if (client_ && client_->ready())
+            installRun(rest, client_->buffer(), Via::Client, t);
+        else
+            installRun(rest, staging_.as<uint8_t>(), Via::Copy, t);
     }
 }
 
-void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept
+void CopyInstaller::settle() noexcept
+{
+    if (!lateLen_ || !client_->settled())
+        return;
+    state_.unprotect(lateOffset_, lateLen_);
+    lateLen_ = 0;
+}
+
+void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept
 {
     if (int err = buildImages(run, images)) {
         c_.add<&RegionStats::errors>();
@@ -47,8 +63,8 @@ void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, bool mo
     }
     if (t)
         t->imageReady = monotonicNs();
-    const bool leftovers = put(run, images, move, t);
-    if (move)
+    const bool leftovers = put(run, images, via, t);
+    if (via == Via::Move)
         pool_.consumed(run.size(), leftovers);
     if (t)
         t->copyDone = monotonicNs();
@@ -75,22 +91,16 @@ int CopyInstaller::buildImages(const InstallBatch& run, uint8_t* images) noexcep
     return 0;
 }
 
-bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept
+bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept
 {
     const uint32_t shift = io_.pageShift();
-    uint8_t* dst = io_.addr(run.pages[0]);
     const uint64_t len = io_.bytes(run.size());
     uint64_t done = 0;
     bool leftovers = false;
     Backoff backoff;
     while (done < len) {
         int64_t got = 0;
-        long rc = move ? uffd_.move(dst + done, images + done, len - done, &got)
-                       : uffd_.copy(dst + done, images + done, len - done, &got);
-        if (move)
-            c_.add<&RegionStats::moveCalls>();
-        else
-            c_.add<&RegionStats::copyCalls>();
+        long rc = putOnce(run, images, via, done, len, &got);
         if (t)
             ++t->copies;
         const uint64_t whole = static_cast<uint64_t>(got) & ~(io_.bytes(1) - 1);
@@ -100,8 +110,16 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, Bat
             run.status[k] = 0;
         }
         c_.add<&RegionStats::pagesInstalled>(whole >> shift);
-        if (move)
+        if (via == Via::Move)
             c_.add<&RegionStats::poolInstalls>(whole >> shift);
+        else if (via == Via::Client && whole) {
+            c_.add<&RegionStats::clientInstalls>(whole >> shift);
+            // Our own waiters (a thread of ours that faulted on the page)
+            // are the client's copy's to wake no more.
+            uffd_.wake(io_.addr(run.pages[0]) + done, whole);
+        }
+        else if (client_)
+            c_.add<&RegionStats::clientFallbacks>(whole >> shift);
         if (t)
             t->pages += static_cast<uint32_t>(whole >> shift);
         done += whole;
@@ -114,10 +132,16 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, Bat
             done += io_.bytes(1);
             continue;
         }
+        if (via == Via::Client) {
+            clientRefused(run, k, rc);
+            via = Via::Copy;
+            continue;
+        }
         if (rc == -EAGAIN && backoff.again())
             continue;
         c_.add<&RegionStats::errors>();
-        NPF_WARN_RL("region %s: %s of %llu pages at page %llu: %s", name_.c_str(), move ? "UFFDIO_MOVE" : "UFFDIO_COPY",
+        NPF_WARN_RL("region %s: %s of %llu pages at page %llu: %s", name_.c_str(),
+                    via == Via::Move ? "UFFDIO_MOVE" : "UFFDIO_COPY",
                     static_cast<unsigned long long>((len - done) >> shift),
                     static_cast<unsigned long long>(run.pages[k]), std::strerror(static_cast<int>(-rc)));
         for (size_t q = k; q < run.size(); ++q)
@@ -125,6 +149,45 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, bool move, Bat
         return true;
     }
     return leftovers;
+}
+
+long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, uint64_t done, uint64_t len,
+                            int64_t* got) noexcept
+{
+    switch (via) {
+    case Via::Move:
+        c_.add<&RegionStats::moveCalls>();
+        return uffd_.move(io_.addr(run.pages[0]) + done, images + done, len - done, got);
+    case Via::Client:
+        c_.add<&RegionStats::copyCalls>();
+        return client_->copy(clientBase_ + io_.bytes(run.pages[0]) + done, len - done, got);
+    case Via::Copy:
+        break;
+    }
+    c_.add<&RegionStats::copyCalls>();
+    return uffd_.copy(io_.addr(run.pages[0]) + done, images + done, len - done, got);
+}
+
+void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) noexcept
+{
+    if (rc == -ETIMEDOUT) {
+        // Late: the job may still install these pages; none may be evicted
+        // until it has ended (install() copies them in ours meanwhile).
+        c_.add<&RegionStats::clientLate>();
+        lateOffset_ = io_.bytes(run.pages[k]);
+        lateLen_ = io_.bytes(run.size() - k);
+        state_.protect(lateOffset_, lateLen_);
+        return;
+    }
+    if (rc == -EAGAIN || rc == -EBUSY) // the client's mappings are changing: ours this time
+        return;
+    // Its mapping is not where it said, not registered, or it is gone: we
+    // install through our own mapping from now on (the client, if still
+    // there, is found out by the region's probes).
+    client_->disable();
+    NPF_WARN("region %s: UFFDIO_COPY into the client's mapping at page %llu: %s; its pages are installed through "
+             "npfd's mapping from now on (charged to npfd)",
+             name_.c_str(), static_cast<unsigned long long>(run.pages[k]), std::strerror(static_cast<int>(-rc)));
 }
 
 // Keeps what is there and patches our pieces in.

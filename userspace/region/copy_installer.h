@@ -3,6 +3,9 @@
 // saved content from the spill file, or zeros, then its payload pieces from
 // the PatchPlan), then copied, or moved, in and mapped by one ioctl per run
 // of consecutive pages, so a page appears with its payloads already in it.
+// With a client's memory (npfd) the copy goes into the client's mapping
+// through its userfaultfd where it can (ClientInstaller: the client pays for
+// the page), else into the region's own mapping.
 // Called with its region's lock held.
 #pragma once
 
@@ -15,6 +18,7 @@
 
 namespace npf {
 
+class ClientInstaller;
 class PagePool;
 
 class CopyInstaller {
@@ -29,18 +33,39 @@ public:
     {
     }
 
+    // Copies into the client's mapping at `clientBase` (region offset 0)
+    // through `client` from now on, whenever it is ready().
+    void throughClient(ClientInstaller* client, uint64_t clientBase) noexcept
+    {
+        client_ = client;
+        clientBase_ = clientBase;
+    }
+
     void install(const InstallBatch& b, BatchTiming* t) noexcept;
+    // Lets the pages of a late client job be evicted once it has ended.
+    // install() calls it; so must eviction.
+    void settle() noexcept;
 
 private:
+    // How a run's pages go in: copied into our mapping, moved from the pool,
+    // or copied into the client's mapping through its userfaultfd.
+    enum class Via { Copy, Move, Client };
+
     // A run of at most batchPages consecutive pages, its images built at
-    // `images` (staging, or the pool's next pages when `move`).
-    void installRun(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept;
+    // `images` (staging, the pool's next pages, or the client installer's buffer).
+    void installRun(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept;
     // Saved content or zeros, then payloads, for a run into `images`; 0 or
     // -errno (reading the spill file).
     int buildImages(const InstallBatch& run, uint8_t* images) noexcept;
     // UFFDIO_COPY (or UFFDIO_MOVE) of a run of consecutive pages whose
     // images are at `images`; true if an image was left behind (an error).
-    bool put(const InstallBatch& run, uint8_t* images, bool move, BatchTiming* t) noexcept;
+    bool put(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept;
+    // One ioctl of put(): the rest of a run, [done, len) of its bytes.
+    long putOnce(const InstallBatch& run, uint8_t* images, Via via, uint64_t done, uint64_t len,
+                 int64_t* got) noexcept;
+    // The client installer refused pages [k, run.size()) with rc: they go
+    // through our mapping instead; a late job's stay protected until settle().
+    void clientRefused(const InstallBatch& run, size_t k, long rc) noexcept;
     // Pages installed now (copied, or found present) no longer need their
     // saved copy: counted as restored, dropped from the spill file.
     void dropRestored(const InstallBatch& run) noexcept;
@@ -54,6 +79,9 @@ private:
     const PatchPlan& plan_;
     const MmapArea& staging_;
     PagePool& pool_;
+    ClientInstaller* client_ = nullptr;
+    uint64_t clientBase_ = 0;
+    uint64_t lateOffset_ = 0, lateLen_ = 0; // a late client job's pages, protected
     const uint32_t batchPages_;
     RegionCounters& c_;
     const std::string& name_;

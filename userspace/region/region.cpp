@@ -160,14 +160,22 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     msgs_.resize(64);
     if (client && client->uffd)
         adoptClientUffd(std::move(client->uffd), client->base);
-    NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s",
+    if (clientUffd_ && !huge && cfg_.clientInstallWait.count() > 0) {
+        // 2 MiB pages are charged to the hugetlb cgroup of the task that
+        // allocates them, whichever mapping they go into: no gain there.
+        clientInstaller_ = std::make_unique<ClientInstaller>(clientUffd_, bytes(geo_.batchPages),
+                                                             cfg_.clientInstallWait, "the client of region " + who);
+        copy_.throughClient(clientInstaller_.get(), clientBase_);
+    }
+    NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s%s",
               who.c_str(), static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
               static_cast<unsigned long long>(geo_.budgetPages), static_cast<unsigned long long>(pool_.capacity()),
               wp_ ? "on" : "off",
               !adopted_      ? ""
               : !clientUffd_ ? ", client memory (its faults not served)"
               : clientWp_    ? ", client memory, fence covers the client"
-                             : ", client memory, client not fenced");
+                             : ", client memory, client not fenced",
+              clientInstaller_ ? ", installs into the client's mapping" : "");
 }
 
 // The region's memfd (its own, or a client's) mapped.

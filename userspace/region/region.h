@@ -42,6 +42,7 @@
 
 #include "npf/abi.h"
 #include "region/batch_timing.h"
+#include "region/client_installer.h"
 #include "region/continue_installer.h"
 #include "region/copy_installer.h"
 #include "region/epoch.h"
@@ -91,6 +92,12 @@ struct RegionConfig {
     // between two processes (MOVE works within one).
     bool pagePool = false;
     uint32_t poolBatches = 4; // the pool's pages: this many install batches
+    // A client's memory with 4 KiB pages (npfd): pages are copied into the
+    // client's mapping through its userfaultfd (ClientInstaller), so its
+    // memory cgroup is charged, on a thread of the region's own that the
+    // pager waits for this long at most; past it the pager installs through
+    // its own mapping. 0: always through our own mapping (npfd pays).
+    std::chrono::microseconds clientInstallWait{1000};
 };
 
 // Memory a client process owns (npfd): it created the memfd, mapped it
@@ -151,6 +158,9 @@ public:
     // Asks the kernel whether the client still exists (one ioctl); false once
     // it is gone, or without a client uffd.
     bool checkClient() noexcept;
+    // Pages are installed into the client's mapping (it is charged for them)
+    // whenever its installer keeps up (RegionConfig::clientInstallWait).
+    bool installsThroughClient() const noexcept { return bool(clientInstaller_); }
 
     // True if every page of [offset, offset + len) has its resident bit set.
     bool isResident(uint64_t offset, uint64_t len) const noexcept { return state_.isResident(offset, len); }
@@ -247,6 +257,7 @@ private:
     MmapArea alias_; // 2 MiB pages: the memfd mapped again, not registered (continue_)
     Userfaultfd uffd_;
     Userfaultfd clientUffd_;
+    std::unique_ptr<ClientInstaller> clientInstaller_;
     SpillFile spill_;
     PageState state_;
     MmapArea staging_;                  // geo_.batchPages page images

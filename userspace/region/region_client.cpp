@@ -3,14 +3,14 @@
 // mapping during eviction. (Pages are read and written through the memfd
 // then: PageIo.)
 //
-// A client fault is served like our own CPU fault: the page goes into the
-// shmem page cache through our own mapping and uffd (restored content if it
-// was saved, else zeros), then UFFDIO_WAKE on the client's uffd lets the
-// client retry, and its retry finds the page in the page cache. The client's
-// uffd is only ever used to wake, fence and probe, never to UFFDIO_COPY into
-// the client's address space: one install path with one set of bookkeeping,
-// our own mapping populated for the fast path, and nothing written into a
-// foreign mm through a file descriptor a client chose.
+// A page goes into the shmem page cache with its content (restored content
+// if it was saved, else zeros, then payloads) by one UFFDIO_COPY: into the
+// client's mapping through the client's uffd where its ClientInstaller keeps
+// up (the client's memory cgroup pays, and the client finds the page mapped;
+// npfd's own mapping then maps it on first touch, a minor fault), else into
+// our own mapping through our uffd (npfd pays). A client fault is served the
+// same way; then UFFDIO_WAKE on the client's uffd lets the client retry.
+// Either way there is one install path with one set of bookkeeping.
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>

@@ -14,6 +14,7 @@ namespace npf {
 int Region::evictToBudget() noexcept
 {
     std::lock_guard lk(mu_);
+    copy_.settle();
     if (!geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return 0;
     uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
@@ -23,11 +24,13 @@ int Region::evictToBudget() noexcept
 int Region::evictAll() noexcept
 {
     std::lock_guard lk(mu_);
+    copy_.settle();
     return evictor_.evictTo(0, true);
 }
 
 void Region::autoEvictLocked() noexcept
 {
+    copy_.settle();
     if (!cfg_.autoEvict || !geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return;
     uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);

@@ -21,10 +21,11 @@ struct RegionStats {
     uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
+    uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 27> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -54,6 +55,12 @@ inline constexpr std::array<CounterDef<RegionStats>, 27> kRegionCounters = {{
     {"pool_empty", &RegionStats::poolEmpty, "pages", "fresh pages allocated because the pool was empty"},
     {"pool_full", &RegionStats::poolFull, "pages",
      "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
+    {"client_installs", &RegionStats::clientInstalls, "pages",
+     "pages installed into the client's mapping through its userfaultfd (charged to the client)"},
+    {"client_fallbacks", &RegionStats::clientFallbacks, "pages",
+     "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
+    {"client_late", &RegionStats::clientLate, "jobs",
+     "installs through the client's userfaultfd that missed their deadline (the client's mm or memory cgroup held them up)"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");

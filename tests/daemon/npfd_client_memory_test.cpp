@@ -1,0 +1,167 @@
+// Who pays for a client's pages (root; real memory cgroups, v2 where this
+// machine's unified hierarchy carries memory, else v1's): npfd in a cgroup of
+// its own, an unprivileged npf-recv --connect in another, 16 MiB of datagrams
+// into the client's cold region. npfd copies each page into the client's
+// mapping through the client's userfaultfd, and the kernel charges it to the
+// client's cgroup; with client_install_wait_us 0 npfd copies into its own
+// mapping and its own cgroup pays -- the same measurement, the other answer.
+//
+// And a client's installer stuck in the kernel (its thread stopped with
+// ptrace, as an ioctl held up by the client's mm would stop it) costs the
+// other clients nothing, and the stuck client's own datagrams arrive byte for
+// byte through npfd's mapping meanwhile, counted.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <thread>
+
+#include "engine_fixture.h"
+#include "npf/client.h"
+#include "memory_cgroup.h"
+#include "npfd_rig.h"
+#include "thread_freeze.h"
+
+namespace npf::e2e {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr size_t kStream = 16 << 20; // 16384 datagrams of 1024 bytes (socatSend)
+
+class NpfdClientMemory : public EngineE2E {};
+
+std::vector<std::string> recvArgs(Rig& rig, const Npfd& d, uint16_t port, const std::string& out)
+{
+    return {"setpriv",          "--reuid=65534", "--regid=65534", "--clear-groups", NPF_RECV_PATH, rig.rxIf(),
+            std::to_string(port), "--connect",   d.socket(),      "-o",             out,           "--cold",
+            "--region",         "64M"};
+}
+
+// npf-recv's completions of its whole stream (the engine's counter), within the deadline.
+bool allCompleted(Rig& rig, uint64_t n)
+{
+    return test::waitUntil([&] { return rig.engineSnapshot()["completed_ok"] >= n; });
+}
+
+struct Charges {
+    uint64_t client = 0, npfd = 0; // bytes each cgroup grew by while the stream went in
+    uint64_t installs = 0, fallbacks = 0;
+};
+
+Charges streamInto(const std::string& settings)
+{
+    std::optional<test::MemoryCgroup> npfdCg = test::MemoryCgroup::create(8ull << 30);
+    std::optional<test::MemoryCgroup> clientCg = test::MemoryCgroup::create(2ull << 30);
+    if (!npfdCg || !clientCg)
+        return {};
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, NpfdOptions{.wrapper = npfdCg->wrapper(), .settings = settings});
+    std::vector<std::string> argv = clientCg->wrapper();
+    const std::vector<std::string> recv = recvArgs(rig, npfd, kFirstPort, "/dev/null");
+    argv.insert(argv.end(), recv.begin(), recv.end());
+    Child client(rig.veth().rxNs().path(), argv, dir.path + "/client.err", true);
+    EXPECT_TRUE(client.ready());
+    const uint64_t client0 = clientCg->usage(), npfd0 = npfdCg->usage();
+    const std::string in = dir.path + "/in";
+    writeStream(in, kStream, 7);
+    EXPECT_EQ(socatSend(rig, in, kFirstPort), 0);
+    EXPECT_TRUE(allCompleted(rig, kStream / 1024)) << npfd.log();
+    // Measured with the client alive: its region's pages go when it does.
+    const uint64_t client1 = clientCg->usage(), npfd1 = npfdCg->usage();
+    Counters region = rig.regionSnapshot();
+    std::cout << "client cgroup +" << (client1 - client0) / 1024 << " KiB, npfd's +"
+              << (int64_t(npfd1) - int64_t(npfd0)) / 1024 << " KiB; client_installs " << region["client_installs"]
+              << ", client_fallbacks " << region["client_fallbacks"] << ", pages_installed "
+              << region["pages_installed"] << "\n";
+    return {client1 > client0 ? client1 - client0 : 0, npfd1 > npfd0 ? npfd1 - npfd0 : 0, region["client_installs"],
+            region["client_fallbacks"]};
+}
+
+TEST_F(NpfdClientMemory, TheClientsCgroupPaysForItsPages)
+{
+    if (!test::MemoryCgroup::create(1 << 30))
+        GTEST_SKIP() << "no cgroup hierarchy here carries the memory controller";
+    const Charges c = streamInto("");
+    // 16 MiB of payload lies in at least 16 MiB of the region's pages.
+    EXPECT_GE(c.client, 15 * kMiB) << "the client's cgroup was not charged for its pages";
+    EXPECT_LT(c.npfd, 4 * kMiB) << "npfd's cgroup was charged for the client's pages";
+    EXPECT_GE(c.installs, 4096u);
+    EXPECT_EQ(c.fallbacks, 0u);
+}
+
+TEST_F(NpfdClientMemory, WithClientInstallWaitZeroNpfdPays)
+{
+    if (!test::MemoryCgroup::create(1 << 30))
+        GTEST_SKIP() << "no cgroup hierarchy here carries the memory controller";
+    const Charges c = streamInto(R"("client_install_wait_us": 0)");
+    EXPECT_GE(c.npfd, 15 * kMiB) << "npfd's cgroup was not charged for the pages it installed";
+    EXPECT_LT(c.client, 4 * kMiB) << "the client's cgroup was charged for pages npfd installed in its own mapping";
+    EXPECT_EQ(c.installs, 0u);
+}
+
+// Bytes in `path` now.
+uint64_t sizeOf(const std::string& path)
+{
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(path, ec);
+    return ec ? 0 : n;
+}
+
+TEST_F(NpfdClientMemory, AStuckInstallerCostsOtherClientsNothing)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    constexpr size_t kSize = 4 << 20;
+    const std::string inA = dir.path + "/a.in", inB = dir.path + "/b.in";
+    const std::string outA = dir.path + "/a.out", outB = dir.path + "/b.out";
+    writeStream(inA, kSize, 11);
+    writeStream(inB, kSize, 12);
+    auto a = startClientRecv(rig, npfd, kFirstPort, outA, dir.path + "/a.err", {"--cold"});
+    ASSERT_TRUE(a->ready());
+    // A's region is the only one: its installer is npfd's only npf-install thread.
+    const pid_t tid = test::threadNamed(npfd.pid(), "npf-install");
+    std::optional<test::ThreadFreeze> frozen(std::in_place, npfd.pid(), tid);
+    auto b = startClientRecv(rig, npfd, kFirstPort + 1, outB, dir.path + "/b.err", {"--cold"});
+    ASSERT_TRUE(b->ready());
+    int sa = -1, sb = -1;
+    std::thread ta([&] { sa = socatSend(rig, inA, kFirstPort); });
+    std::thread tb([&] { sb = socatSend(rig, inB, kFirstPort + 1); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(sa, 0);
+    EXPECT_EQ(sb, 0);
+    ASSERT_TRUE(test::waitUntil([&] { return sizeOf(outA) >= kSize && sizeOf(outB) >= kSize; }))
+        << "A received " << sizeOf(outA) << " bytes, B " << sizeOf(outB) << "\n" << npfd.log();
+    // Read while both regions exist (a region's counters go with it), from
+    // npfd's snapshot (every 500 ms) once it has the stream.
+    Counters region;
+    EXPECT_TRUE(test::waitUntil([&] {
+        region = rig.regionSnapshot();
+        return region["client_fallbacks"] + region["client_installs"] >= 2 * kSize / 4096;
+    }));
+    std::cout << "client_late " << region["client_late"] << ", client_fallbacks " << region["client_fallbacks"]
+              << ", client_installs " << region["client_installs"] << "\n";
+    EXPECT_GE(region["client_late"], 1u) << "A's job that its stopped installer never took";
+    EXPECT_GE(region["client_fallbacks"], kSize / 4096) << "A's pages went through npfd's mapping";
+    EXPECT_GE(region["client_installs"], 1u) << "B's went through its own installer";
+    EXPECT_EQ(region["errors"], 0u);
+    EXPECT_TRUE(readFile(outB) == readFile(inB)) << "B's stream, past A's stuck installer";
+    EXPECT_TRUE(readFile(outA) == readFile(inA)) << "A's stream, through npfd's mapping";
+    a->kill(SIGTERM);
+    b->kill(SIGTERM);
+    int ea = -1, eb = -1;
+    ASSERT_TRUE(a->wait(int(test::kDeadline.count()), &ea));
+    ASSERT_TRUE(b->wait(int(test::kDeadline.count()), &eb));
+    EXPECT_EQ(ea, 0) << readFile(dir.path + "/a.err");
+    EXPECT_EQ(eb, 0) << readFile(dir.path + "/b.err");
+    // Let go, A's installer ends its late job (A is gone: the copy fails) and npfd serves on.
+    frozen.reset();
+    Client cli({.socket = npfd.socket(), .regionSize = 1 << 20, .name = "after"});
+    EXPECT_NO_THROW((void)cli.openFlow(kFirstPort + 2));
+    EXPECT_TRUE(npfd.running()) << npfd.log();
+}
+
+} // namespace
+} // namespace npf::e2e

@@ -1,0 +1,66 @@
+// Installs pages into a client's mapping through the client's userfaultfd
+// (npfd): UFFDIO_COPY at the client's address. The kernel charges a page a
+// UFFDIO_COPY allocates to the memory cgroup of the destination's mm, so the
+// client's pod pays for its resident pages, and the client finds them mapped
+// (no minor fault of its own).
+//
+// That ioctl works on the client's mm: it takes the client's VMA lock (or its
+// mmap lock, which the client can hold for writing in a long munmap) and
+// charges the client's memory cgroup (direct reclaim, memory.high
+// throttling: the kernel makes the charging task, here npfd's, sleep for
+// it). A client could hold the pager up through it, so it runs on a thread
+// of its own per client, and the pager waits for it at most `deadline`.
+// A job still running then is late: the pager installs the same pages
+// through its own mapping (npfd pays for them; the late copy then finds them
+// present, EEXIST, and changes nothing) and keeps them from eviction until
+// settled(): a late copy into a hole evicted meanwhile would bring back stale
+// content. While a job is late the pager uses its own mapping only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "region/uffd.h"
+
+namespace npf {
+
+class ClientInstaller {
+public:
+    // A thread that copies up to maxBytes at a time through `client` (a
+    // duplicate of its descriptor: the region may close its own first).
+    // Throws if the thread or its buffer cannot be had.
+    ClientInstaller(const Userfaultfd& client, size_t maxBytes, std::chrono::microseconds deadline,
+                    const std::string& who);
+    // Ends the thread: joins it when idle; a late job's thread is left to
+    // finish on its own (it owns what it uses).
+    ~ClientInstaller();
+    ClientInstaller(const ClientInstaller&) = delete;
+    ClientInstaller& operator=(const ClientInstaller&) = delete;
+
+    // True when copy() may be called: not disabled, and no job is late. Build the images in buffer() then.
+    bool ready() const noexcept;
+    // maxBytes of page images: the next job's source.
+    uint8_t* buffer() const noexcept;
+    // UFFDIO_COPY of len bytes from buffer() to the client's `dst`, on the
+    // installer's thread. Returns what Userfaultfd::copy returns (len or
+    // -errno, *copied the bytes installed before an error), or -ETIMEDOUT
+    // when the deadline passed first: the job is late, buffer() stays its
+    // until settled(). Call only when ready().
+    long copy(uint64_t dst, size_t len, int64_t* copied) noexcept;
+    // True once, when a late job has ended: its pages may be evicted again.
+    bool settled() noexcept;
+    // No more jobs (the client's descriptor refused one for good).
+    void disable() noexcept;
+
+private:
+    struct Shared;
+    static void run(std::shared_ptr<Shared> s) noexcept;
+
+    std::shared_ptr<Shared> s_;
+    std::thread thread_;
+};
+
+} // namespace npf
