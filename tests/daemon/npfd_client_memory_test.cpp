@@ -45,7 +45,7 @@ bool allCompleted(Rig& rig, uint64_t n)
 
 struct Charges {
     uint64_t client = 0, npfd = 0; // bytes each cgroup grew by while the stream went in
-    uint64_t installs = 0, fallbacks = 0;
+    uint64_t installs = 0, fallbacks = 0, pages = 0;
 };
 
 Charges streamInto(const std::string& settings)
@@ -75,7 +75,7 @@ Charges streamInto(const std::string& settings)
               << ", client_fallbacks " << region["client_fallbacks"] << ", pages_installed "
               << region["pages_installed"] << "\n";
     return {client1 > client0 ? client1 - client0 : 0, npfd1 > npfd0 ? npfd1 - npfd0 : 0, region["client_installs"],
-            region["client_fallbacks"]};
+            region["client_fallbacks"], region["pages_installed"]};
 }
 
 TEST_F(NpfdClientMemory, TheClientsCgroupPaysForItsPages)
@@ -83,11 +83,15 @@ TEST_F(NpfdClientMemory, TheClientsCgroupPaysForItsPages)
     if (!test::MemoryCgroup::create(1 << 30))
         GTEST_SKIP() << "no cgroup hierarchy here carries the memory controller";
     const Charges c = streamInto("");
-    // 16 MiB of payload lies in at least 16 MiB of the region's pages.
-    EXPECT_GE(c.client, 15 * kMiB) << "the client's cgroup was not charged for its pages";
-    EXPECT_LT(c.npfd, 4 * kMiB) << "npfd's cgroup was charged for the client's pages";
-    EXPECT_GE(c.installs, 4096u);
-    EXPECT_EQ(c.fallbacks, 0u);
+    // 16 MiB of payload lies in at least 16 MiB of the region's pages. Each
+    // is charged to whoever installed it: the client for the pages copied
+    // into its mapping, npfd for those a copy that missed its deadline left
+    // to npfd's mapping (a loaded machine: the installer waited for a CPU).
+    EXPECT_GE(c.pages, kStream / 4096);
+    EXPECT_EQ(c.installs + c.fallbacks, c.pages);
+    EXPECT_GE(c.installs, c.pages / 2) << "most pages go into the client's mapping";
+    EXPECT_GE(c.client, c.installs * 4096 * 9 / 10) << "the client's cgroup was not charged for its pages";
+    EXPECT_LT(c.npfd, c.fallbacks * 4096 + 4 * kMiB) << "npfd's cgroup was charged for the client's pages";
 }
 
 TEST_F(NpfdClientMemory, WithClientInstallWaitZeroNpfdPays)
@@ -95,7 +99,8 @@ TEST_F(NpfdClientMemory, WithClientInstallWaitZeroNpfdPays)
     if (!test::MemoryCgroup::create(1 << 30))
         GTEST_SKIP() << "no cgroup hierarchy here carries the memory controller";
     const Charges c = streamInto(R"("client_install_wait_us": 0)");
-    EXPECT_GE(c.npfd, 15 * kMiB) << "npfd's cgroup was not charged for the pages it installed";
+    EXPECT_GE(c.pages, kStream / 4096);
+    EXPECT_GE(c.npfd, c.pages * 4096 * 9 / 10) << "npfd's cgroup was not charged for the pages it installed";
     EXPECT_LT(c.client, 4 * kMiB) << "the client's cgroup was charged for pages npfd installed in its own mapping";
     EXPECT_EQ(c.installs, 0u);
 }
@@ -143,7 +148,7 @@ TEST_F(NpfdClientMemory, AStuckInstallerCostsOtherClientsNothing)
     }));
     std::cout << "client_late " << region["client_late"] << ", client_fallbacks " << region["client_fallbacks"]
               << ", client_installs " << region["client_installs"] << "\n";
-    EXPECT_GE(region["client_late"], 1u) << "A's job that its stopped installer never took";
+    EXPECT_GE(region["client_late"], 1u) << "A's job that its stopped installer never started";
     EXPECT_GE(region["client_fallbacks"], kSize / 4096) << "A's pages went through npfd's mapping";
     EXPECT_GE(region["client_installs"], 1u) << "B's went through its own installer";
     EXPECT_EQ(region["errors"], 0u);

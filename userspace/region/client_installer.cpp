@@ -16,7 +16,10 @@ namespace npf {
 // What the pager and the installer's thread share; the thread holds it too,
 // so a late job outlives the region.
 struct ClientInstaller::Shared {
-    enum class State { Idle, Posted, Done };
+    // Idle -> Posted (the pager) -> Running (the thread, in the ioctl) ->
+    // Done (the thread) -> Idle (the pager, or settled()); Posted ->
+    // Cancelled (the pager: not started in time) -> Idle (the thread).
+    enum class State { Idle, Posted, Running, Done, Cancelled };
 
     Userfaultfd uffd; // a duplicate of the client's
     MmapArea buffer;
@@ -25,6 +28,7 @@ struct ClientInstaller::Shared {
     std::condition_variable posted, done;
     State state = State::Idle;
     bool late = false, stop = false, disabled = false;
+    std::chrono::steady_clock::time_point postedAt;
     uint64_t dst = 0;
     size_t len = 0;
     long rc = 0;
@@ -50,33 +54,39 @@ ClientInstaller::ClientInstaller(const Userfaultfd& client, size_t maxBytes, std
 
 ClientInstaller::~ClientInstaller()
 {
-    bool late;
+    bool idle;
     {
         std::lock_guard lk(s_->mu);
         s_->stop = true;
-        late = s_->state == Shared::State::Posted;
+        idle = s_->state == Shared::State::Idle || s_->state == Shared::State::Done;
     }
     s_->posted.notify_one();
-    if (late)
-        thread_.detach(); // stuck in the client's mm: it ends when the ioctl returns
-    else
+    if (idle)
         thread_.join();
+    else
+        thread_.detach(); // in the client's mm, or not yet round: it ends when it gets there
 }
 
 void ClientInstaller::run(std::shared_ptr<Shared> s) noexcept
 {
+    using State = Shared::State;
     std::unique_lock lk(s->mu);
     for (;;) {
-        s->posted.wait(lk, [&] { return s->stop || s->state == Shared::State::Posted; });
-        if (s->state != Shared::State::Posted)
+        s->posted.wait(lk, [&] { return s->stop || s->state == State::Posted || s->state == State::Cancelled; });
+        if (s->state == State::Cancelled) {
+            s->state = State::Idle; // the pager gave up waiting for us to start
+            continue;
+        }
+        if (s->state != State::Posted)
             return; // stopped, nothing to do
+        s->state = State::Running;
         lk.unlock();
         int64_t copied = 0;
         const long rc = s->uffd.copy(reinterpret_cast<void*>(s->dst), s->buffer.get(), s->len, &copied);
         lk.lock();
         s->rc = rc;
         s->copied = copied;
-        s->state = Shared::State::Done;
+        s->state = State::Done;
         s->done.notify_one();
         if (s->stop)
             return;
@@ -86,7 +96,7 @@ void ClientInstaller::run(std::shared_ptr<Shared> s) noexcept
 bool ClientInstaller::ready() const noexcept
 {
     std::lock_guard lk(s_->mu);
-    return !s_->disabled && !s_->late;
+    return !s_->disabled && s_->state == Shared::State::Idle;
 }
 
 uint8_t* ClientInstaller::buffer() const noexcept
@@ -96,21 +106,29 @@ uint8_t* ClientInstaller::buffer() const noexcept
 
 long ClientInstaller::copy(uint64_t dst, size_t len, int64_t* copied) noexcept
 {
+    using State = Shared::State;
+    *copied = 0;
     std::unique_lock lk(s_->mu);
-    if (s_->late || s_->disabled || len > s_->buffer.size())
+    if (s_->state != State::Idle || s_->disabled || len > s_->buffer.size())
         return -EBUSY;
     s_->dst = dst;
     s_->len = len;
-    s_->state = Shared::State::Posted;
+    s_->state = State::Posted;
+    s_->postedAt = std::chrono::steady_clock::now();
     s_->posted.notify_one();
-    if (!s_->done.wait_for(lk, s_->deadline, [&] { return s_->state == Shared::State::Done; })) {
-        s_->late = true;
-        *copied = 0;
-        return -ETIMEDOUT;
+    const bool done =
+        s_->done.wait_until(lk, s_->postedAt + s_->deadline, [&] { return s_->state == State::Done; });
+    if (done) {
+        s_->state = State::Idle;
+        *copied = s_->copied;
+        return s_->rc;
     }
-    s_->state = Shared::State::Idle;
-    *copied = s_->copied;
-    return s_->rc;
+    if (s_->state == State::Posted) { // its thread did not get a CPU in time
+        s_->state = State::Cancelled;
+        return -ECANCELED;
+    }
+    s_->late = true; // Running: in the client's mm
+    return -ETIMEDOUT;
 }
 
 bool ClientInstaller::settled() noexcept

@@ -10,11 +10,16 @@
 // throttling: the kernel makes the charging task, here npfd's, sleep for
 // it). A client could hold the pager up through it, so it runs on a thread
 // of its own per client, and the pager waits for it at most `deadline`.
-// A job still running then is late: the pager installs the same pages
-// through its own mapping (npfd pays for them; the late copy then finds them
-// present, EEXIST, and changes nothing) and keeps them from eviction until
-// settled(): a late copy into a hole evicted meanwhile would bring back stale
-// content. While a job is late the pager uses its own mapping only.
+// Then:
+//  - not started (the thread did not get a CPU in time): the job is
+//    cancelled (-ECANCELED); the installer is not ready() again until its
+//    thread has come round;
+//  - started: the job is late (-ETIMEDOUT) and runs on. The pager installs
+//    the same pages through its own mapping (npfd pays for them; the late
+//    copy then finds them present, EEXIST, and changes nothing) and keeps
+//    them from eviction until settled(): a late copy into a hole evicted
+//    meanwhile would bring back stale content.
+// Either way the pager installs through its own mapping until ready().
 #pragma once
 
 #include <chrono>
@@ -29,6 +34,7 @@ namespace npf {
 
 class ClientInstaller {
 public:
+
     // A thread that copies up to maxBytes at a time through `client` (a
     // duplicate of its descriptor: the region may close its own first).
     // Throws if the thread or its buffer cannot be had.
@@ -46,9 +52,10 @@ public:
     uint8_t* buffer() const noexcept;
     // UFFDIO_COPY of len bytes from buffer() to the client's `dst`, on the
     // installer's thread. Returns what Userfaultfd::copy returns (len or
-    // -errno, *copied the bytes installed before an error), or -ETIMEDOUT
-    // when the deadline passed first: the job is late, buffer() stays its
-    // until settled(). Call only when ready().
+    // -errno, *copied the bytes installed before an error) if it ends within
+    // `deadline`; else -ECANCELED when the thread had not started it
+    // (nothing was copied), -ETIMEDOUT when it had: the job is late,
+    // buffer() stays its until settled(). Call only when ready().
     long copy(uint64_t dst, size_t len, int64_t* copied) noexcept;
     // True once, when a late job has ended: its pages may be evicted again.
     bool settled() noexcept;

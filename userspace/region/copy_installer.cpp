@@ -179,6 +179,10 @@ void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) no
         state_.protect(lateOffset_, lateLen_);
         return;
     }
+    if (rc == -ECANCELED) { // its thread did not start the copy in time: nothing to wait for
+        c_.add<&RegionStats::clientLate>();
+        return;
+    }
     if (rc == -EAGAIN || rc == -EBUSY) // the client's mappings are changing: ours this time
         return;
     // Its mapping is not where it said, not registered, or it is gone: we

@@ -60,7 +60,7 @@ inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"client_fallbacks", &RegionStats::clientFallbacks, "pages",
      "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
     {"client_late", &RegionStats::clientLate, "jobs",
-     "installs through the client's userfaultfd that missed their deadline (the client's mm or memory cgroup held them up)"},
+     "installs through the client's userfaultfd that missed their deadline: not started in time, or held up in the client's mm or memory cgroup"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");
