@@ -130,13 +130,25 @@ const char *npf_strerror_last(void);
  * give each pager a core of its own. */
 #define NPF_ENGINE_F_PAGER_BUSY_POLL 0x2u
 
+/* npf_engine_opts.region_memory: where the region's pages come from
+ * (npf::RegionMemory; docs/architecture.md, "Where a region's pages come
+ * from"). */
+/* A page pool where the kernel has UFFDIO_MOVE (Linux 6.8; for 2 MiB pages,
+ * where it offers transparent huge pages), else a memfd. */
+#define NPF_REGION_MEMORY_AUTO  0
+/* Private memory and a pool of pages moved in and out: nothing allocated
+ * once the pool is warm. 2 MiB pages are transparent huge pages. */
+#define NPF_REGION_MEMORY_POOL  1
+/* A memfd: a fresh shmem page per install, or hugetlbfs for 2 MiB pages. */
+#define NPF_REGION_MEMORY_MEMFD 2
+
 /* The in-process engine's options (npf::EngineConfig's common ones). */
 struct npf_engine_opts {
 	size_t sz;                /* sizeof(struct npf_engine_opts) */
 	const char *ifname;       /* the interface; required */
 	uint64_t region_size;     /* bytes of receive memory, a multiple of page_size; 0 = 1 GiB */
 	uint64_t resident_budget; /* bytes the region may keep resident; 0 = unlimited */
-	uint64_t page_size;       /* 4096 or 2 MiB (hugetlbfs pages); 0 = 4096 */
+	uint64_t page_size;       /* 4096 or 2 MiB (see region_memory); 0 = 4096 */
 	uint32_t queues;          /* RX queues to serve; 0 = all */
 	uint32_t xdp_mode;        /* NPF_XDP_NATIVE or NPF_XDP_SKB */
 	uint32_t pager_threads;   /* 0 = 1 */
@@ -144,6 +156,9 @@ struct npf_engine_opts {
 	/* Where evicted content is saved (an unlinked file in this directory);
 	 * NULL = /var/tmp, "" = a memfd (evicted content stays in RAM). */
 	const char *spill_dir;
+	/* Added after the first C API, which ended at spill_dir: a caller built
+	 * against that passes the smaller sz and gets NPF_REGION_MEMORY_AUTO. */
+	uint32_t region_memory;   /* NPF_REGION_MEMORY_*; 0 = AUTO */
 };
 
 /* Opens an engine on opts->ifname in the caller's network namespace: attaches

@@ -70,9 +70,19 @@ TEST(CApiArgs, OptionStructsAreVersionedBySz)
 {
     npf_ctx* ctx = nullptr;
     npf_engine_opts o = engineOpts("lo");
-    o.sz = sizeof(o) - 1;
+    o.sz = offsetof(npf_engine_opts, region_memory) - 1; // less than the first C API's struct
     EXPECT_EQ(npf_engine_open(&o, &ctx), -EINVAL);
     EXPECT_TRUE(lastSays("npf_engine_opts.sz"));
+    // The first C API's struct (it ended at spill_dir) is read, region_memory AUTO.
+    o.sz = offsetof(npf_engine_opts, region_memory);
+    o.region_size = 4097;
+    o.region_memory = 7; // beyond that sz: not read
+    EXPECT_EQ(npf_engine_open(&o, &ctx), -EINVAL);
+    EXPECT_TRUE(lastSays("multiple of 4096")) << "the older struct gets as far as the region's size";
+    o = engineOpts("lo");
+    o.region_memory = 7;
+    EXPECT_EQ(npf_engine_open(&o, &ctx), -EINVAL);
+    EXPECT_TRUE(lastSays("region_memory 7 is none of"));
 
     struct Newer {
         npf_engine_opts v0;

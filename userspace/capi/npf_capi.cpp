@@ -1,5 +1,6 @@
 // The contexts of npf/npf.h: an npf::Engine or an npf::Client behind one
 // handle, their region and counters.
+#include <cstddef>
 #include <cstring>
 
 #include "capi/error.h"
@@ -29,6 +30,9 @@ void npf_ctx::closeFlow(npf::Flow& f)
 
 namespace {
 
+// The first C API's npf_engine_opts ended at spill_dir.
+static_assert(offsetof(npf_engine_opts, region_memory) == offsetof(npf_engine_opts, spill_dir) + sizeof(const char*));
+
 npf::EngineConfig engineConfig(const npf_engine_opts& o)
 {
     if (!o.ifname)
@@ -54,6 +58,20 @@ npf::EngineConfig engineConfig(const npf_engine_opts& o)
     cfg.pagerBusyPoll = o.flags & NPF_ENGINE_F_PAGER_BUSY_POLL;
     if (o.spill_dir)
         cfg.spillDir = o.spill_dir;
+    switch (o.region_memory) {
+    case NPF_REGION_MEMORY_AUTO:
+        cfg.regionMemory = npf::RegionMemory::Auto;
+        break;
+    case NPF_REGION_MEMORY_POOL:
+        cfg.regionMemory = npf::RegionMemory::PagePool;
+        break;
+    case NPF_REGION_MEMORY_MEMFD:
+        cfg.regionMemory = npf::RegionMemory::Memfd;
+        break;
+    default:
+        throw std::invalid_argument("npf_engine_opts.region_memory " + std::to_string(o.region_memory) +
+                                    " is none of NPF_REGION_MEMORY_AUTO, _POOL, _MEMFD");
+    }
     return cfg;
 }
 
@@ -83,7 +101,7 @@ int npf_engine_open(const struct npf_engine_opts* opts, npf_ctx** out)
             return fail(EINVAL, "npf_engine_open: out is NULL");
         *out = nullptr;
         npf_engine_opts o;
-        if (int rc = npf::capi::readOptions(opts, &o, sizeof(npf_engine_opts), "npf_engine_opts"))
+        if (int rc = npf::capi::readOptions(opts, &o, offsetof(npf_engine_opts, region_memory), "npf_engine_opts"))
             return rc;
         auto ctx = std::make_unique<npf_ctx>();
         const npf::EngineConfig cfg = engineConfig(o);

@@ -2,9 +2,8 @@
 // options read in, counters written out, across library and header versions.
 //
 // `first` is the struct's size in the first version of the C API; a caller
-// may not pass less. Today every struct is at its first version: callers pass
-// sizeof(T). A field added later goes at the end, and `first` stays the old
-// size at the call site.
+// may not pass less. A field added later goes at the end, and `first` stays
+// the old size at the call site (npf_engine_opts: offsetof its region_memory).
 #pragma once
 
 #include <algorithm>
