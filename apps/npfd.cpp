@@ -83,11 +83,14 @@ int run(const Options& o)
     }
     // systemd (Type=notify): no-ops unless NOTIFY_SOCKET is set.
     sd_notifyf(0, "READY=1\nSTATUS=serving %s on %s", ifaces.c_str(), socket.c_str());
-    daemon.run();
+    const std::string failed = daemon.run();
     sd_notify(0, "STOPPING=1");
     g_daemon = nullptr;
     NPF_INFO("npfd: stopping: disconnecting clients, withdrawing their flows");
-    return 0;
+    // Not a clean stop: a supervisor (systemd's Restart=on-failure, a
+    // container runtime) restarts npfd, which serves the interface again
+    // once it is back, or says it is not there.
+    return failed.empty() ? 0 : static_cast<int>(npf::cli::kExitNoDevice);
 }
 
 } // namespace

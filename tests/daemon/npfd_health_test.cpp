@@ -103,7 +103,7 @@ TEST_F(NpfdHealth, NotReadyOnceItsSocketFileIsRemoved)
     EXPECT_EQ(p.get("/healthz").status, 200);
 }
 
-// npfd stops serving a deleted interface and exits; from the moment /readyz
+// npfd stops serving a deleted interface and exits 4; from the moment /readyz
 // stops saying 200 it never says it again: 503 naming the interface, then
 // nothing (npfd is gone).
 TEST_F(NpfdHealth, NeverReadyAgainOnceItsInterfaceIsDeleted)
@@ -125,6 +125,7 @@ TEST_F(NpfdHealth, NeverReadyAgainOnceItsInterfaceIsDeleted)
         },
         test::kDeadline, std::chrono::milliseconds(10));
     ASSERT_TRUE(exited) << "npfd did not stop serving a deleted interface\n" << p.npfd.log();
+    EXPECT_EQ(st, 4) << "exit 4 (no such interface), not 0: a supervisor restarts it\n" << p.npfd.log();
     EXPECT_EQ(p.get("/readyz").status, 0) << "npfd is gone";
     size_t notReady = 0;
     for (const HttpReply& a : after)

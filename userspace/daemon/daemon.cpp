@@ -241,7 +241,7 @@ void Daemon::stop() noexcept
     (void)!::write(stopFd_.get(), &one, sizeof(one));
 }
 
-void Daemon::run()
+std::string Daemon::run()
 {
     epoll_event evs[32];
     int timeoutMs = 500;
@@ -254,7 +254,7 @@ void Daemon::run()
         for (int i = 0; i < std::max(n, 0); i++) {
             const int fd = evs[i].data.fd;
             if (fd == stopFd_.get())
-                return;
+                return "";
             if (fd == listener_.fd())
                 accept(fd, nullptr);
             else if (pods_ && pods_->handle(fd))
@@ -275,9 +275,10 @@ void Daemon::run()
         for (Iface& s : ifaces_)
             if (std::string why = s.service->failure(); !why.empty()) {
                 NPF_ERR("npfd: %s: stopping", why.c_str());
-                return;
+                return why;
             }
     }
+    return "";
 }
 
 void Daemon::accept(int listenFd, const std::shared_ptr<const ipc::PodInfo>& pod)

@@ -71,8 +71,10 @@ public:
     Daemon(const Daemon&) = delete;
     Daemon& operator=(const Daemon&) = delete;
 
-    // Serves until stop() (any thread, or a signal handler: it writes an eventfd).
-    void run();
+    // Serves until stop() (any thread, or a signal handler: it writes an
+    // eventfd): returns "". Or until an interface can no longer be served
+    // (deleted, moved out of its namespace): returns why.
+    std::string run();
     void stop() noexcept;
 
     // For sessions.
