@@ -205,6 +205,12 @@ TEST(Protocol, OtherRequestFieldErrors)
         {R"({"type":"release","id":5,"len":4096})", "offset"},
         {R"({"type":"release","id":5,"offset":0,"len":0})", "len"},
         {R"({"type":"release","id":5,"offset":18446744073709551615,"len":2})", "len"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":7})", "posted"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":[[1]]})", "posted"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":[[1,2,3]]})", "posted"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":[[4294967296,0]]})", "posted"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":[[1,-1]]})", "posted"},
+        {R"({"type":"release","id":5,"offset":0,"len":1,"posted":[{"flow":1}]})", "posted"},
     });
     expectFieldErrors<PopulateRequest>({
         {R"({"type":"populate","id":6,"offset":0})", "len"},
@@ -314,6 +320,9 @@ TEST(Protocol, RequestsRoundTrip)
     ReleaseRequest rel = roundTrip(ReleaseRequest{4096, 1ull << 33}, 5);
     EXPECT_EQ(rel.offset, 4096u);
     EXPECT_EQ(rel.len, 1ull << 33);
+    EXPECT_TRUE(rel.posted.empty()) << "absent: an older client's release";
+    const std::vector<ReleaseRequest::Posted> posted{{3, 0}, {4294967295u, 18446744073709551615ull}};
+    EXPECT_EQ(roundTrip(ReleaseRequest{0, 4096, posted}, 5).posted, posted);
     PopulateRequest pop = roundTrip(PopulateRequest{0, 1}, 6);
     EXPECT_EQ(pop.offset, 0u);
     EXPECT_EQ(pop.len, 1u);

@@ -337,9 +337,19 @@ void Client::release(uint64_t offset, uint64_t len)
                                ") is outside the region of " + std::to_string(c.cfg.regionSize) + " bytes");
     // A hint npfd applies in order with the client's other requests: no need
     // to wait for it (a round trip per call would cost the receive loop).
+    // But buffers posted after this call may be received into before npfd
+    // gets to it: each flow's published post count now tells npfd which
+    // buffers those are, and it leaves their pages out.
+    ipc::ReleaseRequest rq{offset, len};
+    {
+        std::lock_guard<std::mutex> lock(c.flowsMu);
+        for (const Impl::OpenFlow& f : c.flows)
+            if (f.on == c.link && rq.posted.size() < ipc::ReleaseRequest::kMaxPosted)
+                rq.posted.push_back({f.app->impl_->parts.id, f.app->impl_->posts->published()});
+    }
     std::lock_guard<std::mutex> lock(c.mu);
     try {
-        c.ch->send(ipc::ReleaseRequest{offset, len});
+        c.ch->send(rq);
     } catch (const std::system_error& e) {
         if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
             c.link->lost();

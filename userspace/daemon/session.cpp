@@ -9,6 +9,7 @@
 #include "counters/engine_stats.h"
 #include "counters/flow_stats.h"
 #include "daemon/daemon.h"
+#include "daemon/late_release.h"
 #include "daemon/metrics.h"
 #include "engine/service_stats.h"
 #include "engine/service.h"
@@ -328,9 +329,11 @@ std::string Session::closeFlow(const ipc::Message& m)
 std::string Session::pages(const ipc::Message& m, bool release)
 {
     uint64_t offset, len;
+    std::vector<ipc::ReleaseRequest::Posted> posted;
     if (release) {
         ipc::ReleaseRequest rq = ipc::ReleaseRequest::decode(m);
         offset = rq.offset, len = rq.len;
+        posted = std::move(rq.posted);
     } else {
         ipc::PopulateRequest rq = ipc::PopulateRequest::decode(m);
         offset = rq.offset, len = rq.len;
@@ -355,10 +358,34 @@ std::string Session::pages(const ipc::Message& m, bool release)
         if (region_->budgetPages())
             len = std::min(len, region_->budgetPages() * region_->pageSize());
     }
-    const int rc = release ? region_->release(offset, len) : region_->prefetch(offset, len);
+    if (release)
+        return ipc::PagesReply{releaseLate(m, offset, len, posted)}.encode(m.id);
+    const int rc = region_->prefetch(offset, len);
     if (rc < 0)
         throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
     return ipc::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
+}
+
+// The release, applied now, leaves out the buffers the client posted since
+// it made it (late_release.h); a client of an older library sends no
+// `posted`: its whole range, as it asked.
+uint64_t Session::releaseLate(const ipc::Message& m, uint64_t offset, uint64_t len,
+                              std::span<const ipc::ReleaseRequest::Posted> posted)
+{
+    std::vector<PostsSince> since;
+    for (const ipc::ReleaseRequest::Posted& p : posted)
+        for (const OpenFlow& f : flows_)
+            if (f.flow->id == p.flow)
+                since.push_back({f.flow->posts, p.prod});
+    const std::optional<std::vector<ByteRange>> parts = lateRelease(offset, len, since);
+    uint64_t pages = 0;
+    for (const ByteRange& r : parts.value_or(std::vector<ByteRange>{})) {
+        const int rc = region_->release(r.offset, r.len);
+        if (rc < 0)
+            throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
+        pages += static_cast<uint64_t>(rc);
+    }
+    return pages;
 }
 
 void Session::clientFlows(std::vector<ClientFlow>& out) const

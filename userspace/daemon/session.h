@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ private:
     std::string region(const ipc::Message& m, std::vector<Fd>& fds);
     std::string openFlow(const ipc::Message& m, std::vector<int>& outFds);
     std::string closeFlow(const ipc::Message& m);
+    // release's pages: [offset, offset + len) minus buffers posted since
+    // (`posted`); returns the pages released.
+    uint64_t releaseLate(const ipc::Message& m, uint64_t offset, uint64_t len,
+                         std::span<const ipc::ReleaseRequest::Posted> posted);
     std::string pages(const ipc::Message& m, bool release);
     std::string stats(const ipc::Message& m);
     std::string flowStats(const ipc::Message& m);

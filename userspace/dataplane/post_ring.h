@@ -137,6 +137,8 @@ public:
     uint64_t start() const noexcept { return start_; }       // first seq of this producer
     uint64_t produced() const noexcept { return prod_; }     // posts written
     uint64_t unpublished() const noexcept { return prod_ - published_; }
+    // Posts visible to XDP, as the cursor says: any thread may ask.
+    uint64_t published() const noexcept { return detail::loadAcquire(cursor_->prod); }
 
     // No one serves the flow any more and its posts are gone: XDP passes its
     // datagrams to the kernel. For a cursor with or without a producer (an

@@ -391,10 +391,34 @@ R decodeRange(const Message& m)
 
 std::string ReleaseRequest::encode(uint32_t id) const
 {
-    return encodeMessage(kType, id, {{"offset", offset}, {"len", len}});
+    Json fields{{"offset", offset}, {"len", len}};
+    if (!posted.empty()) {
+        Json a = Json::array();
+        for (const Posted& p : posted)
+            a.push_back(Json::array({p.flow, p.prod}));
+        fields["posted"] = std::move(a);
+    }
+    return encodeMessage(kType, id, fields);
 }
 
-ReleaseRequest ReleaseRequest::decode(const Message& m) { return decodeRange<ReleaseRequest>(m); }
+ReleaseRequest ReleaseRequest::decode(const Message& m)
+{
+    ReleaseRequest r = decodeRange<ReleaseRequest>(m);
+    Fields f(m, kType, kType);
+    const Json* a = f.find("posted", false);
+    if (!a)
+        return r;
+    if (!a->is_array() || a->size() > kMaxPosted)
+        f.fail("posted", "must be an array of at most " + std::to_string(kMaxPosted) + " [flow, prod] pairs, got " +
+                             describeValue(*a));
+    for (const Json& e : *a) {
+        if (!e.is_array() || e.size() != 2)
+            f.fail("posted", "each entry must be [flow, prod], got " + describeValue(e));
+        r.posted.push_back({static_cast<uint32_t>(f.number("posted", e[0], 0, UINT32_MAX)),
+                            f.number("posted", e[1], 0, UINT64_MAX)});
+    }
+    return r;
+}
 
 std::string PopulateRequest::encode(uint32_t id) const
 {

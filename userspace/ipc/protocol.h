@@ -285,6 +285,17 @@ struct ReleaseRequest {
     using Reply = PagesReply;
     uint64_t offset = 0;
     uint64_t len = 0;
+    // Optional: for each flow of the client, its post ring's published prod
+    // when the client released ({flow id, prod}). npfd applies a release
+    // later than it was made; it leaves out the pages of every buffer posted
+    // since, which the release must not discard.
+    struct Posted {
+        uint32_t flow = 0;
+        uint64_t prod = 0;
+        bool operator==(const Posted&) const = default;
+    };
+    static constexpr size_t kMaxPosted = 1024;
+    std::vector<Posted> posted;
     std::string encode(uint32_t id) const;
     static ReleaseRequest decode(const Message& m);
 };
