@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$MODE" in native|skb) ;; *) echo "demo: --mode must be native or skb" >&2; exit 2 ;; esac
+case "$BUILD" in /*) BUILD_DIR=$BUILD ;; *) BUILD_DIR=$ROOT/$BUILD ;; esac
 
 # Names are unique per run (pid); a run killed before its cleanup is swept by
 # the next one. Interface names stay under 15 characters; pins are keyed by
@@ -49,9 +50,9 @@ PORT_OTHER=7000 # UDP port that is not a flow
 PORT_FLOW=5000  # UDP port made a flow with `npfctl flow add`
 COUNT=5         # datagrams per UDP step
 
-NPFCTL=$ROOT/$BUILD/loader/npfctl
-NPF_RECV=$ROOT/$BUILD/apps/npf-recv
-NPFD=$ROOT/$BUILD/apps/npfd
+NPFCTL=$BUILD_DIR/loader/npfctl
+NPF_RECV=$BUILD_DIR/apps/npf-recv
+NPFD=$BUILD_DIR/apps/npfd
 PORT_NPFD=5001  # UDP port an unprivileged client opens through npfd
 PIN_ROOT=/sys/fs/bpf/npf
 PIN_DIR=      # this run's pin directory, once its namespace exists
@@ -329,10 +330,10 @@ fi
 sweep_stale
 
 step "building npfctl, npf-recv and npfd in $BUILD/ (log: $BUILD/demo-build.log)"
-mkdir -p "$BUILD"
-if ! { cmake -S . -B "$BUILD" && cmake --build "$BUILD" --target npfctl npf-recv npfd -j"$(nproc)"; } \
-    >"$BUILD/demo-build.log" 2>&1; then
-  tail -n 30 "$BUILD/demo-build.log" >&2
+mkdir -p "$BUILD_DIR"
+if ! { cmake -S . -B "$BUILD_DIR" && cmake --build "$BUILD_DIR" --target npfctl npf-recv npfd -j"$(nproc)"; } \
+    >"$BUILD_DIR/demo-build.log" 2>&1; then
+  tail -n 30 "$BUILD_DIR/demo-build.log" >&2
   die "build failed (full log: $BUILD/demo-build.log)"
 fi
 note "built $BUILD/loader/npfctl ($("$NPFCTL" --version))"
