@@ -43,9 +43,9 @@ ClientInstaller::ClientInstaller(const Userfaultfd& client, size_t maxBytes, std
     if (!dup)
         throwErrno("duplicate the userfaultfd of " + who);
     s_->uffd = Userfaultfd::adopt(std::move(dup), who);
-    // Populated: the ioctl reads it from npfd's mm, and a fault there would
-    // only slow the copy.
-    s_->buffer = MmapArea::map(maxBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0,
+    // Faulted in as runs use it (most are a few pages): npfd's memory grows
+    // with what its clients' installs use, not with batchPages per client.
+    s_->buffer = MmapArea::map(maxBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
                                "page images for " + who);
     s_->deadline = deadline;
     thread_ = std::thread(run, s_);
