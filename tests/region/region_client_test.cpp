@@ -227,6 +227,67 @@ TEST(RegionClient, PagesAreInstalledIntoTheClientsMapping)
     }
 }
 
+// Deadlines of 1, 20 and 60 us: copies into the client's mapping miss them,
+// some before the installer's thread started them (cancelled), some while it
+// ran them (late: the region installs the same pages through its own
+// mapping, or finds them put there by the late copy, EEXIST, and those pages
+// wait out the late copy before they may be evicted). Whatever the timing:
+// every byte right on both sides, every page in, eviction whole again once
+// the late copies have ended.
+TEST(RegionClient, CopiesThatMissTheirDeadlineLoseNothing)
+{
+    NPF_REQUIRE_UFFD();
+    constexpr uint64_t kRun = 64; // one batch: one copy
+    for (const auto deadline : {1us, 20us, 60us}) {
+        SCOPED_TRACE("deadline " + std::to_string(deadline.count()) + " us");
+        ClientProcess c({});
+        NPF_REQUIRE_CLIENT(c);
+        RegionConfig cfg = clientConfig();
+        cfg.clientInstallWait = deadline;
+        Region r(cfg, c.memory());
+        ASSERT_TRUE(r.installsThroughClient());
+        PagerThread pager(r); // the client's faults
+        const uint64_t runs = r.pages() / kRun;
+        for (uint32_t round = 0; round < 24; ++round) {
+            SCOPED_TRACE("round " + std::to_string(round));
+            const uint64_t first = (round % runs) * kRun;
+            std::vector<std::vector<uint8_t>> payloads;
+            std::vector<Patch> ps;
+            for (uint64_t p = 0; p < kRun; ++p) {
+                payloads.push_back(randomBytes(64, round * 1000 + static_cast<uint32_t>(p)));
+                ps.push_back({(first + p) * kPg + 8, payloads.back().data(), 64});
+            }
+            std::vector<int> res(ps.size());
+            ASSERT_EQ(r.applyPatches(ps, res), static_cast<int>(kRun));
+            for (uint64_t p : {uint64_t{0}, kRun / 2, kRun - 1}) {
+                EXPECT_EQ(c.read((first + p) * kPg + 8, 64), payloads[p]) << "page " << first + p;
+                EXPECT_EQ(daemonRead(r, (first + p) * kPg + 8, 64), payloads[p]) << "page " << first + p;
+            }
+            // Everything goes out once the late copy, if any, has ended.
+            ASSERT_TRUE(waitFor([&] {
+                (void)r.evictAll();
+                return r.residentPages() == 0;
+            })) << r.residentPages() << " pages stay resident";
+            EXPECT_EQ(c.read((first + 5) * kPg + 8, 64), payloads[5]) << "restored after eviction";
+        }
+        pager.sync();
+        const RegionStats s = r.stats();
+        std::printf("[ client ] %lld us deadline: %llu late or cancelled; pages into the client's mapping %llu, "
+                    "into the region's %llu, found there already (a late copy's) %llu\n",
+                    static_cast<long long>(deadline.count()), static_cast<unsigned long long>(s.clientLate),
+                    static_cast<unsigned long long>(s.clientInstalls),
+                    static_cast<unsigned long long>(s.clientFallbacks), static_cast<unsigned long long>(s.eexist));
+        if (deadline == 1us) {
+            EXPECT_GE(s.clientLate, 1u) << "no copy missed a 1 us deadline: the test proved nothing";
+        }
+        EXPECT_EQ(s.clientInstalls + s.clientFallbacks, s.pagesInstalled);
+        // Every page of every round went in: through the client's mapping,
+        // the region's, or by a late copy (the region's copy then found it).
+        EXPECT_GE(s.pagesInstalled + s.eexist, 24 * kRun);
+        EXPECT_EQ(s.errors, 0u);
+    }
+}
+
 // The client writes its own mapping (outside any epoch protocol) while the
 // region evicts those pages over and over: the fence on the client's
 // mapping keeps every write.
