@@ -7,7 +7,6 @@
 // releases, posts again and receives.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstring>
 
 #include "engine_fixture.h"
@@ -18,8 +17,6 @@
 namespace npf::e2e {
 namespace {
 
-using namespace std::chrono_literals;
-
 class NpfdRelease : public EngineE2E {};
 
 constexpr uint32_t kBytes = 1000;
@@ -27,21 +24,6 @@ constexpr uint64_t kPage = 4096;
 constexpr uint32_t kBuffers = 4; // posted again after the release
 constexpr uint32_t kConsumed = 8; // released: these and 4 more
 uint32_t datagramSize(uint32_t) { return kBytes; }
-
-// Takes completions until `n`, within the deadline; their count.
-size_t take(Flow& f, size_t n)
-{
-    size_t got = 0;
-    const auto end = std::chrono::steady_clock::now() + test::kDeadline;
-    npf_completion c[64];
-    while (got < n && std::chrono::steady_clock::now() < end) {
-        const int k = f.wait(std::span(c, std::min<size_t>(64, n - got)), 100ms);
-        if (k < 0)
-            break;
-        got += static_cast<size_t>(k);
-    }
-    return got;
-}
 
 TEST_F(NpfdRelease, AReleaseAppliedLateNeverDiscardsABufferPostedAfterIt)
 {
@@ -61,7 +43,8 @@ TEST_F(NpfdRelease, AReleaseAppliedLateNeverDiscardsABufferPostedAfterIt)
     post(kConsumed);
     ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 1, .count = kConsumed, .dstPort = port, .size = datagramSize}),
               "");
-    ASSERT_EQ(take(f, kConsumed), kConsumed) << npfd.log();
+    npf_completion c[kConsumed];
+    ASSERT_EQ(awaitCompletions(f, c), kConsumed) << npfd.log();
     {
         // npfd's control thread (its main thread) stopped: the release waits
         // in the socket while the client posts the first buffers again and
@@ -71,7 +54,7 @@ TEST_F(NpfdRelease, AReleaseAppliedLateNeverDiscardsABufferPostedAfterIt)
         post(kBuffers);
         ASSERT_EQ(sendDatagrams(rig.veth(), {.sender = 2, .count = kBuffers, .dstPort = port, .size = datagramSize}),
                   "");
-        ASSERT_EQ(take(f, kBuffers), kBuffers) << npfd.log();
+        ASSERT_EQ(awaitCompletions(f, std::span(c, kBuffers)), kBuffers) << npfd.log();
     }
     (void)cli.stats(); // answered after the release: it has been applied
     // Evict round 2's pages: populate other pages, budget by budget.

@@ -20,7 +20,9 @@ std::optional<std::vector<ByteRange>> lateRelease(uint64_t offset, uint64_t len,
         for (uint64_t seq = f.from; seq < now; ++seq) {
             const dataplane::Post p = f.reader.slot(seq);
             const uint64_t first = p.offset / kPage * kPage;
-            const uint64_t last = p.offset > UINT64_MAX - p.len - kPage ? UINT64_MAX : (p.offset + p.len + kPage - 1) / kPage * kPage;
+            const uint64_t last = p.offset > UINT64_MAX - p.len - kPage
+                                      ? UINT64_MAX
+                                      : (p.offset + p.len + kPage - 1) / kPage * kPage;
             const uint64_t a = std::max(first, offset), b = std::min(last, end);
             if (a < b)
                 keep.push_back({a, b - a});

@@ -34,7 +34,6 @@ namespace npf {
 
 class ClientInstaller {
 public:
-
     // A thread that copies up to maxBytes at a time through `client` (a
     // duplicate of its descriptor: the region may close its own first).
     // Throws if the thread or its buffer cannot be had.
@@ -46,7 +45,9 @@ public:
     ClientInstaller(const ClientInstaller&) = delete;
     ClientInstaller& operator=(const ClientInstaller&) = delete;
 
-    // True when copy() may be called: not disabled, and no job is late. Build the images in buffer() then.
+    // True when copy() may be called: not disabled, and the thread idle (no
+    // job late, none cancelled that it has not come round to). Build the
+    // images in buffer() then.
     bool ready() const noexcept;
     // maxBytes of page images: the next job's source.
     uint8_t* buffer() const noexcept;

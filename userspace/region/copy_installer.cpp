@@ -110,16 +110,17 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, Via via, Batch
             run.status[k] = 0;
         }
         c_.add<&RegionStats::pagesInstalled>(whole >> shift);
-        if (via == Via::Move)
+        if (via == Via::Move) {
             c_.add<&RegionStats::poolInstalls>(whole >> shift);
-        else if (via == Via::Client && whole) {
+        } else if (via == Via::Client) {
             c_.add<&RegionStats::clientInstalls>(whole >> shift);
-            // Our own waiters (a thread of ours that faulted on the page)
-            // are the client's copy's to wake no more.
-            uffd_.wake(io_.addr(run.pages[0]) + done, whole);
-        }
-        else if (client_)
+            // The copy into the client's mapping woke the client's waiters;
+            // a thread of ours that faulted on these pages waits on our uffd.
+            if (whole)
+                uffd_.wake(io_.addr(run.pages[0]) + done, whole);
+        } else if (client_) {
             c_.add<&RegionStats::clientFallbacks>(whole >> shift);
+        }
         if (t)
             t->pages += static_cast<uint32_t>(whole >> shift);
         done += whole;
@@ -170,20 +171,21 @@ long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, u
 
 void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) noexcept
 {
-    if (rc == -ETIMEDOUT) {
-        // Late: the job may still install these pages; none may be evicted
-        // until it has ended (install() copies them in ours meanwhile).
+    if (rc == -ETIMEDOUT || rc == -ECANCELED) {
         c_.add<&RegionStats::clientLate>();
-        lateOffset_ = io_.bytes(run.pages[k]);
-        lateLen_ = io_.bytes(run.size() - k);
-        state_.protect(lateOffset_, lateLen_);
+        if (rc == -ETIMEDOUT) {
+            // Late: the job may still install these pages; none may be
+            // evicted until it has ended (put() copies them in ours meanwhile).
+            // Cancelled: its thread never started it, nothing to wait for.
+            lateOffset_ = io_.bytes(run.pages[k]);
+            lateLen_ = io_.bytes(run.size() - k);
+            state_.protect(lateOffset_, lateLen_);
+        }
         return;
     }
-    if (rc == -ECANCELED) { // its thread did not start the copy in time: nothing to wait for
-        c_.add<&RegionStats::clientLate>();
-        return;
-    }
-    if (rc == -EAGAIN || rc == -EBUSY) // the client's mappings are changing: ours this time
+    // EAGAIN: the client's mappings are changing; EBUSY: the installer was
+    // not idle. Ours this time.
+    if (rc == -EAGAIN || rc == -EBUSY)
         return;
     // Its mapping is not where it said, not registered, or it is gone: we
     // install through our own mapping from now on (the client, if still

@@ -234,6 +234,7 @@ private:
     bool refill(uint64_t page) noexcept;
     int serviceFaultsLocked(BatchTiming* t) noexcept;
     void autoEvictLocked() noexcept;
+    int evictToBudgetLocked() noexcept; // evictToBudget() with the lock held
     // Evictor::Host (region_evict.cpp).
     void waitGrace() noexcept override;
     int raiseFence(uint64_t page, uint64_t n) noexcept override;

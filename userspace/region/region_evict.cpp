@@ -14,6 +14,11 @@ namespace npf {
 int Region::evictToBudget() noexcept
 {
     std::lock_guard lk(mu_);
+    return evictToBudgetLocked();
+}
+
+int Region::evictToBudgetLocked() noexcept
+{
     copy_.settle();
     if (!geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return 0;
@@ -30,11 +35,8 @@ int Region::evictAll() noexcept
 
 void Region::autoEvictLocked() noexcept
 {
-    copy_.settle();
-    if (!cfg_.autoEvict || !geo_.budgetPages || residentPages() <= geo_.budgetPages)
-        return;
-    uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
-    evictor_.evictTo(geo_.budgetPages - slack, false);
+    if (cfg_.autoEvict)
+        (void)evictToBudgetLocked();
 }
 
 void Region::waitGrace() noexcept
