@@ -305,6 +305,31 @@ struct npf_completion_ring {
 
 #define NPF_RING_MAGIC 0x4e504352 /* "NPCR" */
 
+/* ---- an npfd client's installs (2 MiB pages) ------------------------- */
+
+/* A huge page is charged to the hugetlb cgroup of the task that allocates
+ * it, whichever mapping it enters; so that a client's pod pays for its 2 MiB
+ * pages, a thread of the client (libnpf's) allocates them: UFFDIO_COPY into
+ * its own region, through its own userfaultfd, of page images npfd writes.
+ * The client hands npfd an install area with its region: a shmem memfd of
+ * NPF_INSTALL_IMAGES + n * 2 MiB bytes (n >= 1) it allocated itself, this
+ * control block at offset 0, the images from NPF_INSTALL_IMAGES on.
+ *
+ * npfd writes offset and len, then post (release) and wakes the futex on
+ * post; the client copies, writes result, then done = post (release) and
+ * wakes the futex on done. npfd waits for done a bounded time and trusts
+ * none of it: it installs what the client did not, and checks what it says
+ * it did (docs/protocol.md "Install area"). */
+struct npf_install_ctl {
+	__u32 post;   /* npfd: the job's number, a futex word */
+	__u32 done;   /* client: the number of the last job it ended, a futex word */
+	__u64 offset; /* npfd: the region offset of the job's first page */
+	__u64 len;    /* npfd: bytes, whole pages, at most the area's images */
+	__s64 result; /* client: bytes installed from offset on, or -errno */
+};
+
+#define NPF_INSTALL_IMAGES 4096 /* offset of the first image in the install area */
+
 #ifdef __cplusplus
 static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");
 static_assert(sizeof(struct npf_flow_key) == 20);
@@ -316,6 +341,7 @@ static_assert(sizeof(struct npf_completion) == 32);
 static_assert(NPF_STAT_FLOW_FIRST == NPF_STAT_PASS_BAD_FLOW + 1 && NPF_FLOW_STAT_MAX == 12);
 static_assert(sizeof(struct npf_flow_stats) == 8 + 8 * NPF_FLOW_STAT_MAX);
 static_assert(sizeof(struct npf_completion_ring) == 192);
+static_assert(sizeof(struct npf_install_ctl) == 32);
 static_assert((NPF_POST_RING_SIZE & (NPF_POST_RING_SIZE - 1)) == 0);
 #endif
 

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <vector>
 
+#include "client/install_thread.h"
 #include "counters/engine_stats.h"
 #include "counters/flow_stats.h"
 #include "dataplane/flow_ring.h"
@@ -32,6 +33,9 @@ namespace npf {
 namespace {
 
 constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), missing from Debian 12's glibc
+// Page images the install area of a 2 MiB region holds: npfd posts runs of
+// up to this many pages to the installer (8 MiB, allocated by this process).
+constexpr uint32_t kInstallImages = 4;
 
 // A userfaultfd this (unprivileged) process may have: user-mode faults only
 // (a syscall that touches a missing page gets EFAULT: touch it first), with
@@ -72,10 +76,12 @@ struct Link {
     const uint64_t size, pageSize;
     std::atomic<uint64_t> restoredPages{0};
 
+    // Gone once the content is back (a second caller waits for the first):
+    // whoever sees isGone() sees restoredPages final.
     void lost() noexcept
     {
-        gone.store(1, std::memory_order_release);
         std::call_once(recovered, [this] { restoredPages.store(restore(), std::memory_order_release); });
+        gone.store(1, std::memory_order_release);
     }
     bool isGone() const noexcept { return gone.load(std::memory_order_acquire) != 0; }
     // Every page the spill holds and the memfd does not (a hole): copied in.
@@ -143,6 +149,9 @@ struct Client::Impl {
     std::mutex flowsMu; // openFlow and closeFlow may run on any thread
     std::vector<OpenFlow> flows;
     std::shared_ptr<Link> link;
+    // 2 MiB pages: the thread that allocates them (npfd posts the images),
+    // so that this process pays; one per connection.
+    std::unique_ptr<InstallThread> installer;
 
     void connect();
     template <typename Req>
@@ -213,15 +222,20 @@ void Client::Impl::connect()
     // The mapping is registered with a fresh userfaultfd each time: npfd
     // gets it, and this process keeps no copy (were npfd to die, the
     // registration goes with its copy, and a thread touching a page npfd
-    // had evicted gets zeros instead of waiting forever).
-    Userfaultfd uffd = registerUffd(map.get(), cfg.regionSize, cfg.pageSize != NPF_PAGE_SIZE);
+    // had evicted gets zeros instead of waiting forever) -- but for the
+    // installer's of 2 MiB pages, which closes it when npfd hangs up.
+    const bool huge = cfg.pageSize != NPF_PAGE_SIZE;
+    Userfaultfd uffd = registerUffd(map.get(), cfg.regionSize, huge);
+    if (huge)
+        installer = std::make_unique<InstallThread>(map.as<uint8_t>(), cfg.regionSize, cfg.pageSize, kInstallImages,
+                                                    uffd, ch->fd(), [l = link] { l->lost(); });
     ipc::RegionRequest rq;
     rq.size = cfg.regionSize;
     rq.budget = budget;
     rq.base = reinterpret_cast<uint64_t>(map.get());
     rq.pageSize = static_cast<uint32_t>(cfg.pageSize);
-    const int fds[3] = {memfd.get(), uffd.fd(), spill.get()};
-    (void)call(rq, fds);
+    const int fds[4] = {memfd.get(), uffd.fd(), spill.get(), installer ? installer->areaFd() : -1};
+    (void)call(rq, std::span<const int>(fds, installer ? 4 : 3));
 }
 
 Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
@@ -262,6 +276,7 @@ Client::~Client()
             // npfd is gone or refused: closing the socket says the same.
         }
     }
+    impl_->installer.reset(); // before the socket it watches closes
 }
 
 Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
@@ -392,6 +407,7 @@ void Client::reconnect()
             pollfd p{c.ch->fd(), POLLIN, 0};
             (void)::poll(&p, 1, static_cast<int>(c.cfg.timeout.count()));
         }
+        c.installer.reset(); // (its uffd copy: the old registration ends with npfd's)
         c.link->lost(); // the old flows are dead for good; evicted content comes home
         c.ch.reset();
     }

@@ -159,10 +159,12 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
     ipc::RegionRequest rq = ipc::RegionRequest::decode(m);
     if (region_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
-    if (fds.size() < 2 || fds.size() > 3 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
-        (fds.size() == 3 && !ipc::isMemfd(fds[2].get())))
+    if (fds.size() < 2 || fds.size() > 4 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
+        (fds.size() >= 3 && !ipc::isMemfd(fds[2].get())) || (fds.size() == 4 && !ipc::isMemfd(fds[3].get())))
         throw ProtocolError(ErrorCode::BadFd,
-                            "region takes a memfd, a userfaultfd and optionally a spill memfd", 0, m.id);
+                            "region takes a memfd, a userfaultfd and optionally a spill memfd and an install area "
+                            "memfd",
+                            0, m.id);
     RegionGeometry geo;
     std::string bad;
     switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
@@ -195,7 +197,8 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
     std::unique_ptr<Region> region;
     try {
         region = std::make_unique<Region>(
-            rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base, fds.size() == 3 ? std::move(fds[2]) : Fd()});
+            rc, ClientMemory{std::move(fds[0]), std::move(fds[1]), rq.base, fds.size() >= 3 ? std::move(fds[2]) : Fd(),
+                             fds.size() == 4 ? std::move(fds[3]) : Fd()});
     } catch (const std::system_error& e) {
         if (e.code().value() == ENOMEM) // 2 MiB pages: the huge page pool is short
             throw ProtocolError(ErrorCode::NoSpace, e.what(), ENOMEM, m.id);

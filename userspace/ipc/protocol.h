@@ -243,8 +243,10 @@ uint32_t negotiate(const HelloRequest& h);
 HelloReply helloReplyFor(uint32_t protocol);
 
 // fds, in order: the region's memfd, the userfaultfd it is registered with,
-// and optionally the client's spill file (npfd saves evicted content there,
-// so it survives npfd). kFds counts the two that must be there.
+// optionally the client's spill file (npfd saves evicted content there,
+// so it survives npfd), and after it, optionally, the install area of a
+// 2 MiB region (npf_install_ctl: the client's thread allocates its huge
+// pages). kFds counts the two that must be there.
 struct RegionRequest {
     static constexpr std::string_view kType = "region";
     static constexpr size_t kFds = 2;

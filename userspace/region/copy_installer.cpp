@@ -8,6 +8,7 @@
 #include "region/page_io.h"
 #include "region/page_pool.h"
 #include "region/page_state.h"
+#include "region/remote_installer.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
 #include "region/spill.h"
@@ -37,16 +38,25 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
             continue;
         // No pool, or it could not be refilled: fresh pages copied in.
         const InstallBatch rest = b.sub(i + fromPool, j - i - fromPool);
-        if (client_ && client_->ready())
+        if (client_ && client_->ready()) {
             installRun(rest, client_->buffer(), Via::Client, t);
-        else
-            installRun(rest, staging_.as<uint8_t>(), Via::Copy, t);
+            continue;
+        }
+        for (size_t k = 0, n; k < rest.size(); k += n) {
+            n = rest.size() - k;
+            if (remote_ && remote_->ready()) {
+                n = std::min<size_t>(n, remote_->images());
+                installRun(rest.sub(k, n), remote_->buffer(), Via::Remote, t);
+            } else {
+                installRun(rest.sub(k, n), staging_.as<uint8_t>(), Via::Copy, t);
+            }
+        }
     }
 }
 
 void CopyInstaller::settle() noexcept
 {
-    if (!lateLen_ || !client_->settled())
+    if (!lateLen_ || !(client_ ? client_->settled() : remote_->settled()))
         return;
     state_.unprotect(lateOffset_, lateLen_);
     lateLen_ = 0;
@@ -63,7 +73,12 @@ void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, Via via
     }
     if (t)
         t->imageReady = monotonicNs();
+    if (via == Via::Remote) {
+        askRemote(run);
+        via = Via::Copy; // what the client did not install, and a check of what it did
+    }
     const bool leftovers = put(run, images, via, t);
+    claimed_ = 0;
     if (via == Via::Move)
         pool_.consumed(run.size(), leftovers);
     if (t)
@@ -118,7 +133,7 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, Via via, Batch
             // a thread of ours that faulted on these pages waits on our uffd.
             if (whole)
                 uffd_.wake(io_.addr(run.pages[0]) + done, whole);
-        } else if (client_) {
+        } else if (client_ || remote_) {
             c_.add<&RegionStats::clientFallbacks>(whole >> shift);
         }
         if (t)
@@ -163,10 +178,44 @@ long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, u
         c_.add<&RegionStats::copyCalls>();
         return client_->copy(clientBase_ + io_.bytes(run.pages[0]) + done, len - done, got);
     case Via::Copy:
+    case Via::Remote: // installRun() made it a copy
         break;
     }
     c_.add<&RegionStats::copyCalls>();
     return uffd_.copy(io_.addr(run.pages[0]) + done, images + done, len - done, got);
+}
+
+void CopyInstaller::askRemote(const InstallBatch& run) noexcept
+{
+    const uint64_t offset = io_.bytes(run.pages[0]), len = io_.bytes(run.size());
+    c_.add<&RegionStats::copyCalls>();
+    const long rc = remote_->copy(offset, len);
+    if (rc >= 0) {
+        claimed_ = static_cast<size_t>(rc) >> io_.pageShift();
+        if (claimed_ == run.size())
+            return;
+    }
+    // The rest is ours: put() copies it in. Why the client stopped, if it
+    // said: EEXIST (a page was there), EAGAIN (its mappings were changing)
+    // and ENOMEM (its hugetlb limit, or the pool) are for this time only.
+    const long why = rc >= 0 ? 0 : rc;
+    if (why == -ETIMEDOUT) {
+        c_.add<&RegionStats::clientLate>();
+        lateOffset_ = offset;
+        lateLen_ = len;
+        state_.protect(lateOffset_, lateLen_);
+    } else if (why == -ENOMEM) {
+        NPF_WARN_RL("region %s: the client could not allocate %llu huge pages at page %llu (its pod's hugepages-2Mi "
+                    "limit, or the pool): npfd installed them, charged to npfd",
+                    name_.c_str(), static_cast<unsigned long long>(run.size() - claimed_),
+                    static_cast<unsigned long long>(run.pages[claimed_]));
+    } else if (why && why != -EEXIST && why != -EAGAIN && why != -EINTR) {
+        remote_->disable();
+        NPF_WARN("region %s: the client's installs failed at page %llu: %s; its pages are installed through npfd's "
+                 "mapping from now on (charged to npfd)",
+                 name_.c_str(), static_cast<unsigned long long>(run.pages[claimed_]),
+                 std::strerror(static_cast<int>(-why)));
+    }
 }
 
 void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) noexcept
@@ -200,6 +249,13 @@ void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) no
 int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
 {
     const uint64_t page = run.pages[k];
+    if (k < claimed_) { // the client's thread put it in, images and all
+        state_.markInstalled(page);
+        c_.add<&RegionStats::pagesInstalled>();
+        c_.add<&RegionStats::clientInstalls>();
+        uffd_.wake(io_.addr(page), io_.bytes(1));
+        return 0;
+    }
     c_.add<&RegionStats::eexist>();
     int rc = io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
     state_.markInstalled(page);

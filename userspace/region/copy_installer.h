@@ -4,8 +4,10 @@
 // the PatchPlan), then copied, or moved, in and mapped by one ioctl per run
 // of consecutive pages, so a page appears with its payloads already in it.
 // With a client's memory (npfd) the copy goes into the client's mapping
-// through its userfaultfd where it can (ClientInstaller: the client pays for
-// the page), else into the region's own mapping.
+// where it can, so that the client pays for the page: through its
+// userfaultfd on a thread of ours (ClientInstaller, 4 KiB pages), or by a
+// thread of the client (RemoteInstaller, 2 MiB pages); else into the
+// region's own mapping.
 // Called with its region's lock held.
 #pragma once
 
@@ -20,6 +22,7 @@ namespace npf {
 
 class ClientInstaller;
 class PagePool;
+class RemoteInstaller;
 
 class CopyInstaller {
 public:
@@ -42,17 +45,23 @@ public:
     }
 
     void install(const InstallBatch& b, BatchTiming* t) noexcept;
+    // Has the client's own thread install (and allocate) pages from now on,
+    // whenever `remote` is ready().
+    void throughRemote(RemoteInstaller* remote) noexcept { remote_ = remote; }
+
     // Lets the pages of a late client job be evicted once it has ended.
     // install() calls it; so must eviction.
     void settle() noexcept;
 
 private:
     // How a run's pages go in: copied into our mapping, moved from the pool,
-    // or copied into the client's mapping through its userfaultfd.
-    enum class Via { Copy, Move, Client };
+    // copied into the client's mapping through its userfaultfd, or by the
+    // client's thread (then checked, and completed, by a copy into ours).
+    enum class Via { Copy, Move, Client, Remote };
 
     // A run of at most batchPages consecutive pages, its images built at
     // `images` (staging, the pool's next pages, or the client installer's buffer).
+    // Via::Remote: at most remote_->images() pages.
     void installRun(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept;
     // Saved content or zeros, then payloads, for a run into `images`; 0 or
     // -errno (reading the spill file).
@@ -69,7 +78,11 @@ private:
     // Pages installed now (copied, or found present) no longer need their
     // saved copy: counted as restored, dropped from the spill file.
     void dropRestored(const InstallBatch& run) noexcept;
-    // UFFDIO_COPY found pages[k] present (populated behind our back).
+    // Posts a run (its images in remote_->buffer()) to the client's thread;
+    // sets claimed_ to the pages it says it installed.
+    void askRemote(const InstallBatch& run) noexcept;
+    // UFFDIO_COPY found pages[k] present: installed by the client's thread
+    // as it said (k < claimed_), or populated behind our back.
     int onExisting(const InstallBatch& run, size_t k) noexcept;
 
     const Userfaultfd& uffd_;
@@ -81,6 +94,8 @@ private:
     PagePool& pool_;
     ClientInstaller* client_ = nullptr;
     uint64_t clientBase_ = 0;
+    RemoteInstaller* remote_ = nullptr;
+    size_t claimed_ = 0; // of the run in put(): pages the client's thread says it installed
     uint64_t lateOffset_ = 0, lateLen_ = 0; // a late client job's pages, protected
     const uint32_t batchPages_;
     RegionCounters& c_;

@@ -161,11 +161,17 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     if (client && client->uffd)
         adoptClientUffd(std::move(client->uffd), client->base);
     if (clientUffd_ && !huge && cfg_.clientInstallWait.count() > 0) {
-        // 2 MiB pages are charged to the hugetlb cgroup of the task that
-        // allocates them, whichever mapping they go into: no gain there.
         clientInstaller_ = std::make_unique<ClientInstaller>(clientUffd_, bytes(geo_.batchPages),
                                                              cfg_.clientInstallWait, "the client of region " + who);
         copy_.throughClient(clientInstaller_.get(), clientBase_);
+    }
+    // 2 MiB pages are charged to the hugetlb cgroup of the task that
+    // allocates them, whichever mapping they go into: the client's own
+    // thread must, through its install area.
+    if (client && client->installArea && huge && cfg_.clientInstallWait.count() > 0) {
+        remoteInstaller_ = std::make_unique<RemoteInstaller>(std::move(client->installArea), bytes(1), geo_.batchPages,
+                                                             cfg_.clientInstallWait, "the client of region " + who);
+        copy_.throughRemote(remoteInstaller_.get());
     }
     NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s%s",
               who.c_str(), static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
@@ -205,8 +211,10 @@ Region::~Region() = default;
 
 void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
 {
-    if (!alias_) {
-        copy_.install(b, t);
+    if (remoteInstaller_)
+        copy_.settle(); // a late job the client has ended frees its route
+    if (!alias_ || (remoteInstaller_ && remoteInstaller_->ready())) {
+        copy_.install(b, t); // (a client's thread copies images in: no kernel zeroing either)
         return;
     }
     // 2 MiB pages, the faster primitive per case (npf-uffd-bench, one core):
@@ -441,7 +449,8 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
         return 0;
     const uint64_t first = offset >> geo_.pageShift, last = (offset + len - 1) >> geo_.pageShift;
     std::array<uint64_t, kPreallocMax> held;
-    const size_t nHeld = alias_ ? preallocate(first, last, held) : 0; // hugetlbfs
+    // hugetlbfs, unless the client's thread allocates the pages (its pod pays)
+    const size_t nHeld = alias_ && !remoteInstaller_ ? preallocate(first, last, held) : 0;
     const int rc = prefetchLocked(first, last);
     for (size_t i = 0; i < nHeld; ++i)
         state_.unhold(held[i]);

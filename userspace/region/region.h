@@ -53,6 +53,7 @@
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_stats.h"
+#include "region/remote_installer.h"
 #include "region/spill.h"
 #include "region/uffd.h"
 #include "sys/clock.h"
@@ -96,7 +97,10 @@ struct RegionConfig {
     // client's mapping through its userfaultfd (ClientInstaller), so its
     // memory cgroup is charged, on a thread of the region's own that the
     // pager waits for this long at most; past it the pager installs through
-    // its own mapping. 0: always through our own mapping (npfd pays).
+    // its own mapping. 2 MiB pages with an install area: a thread of the
+    // client copies them in (RemoteInstaller), so its hugetlb cgroup is
+    // charged; the pager waits this long per page at most. 0: always
+    // through our own mapping (npfd pays).
     std::chrono::microseconds clientInstallWait{1000};
 };
 
@@ -114,6 +118,10 @@ struct ClientMemory {
     // The client's spill file (saved content of evicted pages, at their
     // region offsets): what npfd evicted survives npfd. Empty: npfd's own.
     Fd spill;
+    // 2 MiB pages: the client's install area (RemoteInstaller), through
+    // which a thread of the client allocates its huge pages. Empty: npfd
+    // allocates them.
+    Fd installArea;
 };
 
 class Region : private Evictor::Host {
@@ -160,7 +168,7 @@ public:
     bool checkClient() noexcept;
     // Pages are installed into the client's mapping (it is charged for them)
     // whenever its installer keeps up (RegionConfig::clientInstallWait).
-    bool installsThroughClient() const noexcept { return bool(clientInstaller_); }
+    bool installsThroughClient() const noexcept { return clientInstaller_ || remoteInstaller_; }
 
     // True if every page of [offset, offset + len) has its resident bit set.
     bool isResident(uint64_t offset, uint64_t len) const noexcept { return state_.isResident(offset, len); }
@@ -259,6 +267,7 @@ private:
     Userfaultfd uffd_;
     Userfaultfd clientUffd_;
     std::unique_ptr<ClientInstaller> clientInstaller_;
+    std::unique_ptr<RemoteInstaller> remoteInstaller_;
     SpillFile spill_;
     PageState state_;
     MmapArea staging_;                  // geo_.batchPages page images

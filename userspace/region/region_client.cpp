@@ -44,26 +44,8 @@ void Region::adoptMemfd(Fd memfd)
     // Our own open file description: the client keeps its copy and may set
     // O_APPEND on it (our pwrite()s would append, growing the file without
     // bound and writing payloads past the region) or any other status flag.
-    memfd = reopenOwn(memfd.get(), what);
-    int seals = ::fcntl(memfd.get(), F_GET_SEALS);
-    if (seals < 0)
-        throwErrno("F_GET_SEALS on " + what);
-    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
-        throwErrno(EPERM, what + " is sealed against writes: eviction could not punch holes in it");
-    // Sealed before the size is read, so the size cannot change after.
-    if (!(seals & F_SEAL_SEAL)) {
-        if (::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
-            throwErrno("seal " + what + " against shrinking");
-    } else if (!(seals & F_SEAL_SHRINK)) {
-        throwErrno(EPERM, what + " cannot be sealed against shrinking: the client must create it with "
-                              "MFD_ALLOW_SEALING (a shrunk memfd would SIGBUS the daemon)");
-    }
-    struct stat st{};
-    if (::fstat(memfd.get(), &st) != 0)
-        throwErrno("fstat " + what);
-    if (static_cast<uint64_t>(st.st_size) < geo_.size)
-        throwErrno(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes, less than the region's " +
-                               std::to_string(geo_.size) + ": refused");
+    // Sealed against shrinking (eviction punches holes: never against writes).
+    memfd = adoptPeerMemfd(memfd.get(), geo_.size, what);
     memfd_ = std::move(memfd);
     adopted_ = true;
 }

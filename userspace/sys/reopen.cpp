@@ -23,4 +23,28 @@ Fd reopenOwn(int fd, const std::string& what)
     return own;
 }
 
+Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what)
+{
+    Fd own = reopenOwn(fd, what);
+    const int seals = ::fcntl(own.get(), F_GET_SEALS);
+    if (seals < 0)
+        throwErrno("F_GET_SEALS on " + what);
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))
+        throwErrno(EPERM, what + " is sealed against writes: npfd writes it");
+    if (!(seals & F_SEAL_SEAL)) {
+        if (::fcntl(own.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+            throwErrno("seal " + what + " against shrinking");
+    } else if (!(seals & F_SEAL_SHRINK)) {
+        throwErrno(EPERM, what + " cannot be sealed against shrinking: create it with MFD_ALLOW_SEALING (a "
+                                 "shrunk memfd would SIGBUS the daemon)");
+    }
+    struct stat st{};
+    if (::fstat(own.get(), &st) != 0)
+        throwErrno("fstat " + what);
+    if (static_cast<uint64_t>(st.st_size) < minSize)
+        throwErrno(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes, less than the " +
+                               std::to_string(minSize) + " it must: refused");
+    return own;
+}
+
 } // namespace npf

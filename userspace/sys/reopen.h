@@ -1,6 +1,7 @@
 // An open file description of our own for a file another process handed us.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "sys/fd.h"
@@ -16,5 +17,12 @@ namespace npf {
 // read-write permission, /proc is not mounted) or the reopened file is not
 // the same inode.
 Fd reopenOwn(int fd, const std::string& what);
+
+// A memfd another process handed us, to map and write for as long as we
+// keep it: our own description of it (reopenOwn), sealed against shrinking
+// (a peer that shrank it would SIGBUS us; it must have been created with
+// MFD_ALLOW_SEALING) and against writes never (we write it), of at least
+// minSize bytes (read after the seal, so it stays so). Throws naming `what`.
+Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what);
 
 } // namespace npf

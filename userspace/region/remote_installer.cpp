@@ -1,0 +1,80 @@
+#include "region/remote_installer.h"
+
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <atomic>
+#include <cerrno>
+
+#include "sys/error.h"
+#include "sys/futex.h"
+#include "sys/reopen.h"
+
+namespace npf {
+
+RemoteInstaller::RemoteInstaller(Fd area, uint64_t pageSize, uint32_t maxImages, std::chrono::microseconds deadline,
+                                 const std::string& who)
+    : pageSize_(pageSize), deadline_(deadline)
+{
+    const std::string what = "the install area of " + who;
+    struct statfs fs{};
+    if (!area || ::fstatfs(area.get(), &fs) != 0)
+        throwErrno(EBADF, what);
+    if (fs.f_type != TMPFS_MAGIC)
+        throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB)");
+    fd_ = adoptPeerMemfd(area.get(), NPF_INSTALL_IMAGES + pageSize, what);
+    struct stat st{};
+    if (::fstat(fd_.get(), &st) != 0)
+        throwErrno("fstat " + what);
+    const uint64_t room = (static_cast<uint64_t>(st.st_size) - NPF_INSTALL_IMAGES) / pageSize;
+    images_ = static_cast<uint32_t>(room < maxImages ? room : maxImages);
+    area_ = MmapArea::map(NPF_INSTALL_IMAGES + images_ * pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0,
+                          what);
+    job_ = std::atomic_ref<__u32>(ctl()->post).load(std::memory_order_relaxed);
+}
+
+bool RemoteInstaller::ended(uint32_t job) const noexcept
+{
+    return std::atomic_ref<__u32>(ctl()->done).load(std::memory_order_acquire) == job;
+}
+
+long RemoteInstaller::copy(uint64_t offset, uint64_t len) noexcept
+{
+    if (!ready() || len > images_ * pageSize_ || len % pageSize_)
+        return -EBUSY;
+    npf_install_ctl* c = ctl();
+    std::atomic_ref<__u64>(c->offset).store(offset, std::memory_order_relaxed);
+    std::atomic_ref<__u64>(c->len).store(len, std::memory_order_relaxed);
+    std::atomic_ref<__u32>(c->post).store(++job_, std::memory_order_release);
+    futexWake(&c->post);
+    // UFFDIO_COPY of a 2 MiB page takes a few hundred microseconds: the
+    // deadline is per page.
+    const timespec deadline =
+        monotonicAfter(std::chrono::nanoseconds(deadline_).count() * static_cast<int64_t>(len / pageSize_));
+    for (;;) {
+        const uint32_t seen = std::atomic_ref<__u32>(c->done).load(std::memory_order_acquire);
+        if (seen == job_)
+            break;
+        // Whatever the client writes to done only wakes us early.
+        if (futexWaitUntil(&c->done, seen, deadline) == -ETIMEDOUT && !ended(job_)) {
+            late_ = true;
+            return -ETIMEDOUT;
+        }
+    }
+    const int64_t result = std::atomic_ref<__s64>(c->result).load(std::memory_order_relaxed);
+    if (result < 0)
+        return result < -4095 ? -EIO : static_cast<long>(result);
+    const uint64_t got = static_cast<uint64_t>(result) < len ? static_cast<uint64_t>(result) : len;
+    return static_cast<long>(got - got % pageSize_);
+}
+
+bool RemoteInstaller::settled() noexcept
+{
+    if (!late_ || !ended(job_))
+        return false;
+    late_ = false;
+    return true;
+}
+
+} // namespace npf
