@@ -58,7 +58,7 @@ void CopyInstaller::settle() noexcept
 {
     if (!lateLen_ || !(client_ ? client_->settled() : remote_->settled()))
         return;
-    state_.unprotect(lateOffset_, lateLen_);
+state_.unprotect(lateOffset_, lateLen_);
     lateLen_ = 0;
 }
 

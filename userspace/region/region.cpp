@@ -211,10 +211,10 @@ Region::~Region() = default;
 
 void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
 {
-    if (remoteInstaller_)
-        copy_.settle(); // a late job the client has ended frees its route
-    if (!alias_ || (remoteInstaller_ && remoteInstaller_->ready())) {
-        copy_.install(b, t); // (a client's thread copies images in: no kernel zeroing either)
+    // A client's thread installs (and allocates) the pages whenever it keeps
+    // up; else they are copied in ours, counted as client_fallbacks.
+    if (!alias_ || remoteInstaller_) {
+        copy_.install(b, t);
         return;
     }
     // 2 MiB pages, the faster primitive per case (npf-uffd-bench, one core):

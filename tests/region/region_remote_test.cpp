@@ -1,0 +1,163 @@
+// A client's 2 MiB region whose huge pages the client's own thread installs
+// (RemoteInstaller, npfd's side; InstallThread, libnpf's): here the client
+// is this process -- its hugetlbfs memfd, its mapping registered with its
+// own user-mode userfaultfd, its install area -- and its installer is the
+// real one, one that lies (says it installed everything, installs nothing)
+// or one that never answers. Whatever it does, every payload reaches the
+// region and each page is counted once: installed by the client, or by npfd.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "client/install_thread.h"
+#include "huge_pages.h"
+#include "region_fixture.h"
+#include "sys/futex.h"
+
+namespace npf::test {
+namespace {
+
+using topology::HugePages;
+constexpr uint64_t kHuge = kHugePageSize;
+constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB
+
+// The client's side: its region memfd mapped and registered, an install area.
+struct HugeClient {
+    Fd memfd, area;
+    MmapArea map, areaMap;
+    Userfaultfd uffd;
+
+    HugeClient(uint64_t size, uint32_t images)
+    {
+        memfd.reset(::memfd_create("npf-test-huge-client", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB | kMfdHuge2M));
+        EXPECT_TRUE(memfd && ::ftruncate(memfd.get(), static_cast<off_t>(size)) == 0) << std::strerror(errno);
+        map = MmapArea::map(size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd.get(), 0, "client region");
+        uffd = Userfaultfd::open(UFFD_FEATURE_MISSING_HUGETLBFS, 0, "client", UFFD_USER_MODE_ONLY);
+        uffd.registerRange(map.get(), size, UFFDIO_REGISTER_MODE_MISSING, "client");
+        const uint64_t areaSize = NPF_INSTALL_IMAGES + images * kHuge;
+        area.reset(::memfd_create("npf-test-install-area", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+        EXPECT_TRUE(area && ::ftruncate(area.get(), static_cast<off_t>(areaSize)) == 0);
+        areaMap = MmapArea::map(areaSize, PROT_READ | PROT_WRITE, MAP_SHARED, area.get(), 0, "install area");
+    }
+    static Fd dup(int fd) { return Fd(::fcntl(fd, F_DUPFD_CLOEXEC, 0)); }
+    ClientMemory memory(int installArea)
+    {
+        return {dup(memfd.get()), dup(uffd.fd()), reinterpret_cast<uint64_t>(map.get()), Fd(), dup(installArea)};
+    }
+    npf_install_ctl* ctl() const { return areaMap.as<npf_install_ctl>(); }
+};
+
+RegionConfig hugeClientConfig(uint64_t size)
+{
+    RegionConfig c = smallConfig(size);
+    c.pageSize = kHuge;
+    c.name = "npf-test-remote";
+    c.clientInstallWait = std::chrono::microseconds(2000);
+    return c;
+}
+
+// Payloads into pages 0, 1 (one run) and then 3, checked through the client's mapping.
+void patchAndCheck(Region& r, const HugeClient& c)
+{
+    const std::vector<uint8_t> a = randomBytes(1000, 1), b = randomBytes(1400, 2), d = randomBytes(900, 3);
+    Patch first[] = {{100, a.data(), 1000}, {kHuge + 200, b.data(), 1400}};
+    int res[2];
+    ASSERT_EQ(r.applyPatches(first, res), 2);
+    Patch later[] = {{3 * kHuge + 300, d.data(), 900}};
+    ASSERT_EQ(r.applyPatches(later, res), 1);
+    const uint8_t* m = c.map.as<uint8_t>();
+    EXPECT_EQ(std::memcmp(m + 100, a.data(), a.size()), 0);
+    EXPECT_EQ(std::memcmp(m + kHuge + 200, b.data(), b.size()), 0);
+    EXPECT_EQ(std::memcmp(m + 3 * kHuge + 300, d.data(), d.size()), 0);
+    EXPECT_TRUE(allZero(m, 100));
+    EXPECT_TRUE(allZero(m + kHuge + 1600, kHuge - 1600));
+    EXPECT_TRUE(r.isResident(0, 2 * kHuge));
+    EXPECT_TRUE(r.isResident(3 * kHuge, kHuge));
+    const RegionStats s = r.stats();
+    EXPECT_EQ(s.pagesInstalled, 3u);
+    EXPECT_EQ(s.errors, 0u);
+}
+
+TEST(RegionRemote, TheClientsThreadInstallsItsHugePages)
+{
+    HugePages pool(8);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    HugeClient c(8 * kHuge, 0);
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    Fd ours(sv[0]), theirs(sv[1]);
+    InstallThread installer(c.map.as<uint8_t>(), 8 * kHuge, kHuge, 2, c.uffd, ours.get(), [] {});
+    Region r(hugeClientConfig(8 * kHuge), c.memory(installer.areaFd()));
+    ASSERT_TRUE(r.installsThroughClient());
+    patchAndCheck(r, c);
+    const RegionStats s = r.stats();
+    EXPECT_EQ(s.clientInstalls + s.clientFallbacks, 3u);
+    EXPECT_GE(s.clientInstalls, 1u) << "no page went in through the client's thread";
+    EXPECT_EQ(s.eexist, 0u) << "a page the client installed was taken for one populated behind npfd's back";
+}
+
+TEST(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
+{
+    HugePages pool(8);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    HugeClient c(8 * kHuge, 2);
+    std::atomic<bool> stop{false};
+    // Says it installed the whole job, at once, every time; installs nothing.
+    std::thread liar([&] {
+        npf_install_ctl* ctl = c.ctl();
+        while (!stop.load()) {
+            const uint32_t post = std::atomic_ref<__u32>(ctl->post).load();
+            if (std::atomic_ref<__u32>(ctl->done).load() != post) {
+                std::atomic_ref<__s64>(ctl->result).store(static_cast<__s64>(ctl->len));
+                std::atomic_ref<__u32>(ctl->done).store(post);
+                futexWake(&ctl->done);
+            }
+            std::this_thread::yield();
+        }
+    });
+    {
+        Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
+        patchAndCheck(r, c);
+        const RegionStats s = r.stats();
+        EXPECT_EQ(s.clientInstalls, 0u);
+        EXPECT_EQ(s.clientFallbacks, 3u) << "npfd installed every page the client only said it had";
+    }
+    stop = true;
+    liar.join();
+}
+
+TEST(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
+{
+    HugePages pool(8);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    HugeClient c(8 * kHuge, 2);
+    Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
+    patchAndCheck(r, c);
+    const RegionStats s = r.stats();
+    // 2 MiB pages go one per job: page 0's was late, and the client is
+    // posted nothing more until it ends it.
+    EXPECT_EQ(s.clientLate, 1u) << "one job waited for, then none until the client ends it";
+    EXPECT_EQ(s.clientInstalls, 0u);
+    EXPECT_EQ(s.clientFallbacks, 3u) << "every page copied in by npfd";
+    // Page 0 stays in until the client ends its job: a late copy into a
+    // hole evicted meanwhile would bring back stale content.
+    EXPECT_EQ(r.evictAll(), 2) << "pages 1 and 3 may go, not 0";
+    EXPECT_TRUE(r.isResident(0, kHuge));
+    // The client ends it (late, as it may): page 0 may go, and jobs are posted again.
+    std::atomic_ref<__u32>(c.ctl()->done).store(std::atomic_ref<__u32>(c.ctl()->post).load());
+    EXPECT_EQ(r.evictAll(), 1);
+    const std::vector<uint8_t> e = randomBytes(500, 4);
+    Patch again[] = {{5 * kHuge, e.data(), 500}};
+    int res[1];
+    ASSERT_EQ(r.applyPatches(again, res), 1);
+    EXPECT_EQ(r.stats().clientLate, 2u) << "posted again (and missed again: nobody answers)";
+    EXPECT_EQ(std::memcmp(c.map.as<uint8_t>() + 5 * kHuge, e.data(), e.size()), 0);
+}
+
+} // namespace
+} // namespace npf::test
