@@ -33,7 +33,10 @@ struct ClientConfig {
     uint64_t regionSize = 1ull << 30;   // bytes of virtual receive memory (multiple of pageSize)
     // 4096, or 2 MiB: a hugetlbfs region (its pages from the kernel's huge
     // page pool, /proc/sys/vm/nr_hugepages; npfd refuses the region with
-    // no_space when the pool cannot hold its budget).
+    // no_space when the pool cannot hold its budget). With 2 MiB pages a
+    // thread of this process (npf-install) allocates them from images npfd
+    // writes to an 8 MiB install area: this process's hugetlb cgroup (its
+    // pod's hugepages-2Mi) pays for its resident pages.
     uint64_t pageSize = 4096;
     // Bytes of the region npfd keeps resident; 0 = the most npfd's rule
     // allows this client, up to regionSize. The rule's limit is shared by

@@ -12,8 +12,8 @@ source "$(dirname "$0")/../common/shell.sh"
 source "$(dirname "$0")/podman.sh"
 pod_test
 # The app uses 2 MiB pages (the manifest's hugepages-2Mi): the node's pool
-# must hold npfd's request.
-huge_pages 33
+# must hold the pod's requests (the app's 64 MiB, npfd's 4 MiB).
+huge_pages 34
 
 out=$work/out
 mkdir -p "$out" && chmod 0777 "$out"

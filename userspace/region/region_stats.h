@@ -56,11 +56,11 @@ inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"pool_full", &RegionStats::poolFull, "pages",
      "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
     {"client_installs", &RegionStats::clientInstalls, "pages",
-     "pages installed into the client's mapping through its userfaultfd (charged to the client)"},
+     "pages installed into the client's mapping through its userfaultfd, 2 MiB ones by its own thread (charged to the client)"},
     {"client_fallbacks", &RegionStats::clientFallbacks, "pages",
      "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
     {"client_late", &RegionStats::clientLate, "jobs",
-     "installs through the client's userfaultfd that missed their deadline: not started in time, or held up in the client's mm or memory cgroup"},
+     "installs into the client's mapping that missed their deadline: not started in time, held up in the client's mm or cgroup, or (2 MiB) not answered by its thread"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");
