@@ -45,7 +45,7 @@ InstallThread::~InstallThread()
 void InstallThread::run() noexcept
 {
     npf_install_ctl* c = ctl();
-    uint32_t last = std::atomic_ref<__u32>(c->post).load(std::memory_order_acquire);
+    uint32_t last = 0; // the area is fresh: a job npfd posted before we got here is job 1
     while (!stop_.load(std::memory_order_acquire)) {
         const uint32_t job = std::atomic_ref<__u32>(c->post).load(std::memory_order_acquire);
         if (job == last) {
