@@ -2,9 +2,10 @@
 // starts in it: what its tasks allocated of 2 MiB huge pages
 // (hugetlb.2MB.current). On this machine's hybrid layout hugetlb is bound to
 // the unified hierarchy, not delegated from its top: the first cgroup turns
-// it on there (+hugetlb in the top's cgroup.subtree_control) and the last
-// turns it off again if it was off. Removed at destruction (destroy the
-// process first). Root.
+// it on there (+hugetlb in the top's cgroup.subtree_control) and leaves it
+// on: turning it off under a test running in parallel would take its
+// cgroups' hugetlb files away. Removed at destruction (destroy the process
+// first). Root.
 #pragma once
 
 #include <sys/stat.h>
@@ -35,7 +36,7 @@ public:
             const bool wasOn = e2e::readFile(m.point + "/cgroup.subtree_control").find("hugetlb") != std::string::npos;
             if (!wasOn)
                 std::ofstream(m.point + "/cgroup.subtree_control") << "+hugetlb";
-            HugetlbCgroup cg(m.point, !wasOn);
+            HugetlbCgroup cg(m.point);
             if (::mkdir(cg.dir_.c_str(), 0755) != 0 || ::access((cg.dir_ + "/hugetlb.2MB.current").c_str(), R_OK)) {
                 *why = "cannot make a cgroup with hugetlb.2MB.current under " + m.point;
                 return std::nullopt;
@@ -50,11 +51,8 @@ public:
         if (dir_.empty())
             return;
         (void)::rmdir(dir_.c_str());
-        if (turnOff_) // fails, harmlessly, while another cgroup uses it
-            std::ofstream(top_ + "/cgroup.subtree_control") << "-hugetlb";
     }
-    HugetlbCgroup(HugetlbCgroup&& o) noexcept
-        : top_(std::move(o.top_)), dir_(std::move(o.dir_)), turnOff_(o.turnOff_)
+    HugetlbCgroup(HugetlbCgroup&& o) noexcept : dir_(std::move(o.dir_))
     {
         o.dir_.clear();
     }
@@ -69,13 +67,9 @@ public:
     }
 
 private:
-    HugetlbCgroup(const std::string& top, bool turnOff)
-        : top_(top), dir_(top + "/" + topology::uniqueName("npfhuge")), turnOff_(turnOff)
-    {
-    }
+    explicit HugetlbCgroup(const std::string& top) : dir_(top + "/" + topology::uniqueName("npfhuge")) {}
 
-    std::string top_, dir_;
-    bool turnOff_ = false;
+    std::string dir_;
 };
 
 } // namespace npf::test
