@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 
@@ -27,10 +28,7 @@ InstallThread::InstallThread(uint8_t* region, uint64_t regionSize, uint64_t page
     if (int err = ::posix_fallocate(area_.get(), 0, static_cast<off_t>(size)))
         throwErrno(err, "allocate the npf install area (" + std::to_string(size >> 20) + " MiB)");
     map_ = MmapArea::map(size, PROT_READ | PROT_WRITE, MAP_SHARED, area_.get(), 0, "the npf install area");
-    Fd dup(::fcntl(uffd.fd(), F_DUPFD_CLOEXEC, 0));
-    if (!dup)
-        throwErrno("duplicate the npf region's userfaultfd");
-    uffd_ = Userfaultfd::adopt(std::move(dup), "the npf region");
+    uffd_ = uffd.duplicate("the npf region");
     thread_ = std::thread([this] { run(); });
     ::pthread_setname_np(thread_.native_handle(), "npf-install");
 }
@@ -51,7 +49,7 @@ void InstallThread::run() noexcept
         if (job == last) {
             // Woken by a job, by the destructor, or every 100 ms to see
             // whether npfd hung up.
-            if (futexWaitUntil(&c->post, last, monotonicAfter(100'000'000)) != -ETIMEDOUT)
+            if (futexWaitUntil(&c->post, last, monotonicNs() + 100'000'000) != -ETIMEDOUT)
                 continue;
             pollfd p{sock_, 0, 0};
             if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {

@@ -159,8 +159,9 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
     ipc::RegionRequest rq = ipc::RegionRequest::decode(m);
     if (region_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
+    // [2], [3]: the spill file, the install area.
     if (fds.size() < 2 || fds.size() > 4 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
-        (fds.size() >= 3 && !ipc::isMemfd(fds[2].get())) || (fds.size() == 4 && !ipc::isMemfd(fds[3].get())))
+        !std::all_of(fds.begin() + 2, fds.end(), [](const Fd& f) { return ipc::isMemfd(f.get()); }))
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd and an install area "
                             "memfd",

@@ -1,6 +1,5 @@
 #include "region/client_installer.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -8,7 +7,6 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "sys/error.h"
 #include "sys/mmap_area.h"
 
 namespace npf {
@@ -39,10 +37,7 @@ ClientInstaller::ClientInstaller(const Userfaultfd& client, size_t maxBytes, std
                                  const std::string& who)
     : s_(std::make_shared<Shared>())
 {
-    Fd dup(::fcntl(client.fd(), F_DUPFD_CLOEXEC, 0));
-    if (!dup)
-        throwErrno("duplicate the userfaultfd of " + who);
-    s_->uffd = Userfaultfd::adopt(std::move(dup), who);
+    s_->uffd = client.duplicate(who);
     // Faulted in as runs use it (most are a few pages): npfd's memory grows
     // with what its clients' installs use, not with batchPages per client.
     s_->buffer = MmapArea::map(maxBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,

@@ -8,9 +8,9 @@
 #include "region/page_io.h"
 #include "region/page_pool.h"
 #include "region/page_state.h"
-#include "region/remote_installer.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
+#include "region/remote_installer.h"
 #include "region/spill.h"
 #include "region/uffd.h"
 #include "sys/clock.h"
@@ -58,7 +58,7 @@ void CopyInstaller::settle() noexcept
 {
     if (!lateLen_ || !(client_ ? client_->settled() : remote_->settled()))
         return;
-state_.unprotect(lateOffset_, lateLen_);
+    state_.unprotect(lateOffset_, lateLen_);
     lateLen_ = 0;
 }
 
@@ -187,34 +187,27 @@ long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, u
 
 void CopyInstaller::askRemote(const InstallBatch& run) noexcept
 {
-    const uint64_t offset = io_.bytes(run.pages[0]), len = io_.bytes(run.size());
     c_.add<&RegionStats::copyCalls>();
-    const long rc = remote_->copy(offset, len);
+    const long rc = remote_->copy(io_.bytes(run.pages[0]), io_.bytes(run.size()));
     if (rc >= 0) {
-        claimed_ = static_cast<size_t>(rc) >> io_.pageShift();
-        if (claimed_ == run.size())
-            return;
+        claimed_ = static_cast<size_t>(rc) >> io_.pageShift(); // the rest, if any, put() copies in
+        return;
     }
-    // The rest is ours: put() copies it in. Why the client stopped, if it
-    // said: EEXIST (a page was there), EAGAIN (its mappings were changing)
-    // and ENOMEM (its hugetlb limit, or the pool) are for this time only.
-    const long why = rc >= 0 ? 0 : rc;
-    if (why == -ETIMEDOUT) {
+    // None is the client's. EEXIST (a page was there), EAGAIN (its mappings
+    // were changing) and ENOMEM (its hugetlb limit, or the pool) are for this
+    // time only.
+    if (rc == -ETIMEDOUT) {
         c_.add<&RegionStats::clientLate>();
-        lateOffset_ = offset;
-        lateLen_ = len;
-        state_.protect(lateOffset_, lateLen_);
-    } else if (why == -ENOMEM) {
-        NPF_WARN_RL("region %s: the client could not allocate %llu huge pages at page %llu (its pod's hugepages-2Mi "
+        protectLate(run, 0);
+    } else if (rc == -ENOMEM) {
+        NPF_WARN_RL("region %s: the client could not allocate %zu huge pages at page %llu (its pod's hugepages-2Mi "
                     "limit, or the pool): npfd installed them, charged to npfd",
-                    name_.c_str(), static_cast<unsigned long long>(run.size() - claimed_),
-                    static_cast<unsigned long long>(run.pages[claimed_]));
-    } else if (why && why != -EEXIST && why != -EAGAIN && why != -EINTR) {
+                    name_.c_str(), run.size(), static_cast<unsigned long long>(run.pages[0]));
+    } else if (rc != -EEXIST && rc != -EAGAIN && rc != -EINTR) {
         remote_->disable();
         NPF_WARN("region %s: the client's installs failed at page %llu: %s; its pages are installed through npfd's "
                  "mapping from now on (charged to npfd)",
-                 name_.c_str(), static_cast<unsigned long long>(run.pages[claimed_]),
-                 std::strerror(static_cast<int>(-why)));
+                 name_.c_str(), static_cast<unsigned long long>(run.pages[0]), std::strerror(static_cast<int>(-rc)));
     }
 }
 
@@ -222,14 +215,8 @@ void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) no
 {
     if (rc == -ETIMEDOUT || rc == -ECANCELED) {
         c_.add<&RegionStats::clientLate>();
-        if (rc == -ETIMEDOUT) {
-            // Late: the job may still install these pages; none may be
-            // evicted until it has ended (put() copies them in ours meanwhile).
-            // Cancelled: its thread never started it, nothing to wait for.
-            lateOffset_ = io_.bytes(run.pages[k]);
-            lateLen_ = io_.bytes(run.size() - k);
-            state_.protect(lateOffset_, lateLen_);
-        }
+        if (rc == -ETIMEDOUT) // cancelled: its thread never started it, nothing to wait for
+            protectLate(run, k);
         return;
     }
     // EAGAIN: the client's mappings are changing; EBUSY: the installer was
@@ -243,6 +230,13 @@ void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) no
     NPF_WARN("region %s: UFFDIO_COPY into the client's mapping at page %llu: %s; its pages are installed through "
              "npfd's mapping from now on (charged to npfd)",
              name_.c_str(), static_cast<unsigned long long>(run.pages[k]), std::strerror(static_cast<int>(-rc)));
+}
+
+void CopyInstaller::protectLate(const InstallBatch& run, size_t k) noexcept
+{
+    lateOffset_ = io_.bytes(run.pages[k]);
+    lateLen_ = io_.bytes(run.size() - k);
+    state_.protect(lateOffset_, lateLen_);
 }
 
 // Keeps what is there and patches our pieces in.

@@ -78,6 +78,10 @@ private:
     // Pages installed now (copied, or found present) no longer need their
     // saved copy: counted as restored, dropped from the spill file.
     void dropRestored(const InstallBatch& run) noexcept;
+    // A late client job may still install pages [k, run.size()) of `run`:
+    // none may be evicted until it has ended (settle()); put() copies them
+    // into ours meanwhile.
+    void protectLate(const InstallBatch& run, size_t k) noexcept;
     // Posts a run (its images in remote_->buffer()) to the client's thread;
     // sets claimed_ to the pages it says it installed.
     void askRemote(const InstallBatch& run) noexcept;

@@ -11,9 +11,7 @@
 // our own mapping through our uffd (npfd pays). A client fault is served the
 // same way; then UFFDIO_WAKE on the client's uffd lets the client retry.
 // Either way there is one install path with one set of bookkeeping.
-#include <fcntl.h>
 #include <linux/magic.h>
-#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 

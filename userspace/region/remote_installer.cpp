@@ -1,12 +1,13 @@
 #include "region/remote_installer.h"
 
 #include <linux/magic.h>
-#include <sys/stat.h>
 #include <sys/statfs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
+#include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/futex.h"
 #include "sys/reopen.h"
@@ -23,12 +24,10 @@ RemoteInstaller::RemoteInstaller(Fd area, uint64_t pageSize, uint32_t maxImages,
         throwErrno(EBADF, what);
     if (fs.f_type != TMPFS_MAGIC)
         throwErrno(EINVAL, what + " is not a shmem memfd (memfd_create without MFD_HUGETLB)");
-    fd_ = adoptPeerMemfd(area.get(), NPF_INSTALL_IMAGES + pageSize, what);
-    struct stat st{};
-    if (::fstat(fd_.get(), &st) != 0)
-        throwErrno("fstat " + what);
-    const uint64_t room = (static_cast<uint64_t>(st.st_size) - NPF_INSTALL_IMAGES) / pageSize;
-    images_ = static_cast<uint32_t>(room < maxImages ? room : maxImages);
+    uint64_t size = 0;
+    fd_ = adoptPeerMemfd(area.get(), NPF_INSTALL_IMAGES + pageSize, what, &size);
+    const uint64_t room = (size - NPF_INSTALL_IMAGES) / pageSize;
+    images_ = static_cast<uint32_t>(std::min<uint64_t>(room, maxImages));
     area_ = MmapArea::map(NPF_INSTALL_IMAGES + images_ * pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_.get(), 0,
                           what);
     job_ = std::atomic_ref<__u32>(ctl()->post).load(std::memory_order_relaxed);
@@ -50,8 +49,8 @@ long RemoteInstaller::copy(uint64_t offset, uint64_t len) noexcept
     futexWake(&c->post);
     // UFFDIO_COPY of a 2 MiB page takes a few hundred microseconds: the
     // deadline is per page.
-    const timespec deadline =
-        monotonicAfter(std::chrono::nanoseconds(deadline_).count() * static_cast<int64_t>(len / pageSize_));
+    const uint64_t deadline =
+        monotonicNs() + static_cast<uint64_t>(std::chrono::nanoseconds(deadline_).count()) * (len / pageSize_);
     for (;;) {
         const uint32_t seen = std::atomic_ref<__u32>(c->done).load(std::memory_order_acquire);
         if (seen == job_)

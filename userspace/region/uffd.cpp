@@ -127,6 +127,16 @@ Userfaultfd Userfaultfd::adopt(Fd fd, const std::string& who)
     return u;
 }
 
+Userfaultfd Userfaultfd::duplicate(const std::string& who) const
+{
+    Userfaultfd u;
+    u.fd_.reset(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!u.fd_)
+        throwErrno("duplicate the userfaultfd of " + who);
+    u.features_ = features_;
+    return u;
+}
+
 void Userfaultfd::registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const
 {
     uffdio_register reg{};

@@ -57,6 +57,10 @@ public:
     // non-blocking (poll() reports POLLERR on a blocking one). Throws if `fd`
     // is not a userfaultfd. features() is 0: the creator negotiated them.
     static Userfaultfd adopt(Fd fd, const std::string& who);
+    // Another descriptor of this userfaultfd (the same open file
+    // description), for a thread that may outlive this one's owner. Throws
+    // naming `who`.
+    Userfaultfd duplicate(const std::string& who) const;
 
     // Registers [addr, addr + len) in `modes` (UFFDIO_REGISTER_MODE_*).
     void registerRange(void* addr, size_t len, uint64_t modes, const std::string& who) const;

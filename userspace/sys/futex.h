@@ -8,16 +8,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 
 namespace npf {
 
-// Sleeps while *word == expected, until `deadline` (CLOCK_MONOTONIC) at the
-// latest. Returns 0 (woken, or the word differed), -ETIMEDOUT or -EINTR.
-inline int futexWaitUntil(uint32_t* word, uint32_t expected, const timespec& deadline) noexcept
+// Sleeps while *word == expected, until `deadlineNs` (monotonicNs()) at
+// the latest. Returns 0 (woken, or the word differed), -ETIMEDOUT or -EINTR.
+inline int futexWaitUntil(uint32_t* word, uint32_t expected, uint64_t deadlineNs) noexcept
 {
+    const timespec deadline{static_cast<time_t>(deadlineNs / 1000000000), static_cast<long>(deadlineNs % 1000000000)};
     if (::syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, &deadline, nullptr, FUTEX_BITSET_MATCH_ANY) == 0)
         return 0;
     return errno == EAGAIN ? 0 : -errno;
@@ -27,17 +27,6 @@ inline int futexWaitUntil(uint32_t* word, uint32_t expected, const timespec& dea
 inline void futexWake(uint32_t* word) noexcept
 {
     (void)::syscall(SYS_futex, word, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
-}
-
-// CLOCK_MONOTONIC now plus `ns`.
-inline timespec monotonicAfter(int64_t ns) noexcept
-{
-    timespec t{};
-    ::clock_gettime(CLOCK_MONOTONIC, &t);
-    ns += t.tv_nsec;
-    t.tv_sec += static_cast<time_t>(ns / 1000000000);
-    t.tv_nsec = static_cast<long>(ns % 1000000000);
-    return t;
 }
 
 } // namespace npf

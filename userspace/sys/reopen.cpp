@@ -23,7 +23,7 @@ Fd reopenOwn(int fd, const std::string& what)
     return own;
 }
 
-Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what)
+Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what, uint64_t* size)
 {
     Fd own = reopenOwn(fd, what);
     const int seals = ::fcntl(own.get(), F_GET_SEALS);
@@ -44,6 +44,8 @@ Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what)
     if (static_cast<uint64_t>(st.st_size) < minSize)
         throwErrno(EINVAL, what + " holds " + std::to_string(st.st_size) + " bytes, less than the " +
                                std::to_string(minSize) + " it must: refused");
+    if (size)
+        *size = static_cast<uint64_t>(st.st_size);
     return own;
 }
 

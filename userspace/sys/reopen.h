@@ -22,7 +22,8 @@ Fd reopenOwn(int fd, const std::string& what);
 // keep it: our own description of it (reopenOwn), sealed against shrinking
 // (a peer that shrank it would SIGBUS us; it must have been created with
 // MFD_ALLOW_SEALING) and against writes never (we write it), of at least
-// minSize bytes (read after the seal, so it stays so). Throws naming `what`.
-Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what);
+// minSize bytes (read after the seal, so it stays so; *size gets it).
+// Throws naming `what`.
+Fd adoptPeerMemfd(int fd, uint64_t minSize, const std::string& what, uint64_t* size = nullptr);
 
 } // namespace npf
