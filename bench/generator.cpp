@@ -486,6 +486,19 @@ std::vector<uint8_t> templateFrame(const TrafficConfig& c)
     return f;
 }
 
+bool udpCsumHolds(const uint8_t* frame, uint32_t payloadLen, uint64_t payloadSum) noexcept
+{
+    const uint8_t* ip = frame + 14;
+    const uint8_t* udp = frame + NPFB_UDP_OFF;
+    if (!udp[6] && !udp[7])
+        return true;
+    uint8_t pseudo[12] = {};
+    std::memcpy(pseudo, ip + 12, 8); // source and destination
+    pseudo[9] = IPPROTO_UDP;
+    put16(pseudo + 10, uint16_t(8 + payloadLen));
+    return npf::csumFold(payloadSum + npf::csumPartial(udp, 8, npf::csumPartial(pseudo, sizeof(pseudo)))) == 0xffff;
+}
+
 void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame)
 {
     skel->rodata->sport_base = c.sportBase;

@@ -49,6 +49,12 @@ public:
 // checksum correct for it (or 0 without udpCsum).
 std::vector<uint8_t> templateFrame(const TrafficConfig& c);
 
+// The UDP checksum of a generated frame (Ethernet, IPv4 without options,
+// UDP, payloadLen bytes of payload) holds, or it has none, given the sum of
+// its payload (csumCopy or csumPartial over it). What a receiver that
+// verifies what it delivers checks.
+bool udpCsumHolds(const uint8_t* frame, uint32_t payloadLen, uint64_t payloadSum) noexcept;
+
 // Load-time settings of the npfb_gen program (bench_gen.skel.h) for traffic
 // c sent from template `frame`: source ports, flows, and for udpCsum the
 // fixed part of the UDP checksum (csum_fixed). Before bench_gen__load().

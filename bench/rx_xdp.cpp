@@ -17,6 +17,8 @@
 #include "bench_abi.h"
 #include "bench_rx.skel.h"
 #include "receiver.h"
+#include "generator.h"
+#include "sys/csum.h"
 #include "sys/error.h"
 #include "sys/log.h"
 #include "xsk/socket.h"
@@ -173,8 +175,11 @@ private:
                 if (copy_) {
                     uint8_t* dst = region_ + cfg_.slotOffset(slot);
                     slot += cfg_.queues;
-                    std::memcpy(dst, xq.umem->base() + d.addr + NPFB_PAYLOAD_OFF, len);
-                    m.onPayload(dst, len, now);
+                    const uint8_t* pkt = xq.umem->base() + d.addr;
+                    if (udpCsumHolds(pkt, len, csumCopy(dst, pkt + NPFB_PAYLOAD_OFF, len)))
+                        m.onPayload(dst, len, now);
+                    else
+                        m.rejected(1);
                 }
             }
             rx.release(n);

@@ -18,6 +18,7 @@
 #include "generator.h"
 #include "netns.h"
 #include "packet_builder.h"
+#include "sys/csum.h"
 
 namespace {
 
@@ -79,6 +80,23 @@ TEST(GenChecksum, TemplateFrame)
         } else {
             EXPECT_EQ(rd16(f, NPFB_UDP_OFF + 6), 0);
         }
+    }
+}
+
+// The check static-pinned applies (udpCsumHolds, from the payload's sum)
+// agrees with the reference: it holds, a flipped payload bit is noticed, and
+// a frame without a checksum passes.
+TEST(GenChecksum, ReceiverCheckAgreesWithTheReference)
+{
+    for (const Case& k : kCases) {
+        SCOPED_TRACE(k.name);
+        auto f = npf::bench::templateFrame(traffic(k.payload, k.flows, k.udpCsum));
+        auto holds = [&] {
+            return npf::bench::udpCsumHolds(f.data(), k.payload, npf::csumPartial(f.data() + NPFB_PAYLOAD_OFF, k.payload));
+        };
+        EXPECT_TRUE(holds());
+        f.back() ^= 1;
+        EXPECT_EQ(holds(), !k.udpCsum); // no checksum: nothing to notice
     }
 }
 
