@@ -62,7 +62,9 @@ public:
 // kinds: npf (4 KiB pages, the page pool where the kernel has UFFDIO_MOVE),
 // npf-memfd (4 KiB, a memfd: a fresh page per install), npf-2m (2 MiB
 // transparent huge pages from the page pool), npf-2m-hugetlbfs (2 MiB from
-// the hugetlbfs pool), npf-sidecar, npf-noprefetch, drop-on-fault, blocking,
+// the hugetlbfs pool), npf-sidecar (through npfd), npf-sidecar-own (npfd
+// installs through its own mapping), npf-sidecar-2m (through npfd, a 2 MiB
+// hugetlbfs region), npf-noprefetch, drop-on-fault, blocking,
 // xdp-drop, static-pinned, recvmmsg, io_uring. Must be called inside the rx
 // netns.
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg);
@@ -72,7 +74,7 @@ const std::vector<std::string>& receiverKinds();
 std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg);
 // npf::Client + an npfd it starts; ownMapping: npfd installs the client's
 // pages into its own mapping (client_install_wait_us 0), not the client's.
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping);
+std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize);
 std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
 std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);

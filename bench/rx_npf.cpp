@@ -128,7 +128,7 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 const std::vector<std::string>& receiverKinds()
 {
     static const std::vector<std::string> k{"npf",           "npf-memfd", "npf-2m",   "npf-2m-hugetlbfs",
-                                            "npf-sidecar",   "npf-sidecar-own", "npf-noprefetch", "drop-on-fault", "blocking",
+                                            "npf-sidecar",   "npf-sidecar-own", "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault", "blocking",
                                             "xdp-drop",      "static-pinned", "recvmmsg",   "io_uring"};
     return k;
 }
@@ -138,8 +138,8 @@ std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& 
     if (kind == "npf" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" ||
         kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
-    if (kind == "npf-sidecar" || kind == "npf-sidecar-own")
-        return makeSidecarReceiver(cfg, kind == "npf-sidecar-own");
+    if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")
+        return makeSidecarReceiver(cfg, kind == "npf-sidecar-own", kind == "npf-sidecar-2m" ? 2ull << 20 : NPF_PAGE_SIZE);
     if (kind == "xdp-drop")
         return makeXskReceiver(false, cfg);
     if (kind == "static-pinned")

@@ -4,7 +4,9 @@
 // pager) runs in npfd; the bench keeps the region (its memfd, registered with
 // its userfaultfd and handed over), posts into the flow's ring map and polls
 // the flow's completion ring, both shared memory. release() and populate()
-// are requests on npfd's socket.
+// are requests on npfd's socket. npf-sidecar-2m: the same with a 2 MiB
+// (hugetlbfs) region, whose pages a thread of the bench's (npf-install)
+// installs from npfd's images.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -24,6 +26,7 @@
 #include "counters/engine_stats.h"
 #include "dataplane/attach.h"
 #include "flow_loop.h"
+#include "huge_pages.h"
 #include "npf/client.h"
 #include "receiver.h"
 #include "sys/clock.h"
@@ -312,12 +315,29 @@ private:
     pid_t pid_ = -1;
 };
 
+// npf-sidecar-2m's 2 MiB pages: the client's hugetlbfs region takes them
+// from the huge page pool, reserved for the run (the budget plus a few for
+// installs in flight and npfd's fallbacks, or the whole region) and warmed
+// once, as for npf-2m-hugetlbfs.
+std::unique_ptr<topology::HugePages> reserveHugePages(const RxConfig& cfg, uint64_t pageSize)
+{
+    if (pageSize == NPF_PAGE_SIZE)
+        return nullptr;
+    const uint64_t need = cfg.budget ? cfg.budget / pageSize + 4 : cfg.regionSize / pageSize;
+    auto pool = std::make_unique<topology::HugePages>(need);
+    if (!pool->ok())
+        throw std::runtime_error("npf-sidecar-2m: " + pool->why());
+    pool->warm();
+    return pool;
+}
+
 class SidecarReceiver final : public Receiver {
 public:
-    SidecarReceiver(const RxConfig& cfg, bool ownMapping)
-        : cfg_(cfg), npfd_(cfg, dir_.path(), ownMapping),
+    SidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize)
+        : cfg_(cfg), hugePages_(reserveHugePages(cfg, pageSize)), npfd_(cfg, dir_.path(), ownMapping),
           cli_(ClientConfig{.socket = npfd_.socket(),
                             .regionSize = cfg.regionSize,
+                            .pageSize = pageSize,
                             .residentBudget = cfg.budget,
                             .name = "npf-bench"})
     {
@@ -408,6 +428,7 @@ private:
     // Teardown order: the app thread (stop()), the client (bye: npfd closes
     // its flows), npfd, the directory of its config, socket and log.
     RxConfig cfg_;
+    std::unique_ptr<topology::HugePages> hugePages_; // npf-sidecar-2m: given back after npfd and the client
     TempDir dir_;
     NpfdProcess npfd_;
     Client cli_;
@@ -424,9 +445,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping)
+std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize)
 {
-    return std::make_unique<SidecarReceiver>(cfg, ownMapping);
+    return std::make_unique<SidecarReceiver>(cfg, ownMapping, pageSize);
 }
 
 } // namespace npf::bench

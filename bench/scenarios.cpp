@@ -96,24 +96,25 @@ const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
     return nullptr;
 }
 
-// npf-sidecar against npf in the same scenario: received pps and CPU per
-// packet (npfd's CPU included), as ratios sidecar / in-process.
+// npfd's clients against in-process npf in the same scenario: received pps
+// and CPU per packet (npfd's CPU included), as ratios sidecar / in-process;
+// and the client's mapping against npfd's own.
 void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
 {
-    const RunResult *n = find(rs, "npf"), *s = find(rs, "npf-sidecar");
-    if (!n || !s || n->pps <= 0 || n->cpuNsPerPacket() <= 0)
-        return;
-    j["sidecarVsNpf"] = {{"pps", s->pps / n->pps}, {"cpuNsPerPacket", s->cpuNsPerPacket() / n->cpuNsPerPacket()}};
-    printf("npf-sidecar / npf: pps %.3f, cpu ns/packet %.3f\n", s->pps / n->pps,
-           s->cpuNsPerPacket() / n->cpuNsPerPacket());
-    // Pages into the client's mapping (npf-sidecar) against npfd's own (npf-sidecar-own).
-    const RunResult* own = find(rs, "npf-sidecar-own");
-    if (!own || own->pps <= 0 || own->cpuNsPerPacket() <= 0)
-        return;
-    j["sidecarVsOwnMapping"] = {{"pps", s->pps / own->pps},
-                                {"cpuNsPerPacket", s->cpuNsPerPacket() / own->cpuNsPerPacket()}};
-    printf("npf-sidecar / npf-sidecar-own: pps %.3f, cpu ns/packet %.3f\n", s->pps / own->pps,
-           s->cpuNsPerPacket() / own->cpuNsPerPacket());
+    const struct {
+        const char *sidecar, *other, *key;
+    } pairs[] = {{"npf-sidecar", "npf", "sidecarVsNpf"},
+                 {"npf-sidecar", "npf-sidecar-own", "sidecarVsOwnMapping"},
+                 {"npf-sidecar-2m", "npf-2m", "sidecar2mVsNpf2m"},
+                 {"npf-sidecar-2m", "npf-2m-hugetlbfs", "sidecar2mVsNpf2mHugetlbfs"}};
+    for (const auto& p : pairs) {
+        const RunResult *s = find(rs, p.sidecar), *n = find(rs, p.other);
+        if (!n || !s || n->pps <= 0 || n->cpuNsPerPacket() <= 0)
+            continue;
+        const double pps = s->pps / n->pps, cpu = s->cpuNsPerPacket() / n->cpuNsPerPacket();
+        j[p.key] = {{"pps", pps}, {"cpuNsPerPacket", cpu}};
+        printf("%s / %s: pps %.3f, cpu ns/packet %.3f\n", p.sidecar, p.other, pps, cpu);
+    }
 }
 
 // The control's check (control_check.h) as JSON.
@@ -279,8 +280,8 @@ Json pressure(const Options& o)
 {
     const uint64_t budget = o.region / 4;
     auto rs = runTable("memory pressure: working set 4x the resident budget", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch", "drop-on-fault",
-                        "static-pinned"},
+                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m",
+                        "npf-noprefetch", "drop-on-fault", "static-pinned"},
                        o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -312,7 +313,7 @@ Json faultpath(const Options& o)
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
                        {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar",
-                        "npf-sidecar-own", "static-pinned"},
+                        "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;
