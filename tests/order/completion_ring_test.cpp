@@ -126,6 +126,33 @@ TEST(CompletionRing, NoWakeupWhenConsumerIsNotWaiting)
     EXPECT_EQ(r.cons.wait(1000ms), 1000); // ready already: returns at once
 }
 
+// A publisher that appends several batches wakes an armed consumer once,
+// after the last (append() alone signals nothing), and the consumer then
+// finds every entry.
+TEST(CompletionRing, AppendsThenOneWakeup)
+{
+    Ends r{CompletionRing::create(256, "append")};
+    ASSERT_EQ(r.cons.arm(), 0); // armed: asleep on the notifier from here
+    uint64_t seq = 0;
+    for (int batch = 0; batch < 3; ++batch) {
+        npf_completion e[64];
+        for (auto& c : e)
+            c = entry(seq++);
+        ASSERT_EQ(r.prod.append(e), 64u);
+        pollfd p{r.cons.notifyFd(), POLLIN, 0};
+        ASSERT_EQ(::poll(&p, 1, 0), 0) << "append() signalled, batch " << batch;
+    }
+    r.prod.wakeIfWaiting();
+    r.prod.wakeIfWaiting(); // no longer waiting: nothing more
+    EXPECT_EQ(r.prod.stats().wakeups, 1u);
+    pollfd p{r.cons.notifyFd(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 1000), 1);
+    npf_completion out[256];
+    ASSERT_EQ(r.cons.poll(256, out), 192u);
+    for (uint64_t i = 0; i < 192; ++i)
+        EXPECT_TRUE(same(out[i], entry(i))) << i;
+}
+
 TEST(CompletionRing, WaitTimesOut)
 {
     Ends r{CompletionRing::create(8, "timeout")};

@@ -27,7 +27,7 @@ FaultPath::FaultPath(const PagerContext& ctx, const RegionShare& share)
     results_.reserve(most);
     frames_.reserve(most);
     // A round's batches: one per backup ring, then the deferred ones.
-    unpublished_.reserve(size_t(xsk::kMaxBatch) * ctx.queues.size() + kDeferredCapacity);
+    unpublished_.reserve(size_t(xsk::kMaxBatch) * kMaxBatchesPerRound * ctx.queues.size() + kDeferredCapacity);
 }
 
 uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept

@@ -25,6 +25,13 @@ public:
 
     // One batch of the backup ring; returns the packets taken.
     uint32_t drainBackup(xsk::QueueSockets& q) noexcept;
+    // A round keeps taking full batches from the backup rings for this long
+    // before it publishes, prefetches and serves CPU faults (at most
+    // kMaxBatchesPerRound per ring): under a fault burst, the round's fixed
+    // costs (a poll, a publish that wakes the application, two context
+    // switches when they share a CPU) are paid once per several batches.
+    static constexpr uint64_t kBusyRoundNs = 1'000'000;
+    static constexpr uint32_t kMaxBatchesPerRound = 32;
     void drainDeferred() noexcept;
     // The workers of the pager's queues hand it primary datagrams whose page
     // was evicted meanwhile.

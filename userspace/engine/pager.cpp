@@ -128,8 +128,14 @@ void Pager::waitForWork(std::vector<pollfd>& fds, bool now) noexcept
 bool Pager::drainBackupRings() noexcept
 {
     bool busy = false;
-    for (xsk::QueueSockets* q : ownQueues_)
-        busy |= faultPath_.drainBackup(*q) == xsk::kMaxBatch;
+    const uint64_t until = monotonicNs() + FaultPath::kBusyRoundNs;
+    for (xsk::QueueSockets* q : ownQueues_) {
+        uint32_t k = 0;
+        while (faultPath_.drainBackup(*q) == xsk::kMaxBatch && ++k < FaultPath::kMaxBatchesPerRound &&
+               monotonicNs() < until) {
+        }
+        busy |= k > 0;
+    }
     return busy;
 }
 

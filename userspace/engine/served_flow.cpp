@@ -73,8 +73,16 @@ void ServedFlow::releaseProtection() noexcept
 
 void ServedFlow::publish(uint64_t nowNs) noexcept
 {
+    // The sequencer writes in batches of Sequencer::kBatch: the application
+    // is woken once, after the last.
+    struct Quiet {
+        CompletionProducer& p;
+        size_t room() noexcept { return p.room(); }
+        void write(std::span<const npf_completion> batch) noexcept { (void)p.append(batch); }
+    } sink{producer_};
     std::lock_guard<std::mutex> lock(publishMu_);
-    seq.publish(nowNs, settled.load(std::memory_order_acquire), producer_);
+    if (seq.publish(nowNs, settled.load(std::memory_order_acquire), sink))
+        producer_.wakeIfWaiting();
 }
 
 } // namespace npf

@@ -144,7 +144,7 @@ size_t CompletionProducer::room() noexcept
     return ring_.size_ - used;
 }
 
-size_t CompletionProducer::write(std::span<const npf_completion> batch) noexcept
+size_t CompletionProducer::append(std::span<const npf_completion> batch) noexcept
 {
     const size_t n = std::min(batch.size(), room());
     if (n < batch.size())
@@ -157,19 +157,23 @@ size_t CompletionProducer::write(std::span<const npf_completion> batch) noexcept
         e[(prod_ + i) & mask] = batch[i];
     prod_ += n;
     bump(pushed_, n);
-    // Dekker pairing with wait(): the producer stores prod then loads the
-    // wait word, the consumer stores the wait word then loads prod, all four
-    // seq_cst, so in their single total order at least one side sees the
-    // other's store: either the consumer sees the entries and does not sleep,
-    // or we see it waiting and signal. No wakeup is lost. The exchange makes
-    // one signal per sleep, not one per batch.
     Ref(ring_.hdr()->prod).store(prod_, std::memory_order_seq_cst);
+    return n;
+}
+
+void CompletionProducer::wakeIfWaiting() noexcept
+{
+    // Dekker pairing with wait(): the producer stores prod (append) then
+    // loads the wait word, the consumer stores the wait word then loads
+    // prod, all four seq_cst, so in their single total order at least one
+    // side sees the other's store: either the consumer sees the entries and
+    // does not sleep, or we see it waiting and signal. No wakeup is lost.
+    // The exchange makes one signal per sleep.
     Ref w(waitWord(ring_.hdr()));
     if (w.load(std::memory_order_seq_cst) && w.exchange(0, std::memory_order_relaxed)) {
         if (notify(ring_.notifyWrite_.get()))
             bump(wakeups_);
     }
-    return n;
 }
 
 bool CompletionProducer::consumerWaiting() const noexcept

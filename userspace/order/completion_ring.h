@@ -91,7 +91,20 @@ public:
     // one store and wakes a waiting consumer. Returns entries written; fewer
     // than batch.size() means back-pressure (counted `full`), nothing is
     // overwritten.
-    size_t write(std::span<const npf_completion> batch) noexcept;
+    size_t write(std::span<const npf_completion> batch) noexcept
+    {
+        const size_t n = append(batch);
+        if (n)
+            wakeIfWaiting();
+        return n;
+    }
+    // write() in two steps, for a publisher that appends several batches in
+    // a row: append() publishes without waking; wakeIfWaiting() after the
+    // last of them signals a waiting consumer once, instead of once per
+    // batch (a consumer on the producer's CPU would run, and sleep again,
+    // between every two).
+    size_t append(std::span<const npf_completion> batch) noexcept;
+    void wakeIfWaiting() noexcept;
     bool push(const npf_completion& c) noexcept { return write({&c, 1}) == 1; }
     // True while the consumer is (about to be) asleep on the notifier.
     bool consumerWaiting() const noexcept;
