@@ -127,9 +127,10 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",           "npf-memfd", "npf-2m",   "npf-2m-hugetlbfs",
-                                            "npf-sidecar",   "npf-sidecar-own", "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault", "blocking",
-                                            "xdp-drop",      "static-pinned", "recvmmsg",   "io_uring"};
+    static const std::vector<std::string> k{"npf",           "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
+                                            "npf-sidecar",   "npf-sidecar-own", "npf-sidecar-2m", "npf-noprefetch",
+                                            "drop-on-fault", "blocking",        "xdp-drop",       "static-pinned",
+                                            "recvmmsg",      "io_uring"};
     return k;
 }
 
@@ -139,7 +140,8 @@ std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& 
         kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")
-        return makeSidecarReceiver(cfg, kind == "npf-sidecar-own", kind == "npf-sidecar-2m" ? 2ull << 20 : NPF_PAGE_SIZE);
+        return makeSidecarReceiver(cfg, kind == "npf-sidecar-own",
+                                   kind == "npf-sidecar-2m" ? 2ull << 20 : NPF_PAGE_SIZE);
     if (kind == "xdp-drop")
         return makeXskReceiver(false, cfg);
     if (kind == "static-pinned")

@@ -134,6 +134,46 @@ TEST(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
     liar.join();
 }
 
+// A client's thread that installs its job but says it installed nothing --
+// what a late job looks like when its copy lands after the deadline, before
+// npfd's own: the page went in through the client's userfaultfd, its pod
+// paid, and it is counted the client's, not a page populated behind npfd's
+// back; the payloads are in either way.
+TEST(RegionRemote, APageTheClientInstalledWithoutSayingSoIsTheClients)
+{
+    HugePages pool(8);
+    NPF_REQUIRE_HUGE_PAGES(pool);
+    HugeClient c(8 * kHuge, 2);
+    std::atomic<bool> stop{false};
+    std::thread modest([&] {
+        npf_install_ctl* ctl = c.ctl();
+        while (!stop.load()) {
+            const uint32_t post = std::atomic_ref<__u32>(ctl->post).load();
+            if (std::atomic_ref<__u32>(ctl->done).load() != post) {
+                const uint64_t offset = std::atomic_ref<__u64>(ctl->offset).load();
+                const uint64_t len = std::atomic_ref<__u64>(ctl->len).load();
+                int64_t got = 0;
+                (void)c.uffd.copy(c.map.as<uint8_t>() + offset, c.areaMap.as<uint8_t>() + NPF_INSTALL_IMAGES, len, &got);
+                std::atomic_ref<__s64>(ctl->result).store(0); // "none"
+                std::atomic_ref<__u32>(ctl->done).store(post);
+                futexWake(&ctl->done);
+            }
+            std::this_thread::yield();
+        }
+    });
+    {
+        // A deadline no loaded machine misses: each job is answered.
+        Region r(hugeClientConfig(8 * kHuge, std::chrono::seconds(10)), c.memory(c.area.get()));
+        patchAndCheck(r, c);
+        const RegionStats s = r.stats();
+        EXPECT_EQ(s.clientInstalls, 3u) << "the client allocated every page";
+        EXPECT_EQ(s.clientFallbacks, 0u);
+        EXPECT_EQ(s.eexist, 0u) << "a page the client was asked for is not one populated behind npfd's back";
+    }
+    stop = true;
+    modest.join();
+}
+
 TEST(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
 {
     HugePages pool(8);

@@ -73,12 +73,14 @@ void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, Via via
     }
     if (t)
         t->imageReady = monotonicNs();
+    askedClient_ = via == Via::Client || via == Via::Remote;
     if (via == Via::Remote) {
         askRemote(run);
         via = Via::Copy; // what the client did not install, and a check of what it did
     }
     const bool leftovers = put(run, images, via, t);
     claimed_ = 0;
+    askedClient_ = false;
     if (via == Via::Move)
         pool_.consumed(run.size(), leftovers);
     if (t)
@@ -250,7 +252,18 @@ int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
         uffd_.wake(io_.addr(page), io_.bytes(1));
         return 0;
     }
-    c_.add<&RegionStats::eexist>();
+    // Asked of the client, present, not claimed: a late job's copy into the
+    // client's mapping landed after the deadline, or the client's thread
+    // said less than it did. Either way it went in through the client's
+    // userfaultfd and its pod paid: the client's install. Nothing vouches
+    // for the content, so our pieces are patched in, as for any page found
+    // present.
+    if (askedClient_) {
+        c_.add<&RegionStats::pagesInstalled>();
+        c_.add<&RegionStats::clientInstalls>();
+    } else {
+        c_.add<&RegionStats::eexist>();
+    }
     int rc = io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
     state_.markInstalled(page);
     uffd_.wake(io_.addr(page), io_.bytes(1));

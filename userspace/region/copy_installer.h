@@ -86,7 +86,9 @@ private:
     // sets claimed_ to the pages it says it installed.
     void askRemote(const InstallBatch& run) noexcept;
     // UFFDIO_COPY found pages[k] present: installed by the client's thread
-    // as it said (k < claimed_), or populated behind our back.
+    // as it said (k < claimed_), through the client's userfaultfd in a run
+    // it was asked for without saying so (a late job finishing after the
+    // deadline), or populated behind our back.
     int onExisting(const InstallBatch& run, size_t k) noexcept;
 
     const Userfaultfd& uffd_;
@@ -100,6 +102,7 @@ private:
     uint64_t clientBase_ = 0;
     RemoteInstaller* remote_ = nullptr;
     size_t claimed_ = 0; // of the run in put(): pages the client's thread says it installed
+    bool askedClient_ = false; // the run in put() went to the client's mapping (Via::Client, Via::Remote)
     uint64_t lateOffset_ = 0, lateLen_ = 0; // a late client job's pages, protected
     const uint32_t batchPages_;
     RegionCounters& c_;

@@ -35,7 +35,7 @@ inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"cpu_fault_wakes", &RegionStats::cpuFaultWakes, "faults", "CPU faults served by a wake (page already present, EEXIST)"},
     {"pages_installed", &RegionStats::pagesInstalled, "pages", "pages installed (UFFDIO_COPY, CONTINUE or MOVE), all causes"},
     {"copy_calls", &RegionStats::copyCalls, "calls", "UFFDIO_COPY ioctls"},
-    {"eexist", &RegionStats::eexist, "pages", "pages UFFDIO_COPY found present"},
+    {"eexist", &RegionStats::eexist, "pages", "pages UFFDIO_COPY found present, populated behind the pager's back"},
     {"prefetched", &RegionStats::prefetched, "pages", "pages installed by prefetch"},
     {"evicted", &RegionStats::evicted, "pages", "pages punched out (or moved back into the pool)"},
     {"spilled", &RegionStats::spilled, "pages", "pages saved to the spill file"},
@@ -56,7 +56,8 @@ inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"pool_full", &RegionStats::poolFull, "pages",
      "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
     {"client_installs", &RegionStats::clientInstalls, "pages",
-     "pages installed into the client's mapping through its userfaultfd, 2 MiB ones by its own thread (charged to the client)"},
+     "pages installed into the client's mapping through its userfaultfd, 2 MiB ones by its own thread, "
+     "late ones included (charged to the client)"},
     {"client_fallbacks", &RegionStats::clientFallbacks, "pages",
      "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
     {"client_late", &RegionStats::clientLate, "jobs",
