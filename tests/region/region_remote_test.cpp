@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "client/install_thread.h"
@@ -50,6 +51,38 @@ struct HugeClient {
         return {dup(memfd.get()), dup(uffd.fd()), reinterpret_cast<uint64_t>(map.get()), Fd(), dup(installArea)};
     }
     npf_install_ctl* ctl() const { return areaMap.as<npf_install_ctl>(); }
+};
+
+// A stand-in for the client's installer thread: ends every job npfd posts
+// at once, with `answer(offset, len)` as the bytes it says it installed.
+class FakeInstaller {
+public:
+    FakeInstaller(HugeClient& c, std::function<int64_t(uint64_t offset, uint64_t len)> answer)
+        : thread_([this, &c, answer = std::move(answer)] {
+              npf_install_ctl* ctl = c.ctl();
+              while (!stop_.load()) {
+                  const uint32_t post = std::atomic_ref<__u32>(ctl->post).load();
+                  if (std::atomic_ref<__u32>(ctl->done).load() != post) {
+                      const int64_t said = answer(std::atomic_ref<__u64>(ctl->offset).load(),
+                                                  std::atomic_ref<__u64>(ctl->len).load());
+                      std::atomic_ref<__s64>(ctl->result).store(said);
+                      std::atomic_ref<__u32>(ctl->done).store(post);
+                      futexWake(&ctl->done);
+                  }
+                  std::this_thread::yield();
+              }
+          })
+    {
+    }
+    ~FakeInstaller()
+    {
+        stop_ = true;
+        thread_.join();
+    }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
 };
 
 // `wait`: how long the region waits for the client per page.
@@ -109,29 +142,13 @@ TEST(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
     HugePages pool(8);
     NPF_REQUIRE_HUGE_PAGES(pool);
     HugeClient c(8 * kHuge, 2);
-    std::atomic<bool> stop{false};
-    // Says it installed the whole job, at once, every time; installs nothing.
-    std::thread liar([&] {
-        npf_install_ctl* ctl = c.ctl();
-        while (!stop.load()) {
-            const uint32_t post = std::atomic_ref<__u32>(ctl->post).load();
-            if (std::atomic_ref<__u32>(ctl->done).load() != post) {
-                std::atomic_ref<__s64>(ctl->result).store(static_cast<__s64>(ctl->len));
-                std::atomic_ref<__u32>(ctl->done).store(post);
-                futexWake(&ctl->done);
-            }
-            std::this_thread::yield();
-        }
-    });
-    {
-        Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
-        patchAndCheck(r, c);
-        const RegionStats s = r.stats();
-        EXPECT_EQ(s.clientInstalls, 0u);
-        EXPECT_EQ(s.clientFallbacks, 3u) << "npfd installed every page the client only said it had";
-    }
-    stop = true;
-    liar.join();
+    // Says it installed the whole job, every time; installs nothing.
+    FakeInstaller liar(c, [](uint64_t, uint64_t len) { return static_cast<int64_t>(len); });
+    Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
+    patchAndCheck(r, c);
+    const RegionStats s = r.stats();
+    EXPECT_EQ(s.clientInstalls, 0u);
+    EXPECT_EQ(s.clientFallbacks, 3u) << "npfd installed every page the client only said it had";
 }
 
 // A client's thread that installs its job but says it installed nothing --
@@ -144,34 +161,19 @@ TEST(RegionRemote, APageTheClientInstalledWithoutSayingSoIsTheClients)
     HugePages pool(8);
     NPF_REQUIRE_HUGE_PAGES(pool);
     HugeClient c(8 * kHuge, 2);
-    std::atomic<bool> stop{false};
-    std::thread modest([&] {
-        npf_install_ctl* ctl = c.ctl();
-        while (!stop.load()) {
-            const uint32_t post = std::atomic_ref<__u32>(ctl->post).load();
-            if (std::atomic_ref<__u32>(ctl->done).load() != post) {
-                const uint64_t offset = std::atomic_ref<__u64>(ctl->offset).load();
-                const uint64_t len = std::atomic_ref<__u64>(ctl->len).load();
-                int64_t got = 0;
-                (void)c.uffd.copy(c.map.as<uint8_t>() + offset, c.areaMap.as<uint8_t>() + NPF_INSTALL_IMAGES, len, &got);
-                std::atomic_ref<__s64>(ctl->result).store(0); // "none"
-                std::atomic_ref<__u32>(ctl->done).store(post);
-                futexWake(&ctl->done);
-            }
-            std::this_thread::yield();
-        }
+    // Installs the whole job, says "none".
+    FakeInstaller modest(c, [&c](uint64_t offset, uint64_t len) {
+        int64_t got = 0;
+        (void)c.uffd.copy(c.map.as<uint8_t>() + offset, c.areaMap.as<uint8_t>() + NPF_INSTALL_IMAGES, len, &got);
+        return int64_t{0};
     });
-    {
-        // A deadline no loaded machine misses: each job is answered.
-        Region r(hugeClientConfig(8 * kHuge, std::chrono::seconds(10)), c.memory(c.area.get()));
-        patchAndCheck(r, c);
-        const RegionStats s = r.stats();
-        EXPECT_EQ(s.clientInstalls, 3u) << "the client allocated every page";
-        EXPECT_EQ(s.clientFallbacks, 0u);
-        EXPECT_EQ(s.eexist, 0u) << "a page the client was asked for is not one populated behind npfd's back";
-    }
-    stop = true;
-    modest.join();
+    // A deadline no loaded machine misses: each job is answered.
+    Region r(hugeClientConfig(8 * kHuge, std::chrono::seconds(10)), c.memory(c.area.get()));
+    patchAndCheck(r, c);
+    const RegionStats s = r.stats();
+    EXPECT_EQ(s.clientInstalls, 3u) << "the client allocated every page";
+    EXPECT_EQ(s.clientFallbacks, 0u);
+    EXPECT_EQ(s.eexist, 0u) << "a page the client was asked for is not one populated behind npfd's back";
 }
 
 TEST(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
