@@ -433,6 +433,17 @@ void put16(uint8_t* p, uint16_t v) // network order
     p[1] = uint8_t(v);
 }
 
+// The sum of the IPv4 pseudo-header of a UDP datagram of udpLen bytes
+// (header included) in the IPv4 header at ip.
+uint64_t pseudoHeaderSum(const uint8_t* ip, uint16_t udpLen)
+{
+    uint8_t pseudo[12] = {};
+    std::memcpy(pseudo, ip + 12, 8); // source and destination
+    pseudo[9] = IPPROTO_UDP;
+    put16(pseudo + 10, udpLen);
+    return npf::csumPartial(pseudo, sizeof(pseudo));
+}
+
 // ~sum in memory order, as RFC 1071 allows: no byte swaps.
 void putCsum(uint8_t* p, uint64_t sum, bool zeroIsFfff)
 {
@@ -477,11 +488,7 @@ std::vector<uint8_t> templateFrame(const TrafficConfig& c)
     const npfb_hdr h{NPFB_MAGIC, 0, 0, 0};
     std::memcpy(payload, &h, sizeof(h));
     if (c.udpCsum) {
-        uint8_t pseudo[12] = {};
-        std::memcpy(pseudo, ip + 12, 8); // source and destination
-        pseudo[9] = IPPROTO_UDP;
-        put16(pseudo + 10, udpLen);
-        putCsum(udp + 6, npf::csumPartial(udp, udpLen, npf::csumPartial(pseudo, sizeof(pseudo))), true);
+        putCsum(udp + 6, npf::csumPartial(udp, udpLen, pseudoHeaderSum(ip, udpLen)), true);
     }
     return f;
 }
@@ -492,11 +499,8 @@ bool udpCsumHolds(const uint8_t* frame, uint32_t payloadLen, uint64_t payloadSum
     const uint8_t* udp = frame + NPFB_UDP_OFF;
     if (!udp[6] && !udp[7])
         return true;
-    uint8_t pseudo[12] = {};
-    std::memcpy(pseudo, ip + 12, 8); // source and destination
-    pseudo[9] = IPPROTO_UDP;
-    put16(pseudo + 10, uint16_t(8 + payloadLen));
-    return npf::csumFold(payloadSum + npf::csumPartial(udp, 8, npf::csumPartial(pseudo, sizeof(pseudo)))) == 0xffff;
+    const uint64_t header = npf::csumPartial(udp, 8, pseudoHeaderSum(ip, uint16_t(8 + payloadLen)));
+    return npf::csumFold(payloadSum + header) == 0xffff;
 }
 
 void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame)

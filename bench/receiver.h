@@ -13,6 +13,10 @@
 
 #include "meter.h"
 
+namespace npf::topology {
+class HugePages;
+}
+
 namespace npf::bench {
 
 // Where received payloads go: slot i of the receive memory is
@@ -78,6 +82,13 @@ std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMappi
 std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
 std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);
+
+// 2 MiB pages reserved in the hugetlbfs pool for a contender's run (the
+// budget's plus `spare`, or the whole region's) and warmed once, as a pool
+// reserved at boot is (huge_pages.h); *warmSeconds, if given, gets how long
+// that took. Throws, naming `kind`, when the kernel cannot find them.
+std::unique_ptr<topology::HugePages> reserveHugePages(const std::string& kind, const RxConfig& cfg, uint64_t spare,
+                                                      double* warmSeconds = nullptr);
 
 // Resident bytes of [p, p + len) (mincore).
 uint64_t residentOf(const void* p, uint64_t len);

@@ -40,16 +40,10 @@ public:
             ec.pageSize = 2ull << 20; // transparent huge pages from the region's page pool
             ec.regionMemory = RegionMemory::PagePool;
         } else if (kind == "npf-2m-hugetlbfs") {
-            // 2 MiB pages from the huge page pool, reserved for the run (the
-            // budget plus a batch, or the whole region) and warmed once, as a
-            // pool reserved at boot is (huge_pages.h).
+            // 2 MiB pages from the huge page pool: the budget plus a batch.
             ec.pageSize = 2ull << 20;
             ec.regionMemory = RegionMemory::Memfd;
-            const uint64_t need = cfg.budget ? cfg.budget / ec.pageSize + 2 : cfg.regionSize / ec.pageSize;
-            pool_ = std::make_unique<topology::HugePages>(need);
-            if (!pool_->ok())
-                throw std::runtime_error(kind + ": " + pool_->why());
-            warmSeconds_ = pool_->warm();
+            pool_ = reserveHugePages(kind, cfg, 2, &warmSeconds_);
         } else if (kind == "npf-noprefetch") {
             ec.prefetchDepth = 0;
         } else if (kind == "drop-on-fault") {
@@ -119,6 +113,19 @@ private:
 };
 
 } // namespace
+
+std::unique_ptr<topology::HugePages> reserveHugePages(const std::string& kind, const RxConfig& cfg, uint64_t spare,
+                                                      double* warmSeconds)
+{
+    constexpr uint64_t kHuge = 2ull << 20;
+    auto pool = std::make_unique<topology::HugePages>(cfg.budget ? cfg.budget / kHuge + spare : cfg.regionSize / kHuge);
+    if (!pool->ok())
+        throw std::runtime_error(kind + ": " + pool->why());
+    const double took = pool->warm();
+    if (warmSeconds)
+        *warmSeconds = took;
+    return pool;
+}
 
 std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg)
 {

@@ -315,26 +315,13 @@ private:
     pid_t pid_ = -1;
 };
 
-// npf-sidecar-2m's 2 MiB pages: the client's hugetlbfs region takes them
-// from the huge page pool, reserved for the run (the budget plus a few for
-// installs in flight and npfd's fallbacks, or the whole region) and warmed
-// once, as for npf-2m-hugetlbfs.
-std::unique_ptr<topology::HugePages> reserveHugePages(const RxConfig& cfg, uint64_t pageSize)
-{
-    if (pageSize == NPF_PAGE_SIZE)
-        return nullptr;
-    const uint64_t need = cfg.budget ? cfg.budget / pageSize + 4 : cfg.regionSize / pageSize;
-    auto pool = std::make_unique<topology::HugePages>(need);
-    if (!pool->ok())
-        throw std::runtime_error("npf-sidecar-2m: " + pool->why());
-    pool->warm();
-    return pool;
-}
-
 class SidecarReceiver final : public Receiver {
 public:
     SidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize)
-        : cfg_(cfg), hugePages_(reserveHugePages(cfg, pageSize)), npfd_(cfg, dir_.path(), ownMapping),
+        : cfg_(cfg),
+          // npf-sidecar-2m: the budget plus a few for installs in flight and npfd's fallbacks.
+          hugePages_(pageSize == NPF_PAGE_SIZE ? nullptr : reserveHugePages("npf-sidecar-2m", cfg, 4)),
+          npfd_(cfg, dir_.path(), ownMapping),
           cli_(ClientConfig{.socket = npfd_.socket(),
                             .regionSize = cfg.regionSize,
                             .pageSize = pageSize,

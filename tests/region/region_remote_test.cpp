@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "client/install_thread.h"
@@ -85,6 +86,22 @@ private:
     std::thread thread_;
 };
 
+// Every test: 8 huge pages reserved, and a client with an 8-page region and
+// an install area of 2 images (the real thread brings its own).
+class RegionRemote : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        NPF_REQUIRE_HUGE_PAGES(pool_);
+        client_.emplace(8 * kHuge, 2);
+    }
+    HugeClient& client() { return *client_; }
+
+private:
+    HugePages pool_{8};
+    std::optional<HugeClient> client_;
+};
+
 // `wait`: how long the region waits for the client per page.
 RegionConfig hugeClientConfig(uint64_t size, std::chrono::microseconds wait = std::chrono::microseconds(2000))
 {
@@ -117,11 +134,9 @@ void patchAndCheck(Region& r, const HugeClient& c)
     EXPECT_EQ(s.errors, 0u);
 }
 
-TEST(RegionRemote, TheClientsThreadInstallsItsHugePages)
+TEST_F(RegionRemote, TheClientsThreadInstallsItsHugePages)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
-    HugeClient c(8 * kHuge, 0);
+    HugeClient& c = client();
     int sv[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
     Fd ours(sv[0]), theirs(sv[1]);
@@ -137,11 +152,9 @@ TEST(RegionRemote, TheClientsThreadInstallsItsHugePages)
     EXPECT_EQ(s.eexist, 0u) << "a page the client installed was taken for one populated behind npfd's back";
 }
 
-TEST(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
+TEST_F(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
-    HugeClient c(8 * kHuge, 2);
+    HugeClient& c = client();
     // Says it installed the whole job, every time; installs nothing.
     FakeInstaller liar(c, [](uint64_t, uint64_t len) { return static_cast<int64_t>(len); });
     Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
@@ -156,11 +169,9 @@ TEST(RegionRemote, AClientThatLiesGetsEveryPageFromNpfd)
 // npfd's own: the page went in through the client's userfaultfd, its pod
 // paid, and it is counted the client's, not a page populated behind npfd's
 // back; the payloads are in either way.
-TEST(RegionRemote, APageTheClientInstalledWithoutSayingSoIsTheClients)
+TEST_F(RegionRemote, APageTheClientInstalledWithoutSayingSoIsTheClients)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
-    HugeClient c(8 * kHuge, 2);
+    HugeClient& c = client();
     // Installs the whole job, says "none".
     FakeInstaller modest(c, [&c](uint64_t offset, uint64_t len) {
         int64_t got = 0;
@@ -176,11 +187,9 @@ TEST(RegionRemote, APageTheClientInstalledWithoutSayingSoIsTheClients)
     EXPECT_EQ(s.eexist, 0u) << "a page the client was asked for is not one populated behind npfd's back";
 }
 
-TEST(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
+TEST_F(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
 {
-    HugePages pool(8);
-    NPF_REQUIRE_HUGE_PAGES(pool);
-    HugeClient c(8 * kHuge, 2);
+    HugeClient& c = client();
     Region r(hugeClientConfig(8 * kHuge), c.memory(c.area.get()));
     patchAndCheck(r, c);
     const RegionStats s = r.stats();

@@ -245,26 +245,20 @@ void CopyInstaller::protectLate(const InstallBatch& run, size_t k) noexcept
 int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
 {
     const uint64_t page = run.pages[k];
-    if (k < claimed_) { // the client's thread put it in, images and all
-        state_.markInstalled(page);
-        c_.add<&RegionStats::pagesInstalled>();
-        c_.add<&RegionStats::clientInstalls>();
-        uffd_.wake(io_.addr(page), io_.bytes(1));
-        return 0;
-    }
-    // Asked of the client, present, not claimed: a late job's copy into the
-    // client's mapping landed after the deadline, or the client's thread
-    // said less than it did. Either way it went in through the client's
-    // userfaultfd and its pod paid: the client's install. Nothing vouches
-    // for the content, so our pieces are patched in, as for any page found
-    // present.
+    // Asked of the client (claimed or not: a late job's copy into the
+    // client's mapping may land after the deadline, a client's thread may
+    // say less than it did), it went in through the client's userfaultfd
+    // and its pod paid: the client's install. Else it was populated behind
+    // our back.
     if (askedClient_) {
         c_.add<&RegionStats::pagesInstalled>();
         c_.add<&RegionStats::clientInstalls>();
     } else {
         c_.add<&RegionStats::eexist>();
     }
-    int rc = io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
+    // A page the client's thread says it installed holds our images,
+    // payloads and all; nothing vouches for any other.
+    const int rc = k < claimed_ ? 0 : io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
     state_.markInstalled(page);
     uffd_.wake(io_.addr(page), io_.bytes(1));
     return rc;
