@@ -269,27 +269,56 @@ start_client() {
     "$iface" "$port" "${sock:+${sock##*/} }" "${extra:+$extra }" "$name"
   # shellcheck disable=SC2086 # extra is a list of options
   $enter timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups "$NPF_RECV" "$iface" "$port" \
-    --connect ${sock:+"$sock"} --count 1024 $extra -o "$WORK/$name.out" 2> >(sed 's/^/    /' >&2) &
+    --connect ${sock:+"$sock"} --count 1024 $extra -o "$WORK/$name.out" --ready-fd 3 \
+    3>"$WORK/$name.ready" 2> >(sed 's/^/    /' >&2) &
   BG_PID=$!
   BG_PIDS+=("$BG_PID")
   eval "CLIENT_PID_${name//-/_}=$BG_PID"
 }
 
-# await_flows NPFD PORT N: npfd NPFD logged N flows on PORT (its clients are ready).
-await_flows() {
-  local name=$1 port=$2 want=$3
-  for _ in $(seq 100); do
-    [ "$(grep -c "flow .*port $port" "$WORK/$name-npfd.log")" -ge "$want" ] && return 0
-    sleep 0.1
-  done
-  die "npfd ($name) has no $want flows on port $port"
+# await_client NAME WHAT: the client started as NAME posted its buffers.
+await_client() {
+  local name=$1 pid
+  eval "pid=\$CLIENT_PID_${name//-/_}"
+  await_ready "$name" "$pid" "$2"
 }
 
+# await_ready NAME PID WHAT: npf-recv NAME (pid PID) wrote its ready line
+# (--ready-fd: every buffer posted, so datagrams sent from now on find one).
+# A datagram sent before that finds no buffer (xdp.drop_rnr): npf-recv would
+# wait for it until its timeout.
+await_ready() {
+  local name=$1 pid=$2 what=$3
+  for _ in $(seq 300); do
+    grep -qx ready "$WORK/$name.ready" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || die "$what exited before it was ready"
+    sleep 0.1
+  done
+  die "$what did not post its buffers within 30 s"
+}
+
+# tx_dropped IFACE: packets the sending end of a veth pair (in NS_TX) dropped:
+# the only place a datagram is lost before XDP on the other end sees it.
+tx_dropped() {
+  in_tx ip -s -j link show dev "$1" | jq '.[0].stats64.tx.dropped'
+}
+
+# send_stream NAME ADDR PORT TXIF: NAME.in as 1024 datagrams from NS_TX (its
+# interface TXIF), none of them dropped before the receiver's XDP.
 send_stream() {
-  local name=$1 addr=$2 port=$3
+  local name=$1 addr=$2 port=$3 txif=$4 before
   printf '    $ socat -u -b 1024 FILE:%s.in UDP4-SENDTO:%s:%s   (from %s; 1 MiB = 1024 datagrams)\n' \
     "$name" "$addr" "$port" "$NS_TX"
+  before=$(tx_dropped "$txif")
   in_tx socat -u -b 1024 "FILE:$WORK/$name.in" "UDP4-SENDTO:$addr:$port"
+  expect_no_tx_drops "$txif" "$before"
+}
+
+# expect_no_tx_drops TXIF BEFORE: TXIF's tx_dropped is still BEFORE.
+expect_no_tx_drops() {
+  local dropped
+  dropped=$(($(tx_dropped "$1") - $2))
+  [ "$dropped" -eq 0 ] || die "the sender's $1 dropped $dropped datagrams before XDP saw them (the receiving veth's ring was full): no receiver can get them"
 }
 
 # expect_stream NAME WHO: the client exited 0 with its stream byte for byte.
@@ -362,9 +391,7 @@ MAC_TX=$(in_tx ip -br link show dev "$IF_TX" | awk '{print $3}')
 in_tx ip neigh replace "$ADDR_RX" lladdr "$MAC_RX" dev "$IF_TX"
 in_rx ip neigh replace "$ADDR_TX" lladdr "$MAC_TX" dev "$IF_RX"
 note "$NS_RX: $IF_RX $ADDR_RX/30 ($MAC_RX)   $NS_TX: $IF_TX $ADDR_TX/30 ($MAC_TX)"
-# npf keys its state by network namespace (the nsfs inode): pins under
-# /sys/fs/bpf/npf/netns-N/IF, the engine's snapshot under /run/npf/netns-N/IF.
-RUN_DIR="/run/npf/netns-$(stat -L -c %i "/run/netns/$NS_RX")/$IF_RX"
+# npf keys its pins by network namespace (the nsfs inode): /sys/fs/bpf/npf/netns-N/IF.
 PIN_DIR="$PIN_ROOT/netns-$(stat -L -c %i "/run/netns/$NS_RX")/$IF_RX"
 
 step "attaching npf to $IF_RX in $NS_RX (mode $MODE)"
@@ -421,17 +448,14 @@ before_p=$(counter redir_primary)
 before_b=$(counter redir_backup)
 printf '    $ npf-recv %s %s --cold --region 64M --count 2048 -o out.bin   (in %s)\n' "$IF_RX" "$PORT_FLOW" "$NS_RX"
 bg_rx timeout 60 "$NPF_RECV" "$IF_RX" "$PORT_FLOW" --cold --region 64M --count 2048 -o "$WORK/recv.bin" \
-  2> >(sed 's/^/    /' >&2)
+  --ready-fd 3 3>"$WORK/recv.ready" 2> >(sed 's/^/    /' >&2)
 RECV_PID=$BG_PID
-for _ in $(seq 100); do
-  [ -s "$RUN_DIR/engine.json" ] && break
-  kill -0 "$RECV_PID" 2>/dev/null || die "npf-recv exited before it was ready"
-  sleep 0.1
-done
-[ -s "$RUN_DIR/engine.json" ] || die "npf-recv did not come up"
+await_ready recv "$RECV_PID" npf-recv
 printf '    $ socat -u -b 1024 FILE:send.bin UDP4-SENDTO:%s:%s   (from %s; 2 MiB = 2048 datagrams)\n' \
   "$ADDR_RX" "$PORT_FLOW" "$NS_TX"
+before_drops=$(tx_dropped "$IF_TX")
 in_tx socat -u -b 1024 "FILE:$WORK/send.bin" "UDP4-SENDTO:$ADDR_RX:$PORT_FLOW"
+expect_no_tx_drops "$IF_TX" "$before_drops"
 wait "$RECV_PID" || die "npf-recv failed (exit $?)"
 stop_bg "$RECV_PID"
 cmp "$WORK/send.bin" "$WORK/recv.bin" || die "npf-recv's output differs from what socat sent"
@@ -462,10 +486,10 @@ printf '    [%s + its /run/npf] $ npfd --config npfd.json\n' "$NS_RX"
 start_npfd pod "$WORK/npfd.json" "$ENTER_POD"
 start_client pod-a "$IF_RX" "$PORT_NPFD" "" "--budget 4M" "$ENTER_POD"
 start_client pod-b "$IF_RX" $((PORT_NPFD + 1)) "" "--cold --region 16M --budget 2M" "$ENTER_POD"
-await_flows pod "$PORT_NPFD" 1
-await_flows pod $((PORT_NPFD + 1)) 1
-send_stream pod-a "$ADDR_RX" "$PORT_NPFD"
-send_stream pod-b "$ADDR_RX" $((PORT_NPFD + 1))
+await_client pod-a "the warm client"
+await_client pod-b "the cold client"
+send_stream pod-a "$ADDR_RX" "$PORT_NPFD" "$IF_TX"
+send_stream pod-b "$ADDR_RX" $((PORT_NPFD + 1)) "$IF_TX"
 expect_stream pod-a "the warm client"
 expect_stream pod-b "the cold client (a 16 MiB region, 2 MiB resident)"
 in_pod test -S /run/npf/npfd.sock || die "no socket in the pod's /run/npf"
@@ -507,9 +531,10 @@ note "npfd entered $NS_POD2 and attached npf_xdp to its eth0 (and took over $IF_
 # Both pods' clients on the same port: each pod's interface is its own.
 start_client node-1 "$IF_RX" "$PORT_NPFD" "$WORK/node.sock" "--budget 4M" "$ENTER_RX"
 start_client node-2 eth0 "$PORT_NPFD" "$WORK/node.sock" "--cold --region 16M --budget 2M" "$ENTER_POD2"
-await_flows node "$PORT_NPFD" 2
-send_stream node-1 "$ADDR_RX" "$PORT_NPFD"
-send_stream node-2 "$ADDR_POD2" "$PORT_NPFD"
+await_client node-1 "pod 1's client"
+await_client node-2 "pod 2's client"
+send_stream node-1 "$ADDR_RX" "$PORT_NPFD" "$IF_TX"
+send_stream node-2 "$ADDR_POD2" "$PORT_NPFD" "$IF_TX2"
 expect_stream node-1 "pod 1's client"
 expect_stream node-2 "pod 2's client (port $PORT_NPFD too: its own eth0)"
 stop_npfd node
