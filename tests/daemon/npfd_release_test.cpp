@@ -4,7 +4,8 @@
 // received into them. Whatever the delay, a release never discards a buffer
 // posted after it: its content survives eviction byte for byte. The delay is
 // made real by stopping npfd's control thread with ptrace while the client
-// releases, posts again and receives.
+// releases, posts again and receives. And adjoining releases reach npfd as
+// one request, never left behind when the application goes to sleep.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -71,6 +72,46 @@ TEST_F(NpfdRelease, AReleaseAppliedLateNeverDiscardsABufferPostedAfterIt)
     for (uint32_t i = kBuffers; i < kConsumed; i++)
         EXPECT_EQ(std::memcmp(cli.region() + i * kPage, zeros.data(), kBytes), 0)
             << "buffer " << i << " (released, not posted again) was saved and restored";
+}
+
+// Releases npfd applied (its region counter `releases`, from the snapshot it
+// takes every 500 ms), once there are at least `n`.
+uint64_t releasesApplied(Rig& rig, uint64_t n)
+{
+    Counters r;
+    EXPECT_TRUE(test::waitUntil([&] {
+        r = rig.regionSnapshot();
+        return r["releases"] >= n;
+    })) << r["releases"] << " releases applied, waited for " << n;
+    return r["releases"];
+}
+
+TEST_F(NpfdRelease, AdjoiningReleasesReachNpfdAsOneRequest)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir);
+    // An 8 MiB budget: releases go out in requests of 512 KiB (a 16th).
+    constexpr uint64_t kBatch = 512 << 10;
+    Client cli({.socket = npfd.socket(), .regionSize = 16 << 20, .residentBudget = 16 * kBatch, .name = "coalesce"});
+    Flow& f = cli.openFlow(kFirstPort + 51);
+    // 64 adjoining pages, under a batch: held back until the flow is about
+    // to sleep, then sent as one.
+    for (uint64_t i = 0; i < 64; i++)
+        cli.release(i * kPage, kPage);
+    npf_completion c[4];
+    EXPECT_EQ(f.wait(c, std::chrono::milliseconds(20)), 0);
+    EXPECT_EQ(releasesApplied(rig, 1), 1u) << "64 adjoining releases, then the flow slept";
+    // Two batches' worth, page by page: sent as each batch fills, no sleep needed.
+    for (uint64_t i = 0; i < 2 * kBatch / kPage; i++)
+        cli.release(kBatch + i * kPage, kPage);
+    EXPECT_EQ(releasesApplied(rig, 3), 3u) << "two more batches";
+    // One that does not adjoin sends what is held; any other request first
+    // sends what is held, in order.
+    cli.release(8 * kBatch, kPage);
+    cli.release(12 * kBatch, kPage);
+    (void)cli.stats();
+    EXPECT_EQ(releasesApplied(rig, 5), 5u) << "two apart, then a stats request";
 }
 
 } // namespace

@@ -36,6 +36,9 @@ constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB (MFD_HUGE_SHIFT 26), 
 // Page images the install area of a 2 MiB region holds: npfd posts runs of
 // up to this many pages to the installer (8 MiB, allocated by this process).
 constexpr uint32_t kInstallImages = 4;
+// release() holds adjoining ranges back and sends them as one request of at
+// most this many bytes, or a 16th of the resident budget if that is less.
+constexpr uint64_t kReleaseBatchMax = 1 << 20;
 
 // A userfaultfd this (unprivileged) process may have: user-mode faults only
 // (a syscall that touches a missing page gets EFAULT: touch it first), with
@@ -152,6 +155,14 @@ struct Client::Impl {
     // 2 MiB pages: the thread that allocates them (npfd posts the images),
     // so that this process pays; one per connection.
     std::unique_ptr<InstallThread> installer;
+    // release(): a request (a message, and a reply to skip) each, read by
+    // npfd's control thread, the one thread all its clients share. So
+    // adjoining ranges are held back and sent as one: when they reach
+    // releaseBatch bytes, when a release does not adjoin them, before any
+    // other request, and when a flow's wait() or arm() is about to sleep.
+    std::optional<ipc::ReleaseRequest> pendingRelease; // under mu
+    std::atomic<bool> releasePending{false};
+    uint64_t releaseBatch = 0;
 
     void connect();
     template <typename Req>
@@ -164,6 +175,7 @@ struct Client::Impl {
     auto callLocked(const Req& rq, std::span<const int> fds = {})
     {
         try {
+            sendReleaseLocked(); // in order with this request
             return ch->call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
             if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
@@ -171,6 +183,19 @@ struct Client::Impl {
             throw;
         }
     }
+    // Sends the held-back release, if any (mu held).
+    void sendReleaseLocked()
+    {
+        if (!pendingRelease)
+            return;
+        const ipc::ReleaseRequest rq = std::move(*pendingRelease);
+        pendingRelease.reset();
+        releasePending.store(false, std::memory_order_relaxed);
+        ch->send(rq);
+    }
+    // A flow is about to sleep: sends the held-back release unless a request
+    // is in flight (it sent it) or the connection is gone (a hint is moot).
+    void flushRelease() noexcept;
     // Flow::stats of flow `id`, opened on the connection `on`: one flow_stats
     // request. Throws std::system_error naming the flow.
     FlowStats flowStats(uint32_t id, uint16_t port, const std::shared_ptr<Link>& on);
@@ -206,6 +231,23 @@ FlowStats Client::Impl::flowStats(uint32_t id, uint16_t port, const std::shared_
     }
 }
 
+void Client::Impl::flushRelease() noexcept
+{
+    if (!releasePending.load(std::memory_order_acquire))
+        return;
+    std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+    if (!lock || link->isGone())
+        return;
+    try {
+        sendReleaseLocked();
+    } catch (const std::system_error& e) {
+        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+            link->lost(); // the flow's wait() sees it: -EPIPE
+    } catch (const std::exception&) {
+        // A hint: the next release or request tries again with what comes then.
+    }
+}
+
 void Client::Impl::connect()
 {
     ch.emplace(ipc::Channel::connect(cfg.socket));
@@ -219,6 +261,7 @@ void Client::Impl::connect()
     budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
     if (budget > cfg.regionSize)
         budget = cfg.regionSize;
+    releaseBatch = std::max<uint64_t>(cfg.pageSize, std::min<uint64_t>(budget / 16, kReleaseBatchMax));
     // The mapping is registered with a fresh userfaultfd each time: npfd
     // gets it, and this process keeps no copy (were npfd to die, the
     // registration goes with its copy, and a thread touching a page npfd
@@ -308,6 +351,7 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
     // The Client owns its flows (and destroys them first): `c` outlives the
     // lambda. `link` pins the connection the flow belongs to.
     parts.stats = [&c, id = parts.id, port = parts.port, link] { return c.flowStats(id, port, link); };
+    parts.idle = [&c] { c.flushRelease(); };
     auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
     std::lock_guard<std::mutex> lock(c.flowsMu);
     c.flows.push_back({std::move(flow), link});
@@ -350,6 +394,8 @@ void Client::release(uint64_t offset, uint64_t len)
     if (offset > c.cfg.regionSize || len > c.cfg.regionSize - offset)
         throwErrno(EINVAL, "release [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                ") is outside the region of " + std::to_string(c.cfg.regionSize) + " bytes");
+    if (len == 0)
+        return;
     // A hint npfd applies in order with the client's other requests: no need
     // to wait for it (a round trip per call would cost the receive loop).
     // But buffers posted after this call may be received into before npfd
@@ -364,7 +410,21 @@ void Client::release(uint64_t offset, uint64_t len)
     }
     std::lock_guard<std::mutex> lock(c.mu);
     try {
-        c.ch->send(rq);
+        std::optional<ipc::ReleaseRequest>& held = c.pendingRelease;
+        if (held && offset <= held->offset + held->len && held->offset <= offset + len) {
+            // Adjoins (or overlaps) what is held: one range. The held post
+            // counts are the earlier ones: they leave out every buffer posted
+            // since this release too.
+            const uint64_t end = std::max(held->offset + held->len, offset + len);
+            held->offset = std::min(held->offset, offset);
+            held->len = end - held->offset;
+        } else {
+            c.sendReleaseLocked();
+            held = std::move(rq);
+            c.releasePending.store(true, std::memory_order_release);
+        }
+        if (held->len >= c.releaseBatch)
+            c.sendReleaseLocked();
     } catch (const std::system_error& e) {
         if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
             c.link->lost();
@@ -407,6 +467,8 @@ void Client::reconnect()
             pollfd p{c.ch->fd(), POLLIN, 0};
             (void)::poll(&p, 1, static_cast<int>(c.cfg.timeout.count()));
         }
+        c.pendingRelease.reset(); // for the old registration: moot
+        c.releasePending.store(false, std::memory_order_relaxed);
         c.installer.reset(); // (its uffd copy: the old registration ends with npfd's)
         c.link->lost(); // the old flows are dead for good; evicted content comes home
         c.ch.reset();

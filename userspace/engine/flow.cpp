@@ -85,6 +85,8 @@ int Flow::arm() noexcept
 {
     flush();
     Impl& f = *impl_;
+    if (f.parts.idle)
+        f.parts.idle();
     const int r = f.completions.arm();
     if (r != 0)
         return r;
@@ -99,6 +101,8 @@ int Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout)
     Impl& f = *impl_;
     if (int err = f.parts.error ? f.parts.error(true) : 0)
         return err; // nothing will come: do not block
+    if (f.parts.idle)
+        f.parts.idle();
     const int r = f.completions.wait(timeout, f.parts.hangupFd);
     if (r < 0)
         return r;

@@ -40,6 +40,9 @@ struct Flow::Impl {
         // system call (poll's empty path); true: may ask the kernel.
         std::function<int(bool probe)> error;
         std::function<FlowStats()> stats; // Flow::stats: the engine's, or a request to npfd
+        // npfd client: sends the releases the client holds back, before
+        // wait() or arm() lets the application sleep (never blocks).
+        std::function<void()> idle;
     };
     explicit Impl(Parts p);
     // Lifts the eviction protection of the buffers still outstanding.

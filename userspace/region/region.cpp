@@ -486,6 +486,7 @@ int Region::release(uint64_t offset, uint64_t len) noexcept
 {
     if (offset > geo_.size || len > geo_.size - offset)
         return -EINVAL;
+    c_->add<&RegionStats::releases>();
     std::lock_guard lk(mu_);
     return state_.release(offset, len, [&](uint64_t page) { spill_.drop(bytes(page), bytes(1)); });
 }

@@ -18,14 +18,14 @@ struct RegionStats {
     uint64_t packetBatches = 0, patches = 0, patchBytes = 0, patchesToResident = 0;
     uint64_t packetFaults = 0, cpuFaults = 0, cpuFaultWakes = 0, pagesInstalled = 0;
     uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
-    uint64_t discarded = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
+    uint64_t discarded = 0, releases = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
     uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 31> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -40,6 +40,8 @@ inline constexpr std::array<CounterDef<RegionStats>, 30> kRegionCounters = {{
     {"evicted", &RegionStats::evicted, "pages", "pages punched out (or moved back into the pool)"},
     {"spilled", &RegionStats::spilled, "pages", "pages saved to the spill file"},
     {"discarded", &RegionStats::discarded, "pages", "released pages evicted without saving"},
+    {"releases", &RegionStats::releases, "calls",
+     "releases applied (Engine::release; an npfd client's release requests, adjoining ones sent as one)"},
     {"restored", &RegionStats::restored, "pages", "pages installed from saved content"},
     {"evict_blocked", &RegionStats::evictBlocked, "evictions", "evictions that found no victim (all protected)"},
     {"grace_waits", &RegionStats::graceWaits, "waits", "grace periods eviction had to wait for"},
