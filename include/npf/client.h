@@ -85,10 +85,10 @@ public:
     // Adjoining releases are held back and sent as one request (each costs
     // npfd's control thread a message): when they reach a 16th of the
     // resident budget (at most 1 MiB), when a release does not adjoin them,
-    // before any other request, and when a flow's wait() or arm() is about
-    // to sleep. A busy-polling loop that stops releasing leaves at most that
-    // much unreleased until its next call: those pages are saved, not
-    // discarded, if npfd evicts them meanwhile.
+    // before any other request, and when a flow's wait() times out with
+    // nothing. A loop that stops releasing (idle, polling or on epoll) leaves
+    // at most that much unreleased until its next call: those pages are
+    // saved, not discarded, if npfd evicts them meanwhile.
     void release(uint64_t offset, uint64_t len);
     uint64_t populate(uint64_t offset, uint64_t len);
     // This client's numbers (its flows' completions, its region's faults);

@@ -5,7 +5,7 @@
 // posted after it: its content survives eviction byte for byte. The delay is
 // made real by stopping npfd's control thread with ptrace while the client
 // releases, posts again and receives. And adjoining releases reach npfd as
-// one request, never left behind when the application goes to sleep.
+// one request, never left behind when the flow goes idle.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -95,13 +95,13 @@ TEST_F(NpfdRelease, AdjoiningReleasesReachNpfdAsOneRequest)
     constexpr uint64_t kBatch = 512 << 10;
     Client cli({.socket = npfd.socket(), .regionSize = 16 << 20, .residentBudget = 16 * kBatch, .name = "coalesce"});
     Flow& f = cli.openFlow(kFirstPort + 51);
-    // 64 adjoining pages, under a batch: held back until the flow is about
-    // to sleep, then sent as one.
+    // 64 adjoining pages, under a batch: held back until a wait times out
+    // with nothing (the flow is idle), then sent as one.
     for (uint64_t i = 0; i < 64; i++)
         cli.release(i * kPage, kPage);
     npf_completion c[4];
     EXPECT_EQ(f.wait(c, std::chrono::milliseconds(20)), 0);
-    EXPECT_EQ(releasesApplied(rig, 1), 1u) << "64 adjoining releases, then the flow slept";
+    EXPECT_EQ(releasesApplied(rig, 1), 1u) << "64 adjoining releases, then an idle wait";
     // Two batches' worth, page by page: sent as each batch fills, no sleep needed.
     for (uint64_t i = 0; i < 2 * kBatch / kPage; i++)
         cli.release(kBatch + i * kPage, kPage);

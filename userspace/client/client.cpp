@@ -159,7 +159,9 @@ struct Client::Impl {
     // npfd's control thread, the one thread all its clients share. So
     // adjoining ranges are held back and sent as one: when they reach
     // releaseBatch bytes, when a release does not adjoin them, before any
-    // other request, and when a flow's wait() or arm() is about to sleep.
+    // other request, and when a flow's wait() times out with nothing (it is
+    // idle; a wait that sleeps between batches does not send them: that was
+    // a request per batch again).
     std::optional<ipc::ReleaseRequest> pendingRelease; // under mu
     std::atomic<bool> releasePending{false};
     uint64_t releaseBatch = 0;
@@ -193,7 +195,7 @@ struct Client::Impl {
         releasePending.store(false, std::memory_order_relaxed);
         ch->send(rq);
     }
-    // A flow is about to sleep: sends the held-back release unless a request
+    // A flow is idle: sends the held-back release unless a request
     // is in flight (it sent it) or the connection is gone (a hint is moot).
     void flushRelease() noexcept;
     // Flow::stats of flow `id`, opened on the connection `on`: one flow_stats

@@ -85,8 +85,6 @@ int Flow::arm() noexcept
 {
     flush();
     Impl& f = *impl_;
-    if (f.parts.idle)
-        f.parts.idle();
     const int r = f.completions.arm();
     if (r != 0)
         return r;
@@ -101,14 +99,14 @@ int Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout)
     Impl& f = *impl_;
     if (int err = f.parts.error ? f.parts.error(true) : 0)
         return err; // nothing will come: do not block
-    if (f.parts.idle)
-        f.parts.idle();
     const int r = f.completions.wait(timeout, f.parts.hangupFd);
     if (r < 0)
         return r;
     n = poll(out);
     if (n || r > 0)
         return n;
+    if (f.parts.idle)
+        f.parts.idle(); // a whole timeout without a datagram
     // Woken with nothing ready: the timeout, or the service stopped.
     return f.parts.error ? f.parts.error(true) : 0;
 }

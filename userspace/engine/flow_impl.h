@@ -40,8 +40,8 @@ struct Flow::Impl {
         // system call (poll's empty path); true: may ask the kernel.
         std::function<int(bool probe)> error;
         std::function<FlowStats()> stats; // Flow::stats: the engine's, or a request to npfd
-        // npfd client: sends the releases the client holds back, before
-        // wait() or arm() lets the application sleep (never blocks).
+        // npfd client: sends the releases the client holds back when wait()
+        // timed out with nothing (the flow is idle; never blocks).
         std::function<void()> idle;
     };
     explicit Impl(Parts p);
