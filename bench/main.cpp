@@ -96,7 +96,7 @@ void addOptions(CLI::App& app, Args& a)
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum (default all; steady "
                    "runs first)");
     app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-memfd, npf-2m, "
-                                              "npf-2m-hugetlbfs, npf-sidecar, npf-sidecar-own, npf-sidecar-2m, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
+                                              "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-own, npf-sidecar-2m, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
                                               "recvmmsg, io_uring)")
         ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));

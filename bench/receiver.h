@@ -66,7 +66,9 @@ public:
 // kinds: npf (4 KiB pages, the page pool where the kernel has UFFDIO_MOVE),
 // npf-memfd (4 KiB, a memfd: a fresh page per install), npf-2m (2 MiB
 // transparent huge pages from the page pool), npf-2m-hugetlbfs (2 MiB from
-// the hugetlbfs pool), npf-sidecar (through npfd), npf-sidecar-own (npfd
+// the hugetlbfs pool), npf-rtc and npf-2m-rtc (npf and npf-2m run to
+// completion: no worker thread, the app's wait() runs the fast path),
+// npf-sidecar (through npfd), npf-sidecar-own (npfd
 // installs through its own mapping), npf-sidecar-2m (through npfd, a 2 MiB
 // hugetlbfs region), npf-noprefetch, drop-on-fault, blocking,
 // xdp-drop, static-pinned, recvmmsg, io_uring. Must be called inside the rx

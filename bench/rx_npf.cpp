@@ -21,8 +21,11 @@ namespace {
 
 class NpfReceiver final : public Receiver {
 public:
-    NpfReceiver(const std::string& kind, const RxConfig& cfg) : cfg_(cfg)
+    NpfReceiver(const std::string& contender, const RxConfig& cfg) : cfg_(cfg)
     {
+        // npf-rtc, npf-2m-rtc: npf, npf-2m run to completion (the app's wait() runs the fast path).
+        const bool rtc = contender.ends_with("-rtc");
+        const std::string kind = rtc ? contender.substr(0, contender.size() - 4) : contender;
         EngineConfig ec{.ifname = cfg.ifname,
                         .mode = XdpMode::Native,
                         .queues = cfg.queues,
@@ -31,6 +34,7 @@ public:
                         .prefetchDepth = cfg.prefetch,
                         .frameSize = cfg.frameSize,
                         .frameCount = cfg.frameCount,
+                        .runToCompletion = rtc,
                         .pagerThreads = cfg.pagers,
                         .pagerBusyPoll = cfg.pagerBusyPoll,
                         .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
@@ -135,16 +139,16 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 const std::vector<std::string>& receiverKinds()
 {
     static const std::vector<std::string> k{"npf",           "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
-                                            "npf-sidecar",   "npf-sidecar-own", "npf-sidecar-2m", "npf-noprefetch",
-                                            "drop-on-fault", "blocking",        "xdp-drop",       "static-pinned",
-                                            "recvmmsg",      "io_uring"};
+                                            "npf-rtc",       "npf-2m-rtc",      "npf-sidecar",    "npf-sidecar-own",
+                                            "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault",  "blocking",
+                                            "xdp-drop",      "static-pinned",   "recvmmsg",       "io_uring"};
     return k;
 }
 
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    if (kind == "npf" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" ||
-        kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
+    if (kind == "npf" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
+        kind == "npf-2m-rtc" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")
         return makeSidecarReceiver(cfg, kind == "npf-sidecar-own",

@@ -150,7 +150,7 @@ void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
     char note[96] = "control unchecked: no steady-state static-pinned in this run";
     if (c.verdict == ControlCheck::Verdict::Ok)
         snprintf(note, sizeof note, "control ok: %.2fx its steady-state CPU per datagram", c.cpuRatio);
-    for (const char* k : {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs"})
+    for (const char* k : {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc"})
         if (const RunResult* n = find(rs, k)) {
             r[k] = n->pps / p->pps;
             printf("%s / static-pinned: received pps %.3f (%s)\n", k, n->pps / p->pps, note);
@@ -223,7 +223,9 @@ std::vector<RunResult> runTable(const char* title, const Options& o, const std::
 Json steady(const Options& o)
 {
     auto rs = runTable("steady state: everything resident, max rate", o,
-                       {"npf", "npf-sidecar", "npf-sidecar-own", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"}, 0);
+                       {"npf", "npf-rtc", "npf-sidecar", "npf-sidecar-own", "static-pinned", "xdp-drop", "recvmmsg",
+                        "io_uring"},
+                       0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
     if (n && p && k && p->pps > 0 && k->pps > 0) {
@@ -312,8 +314,8 @@ Json faultpath(const Options& o)
     const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
-                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar",
-                        "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
+                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
+                        "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;

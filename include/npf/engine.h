@@ -8,7 +8,8 @@
 //
 // The engine attaches the XDP program itself unless `npfctl attach` already
 // did (and then never detaches it), binds a primary and a backup AF_XDP socket
-// per RX queue, runs one worker thread per queue and pagerThreads pager threads.
+// per RX queue, runs one worker thread per queue (none with runToCompletion:
+// the application's calls run the fast path) and pagerThreads pager threads.
 #pragma once
 
 #include <array>
@@ -86,6 +87,14 @@ struct EngineConfig {
     uint32_t rxRingSize = 0;              // RX ring entries per socket (a power of two)
     uint32_t completionRingSize = 8192;   // per flow, >= NPF_POST_RING_SIZE
     std::vector<int> workerCpus;          // CPU per queue worker (index = queue); empty = no pinning
+    // Run to completion: no worker threads. The application's poll(),
+    // wait() and arm() run the fast path (each queue's primary ring: copy,
+    // complete, publish) on its own thread, and eventFd() also becomes
+    // readable when a queue has datagrams waiting. One thread fewer on the
+    // CPU and no hand-off per batch; datagrams wait in the socket's ring
+    // while the application is busy elsewhere (a full ring drops: kernel
+    // drops, then LOST). The fault path keeps its pagers. workerCpus is unused.
+    bool runToCompletion = false;
     // Pager threads (the fault path). Pager k serves the backup rings (and
     // the deferred datagrams) of queues q with q % pagerThreads == k, and the
     // CPU faults, prefetch and protection of regions handed out round robin
@@ -166,7 +175,9 @@ public:
     int wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
     // Event loops (epoll, poll, select, io_uring POLL_ADD): eventFd() is a
     // file descriptor that becomes readable after arm(), when the next
-    // completion is ready or the flow fails. arm() asks for that one signal
+    // completion is ready or the flow fails (with
+    // EngineConfig::runToCompletion also when datagrams wait for the fast
+    // path, which the next poll() or arm() runs). arm() asks for that one signal
     // (in the spirit of ibv_req_notify_cq) and clears what the fd held:
     //   0   armed: nothing is ready; sleep on eventFd()
     //   > 0 completions are ready now (not armed): poll() them, then arm again
@@ -206,6 +217,8 @@ public:
 private:
     friend class Engine;
     friend class Client;
+    // wait() with EngineConfig::runToCompletion.
+    int waitRunning(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -102,6 +102,17 @@ TEST(NpfRecvArgs, ReadyFdNotOpenExits2)
     EXPECT_NE(r.err.find("--ready-fd"), std::string::npos) << r.err;
 }
 
+// Run to completion is the in-process engine's: through npfd the fast path
+// is npfd's workers', so asking for both is a usage error, said before
+// anything connects.
+TEST(NpfRecvArgs, RunToCompletionThroughNpfdExits2)
+{
+    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --run-to-completion");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_EQ(r.err, "npf-recv: error: --run-to-completion: through npfd (--connect) the fast path is npfd's "
+                     "workers'\n");
+}
+
 // Everything npf-recv does before it looks the interface up creates nothing,
 // as long as bpffs is mounted already (else it would mount it).
 TEST(NpfRecvArgs, MissingInterfaceExits4)

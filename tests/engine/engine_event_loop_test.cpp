@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 
 #include "engine_fixture.h"
@@ -95,16 +96,29 @@ struct EpollReceiver {
     }
 };
 
+// Threads of this process named `name`.
+size_t threadsNamed(const std::string& name)
+{
+    size_t n = 0;
+    for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::string comm = readFile(t.path().string() + "/comm");
+        if (!comm.empty() && comm.back() == '\n')
+            comm.pop_back();
+        n += comm == name;
+    }
+    return n;
+}
+
 // 100,000 datagrams, flow-controlled below the posted buffers, into a cold
 // region, received by a loop that only sleeps in epoll_wait: every one
 // completes OK, byte for byte, with its buffer's cookie, and the flow's own
 // accounting agrees. A lost wake-up leaves the loop asleep with datagrams
 // ready: it then runs into the deadline short of the count.
-TEST_F(EngineE2E, EpollOnlyReceiverGetsEveryDatagram)
+void epollOnly(const EngineConfig& cfg)
 {
     constexpr uint32_t kCount = 100000, kSlots = 1024;
     Rig rig;
-    EngineInNs eng(rig, {.regionSize = 16ull << 20});
+    EngineInNs eng(rig, cfg);
     Flow& flow = eng->openFlow(kPort);
     EpollReceiver rx(*eng, flow, kSlots);
     Sender tx(rig.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .size = size300});
@@ -127,6 +141,23 @@ TEST_F(EngineE2E, EpollOnlyReceiverGetsEveryDatagram)
     EXPECT_EQ(f.reached(), kCount) << describe(rig.xdp());
     EXPECT_EQ(f.completed(), kCount);
     EXPECT_EQ(f.completedOk, kCount);
+}
+
+TEST_F(EngineE2E, EpollOnlyReceiverGetsEveryDatagram) { epollOnly({.regionSize = 16ull << 20}); }
+
+// Run to completion: no worker thread; the loop's own poll() and arm() run
+// the fast path, and the event fd also wakes it for datagrams waiting in the
+// queue's socket (else it sleeps into the deadline with them there).
+TEST_F(EngineE2E, EpollOnlyReceiverRunningToCompletionGetsEveryDatagram)
+{
+    ASSERT_EQ(threadsNamed("npf-worker-0"), 0u) << "another test's engine still runs";
+    {
+        Rig rig;
+        EngineInNs eng(rig, {.regionSize = 16ull << 20, .runToCompletion = true});
+        EXPECT_EQ(threadsNamed("npf-worker-0"), 0u) << "a worker thread runs the fast path";
+        EXPECT_EQ(threadsNamed("npf-pager"), 1u) << "the fault path keeps its pager";
+    }
+    epollOnly({.regionSize = 16ull << 20, .runToCompletion = true});
 }
 
 // The event fd wakes an armed loop when the interface goes, and poll(),

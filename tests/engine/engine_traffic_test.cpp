@@ -47,11 +47,13 @@ void printNumbers(const char* test, const Sender& tx, const EngineStats& s)
 // reserves its huge pages and gives them back); with one pager, and with
 // two: on one queue, pager 0 drains the backup ring while pager 1 owns the
 // region (its CPU faults, prefetch and eviction calls), both installing
-// into it.
+// into it; and run to completion (no worker thread: the test's own wait()
+// and poll() calls run the fast path).
 struct PagesCase {
     uint64_t pageSize;
     uint32_t pagers;
     RegionMemory memory = RegionMemory::Auto;
+    bool runToCompletion = false;
 };
 
 class EnginePages : public EngineE2E, public ::testing::WithParamInterface<PagesCase> {
@@ -62,7 +64,8 @@ protected:
     EngineConfig config(uint64_t budget = 0) const
     {
         return {.regionSize = 64ull << 20, .residentBudget = budget, .pageSize = pageSize(),
-                .regionMemory = GetParam().memory, .pagerThreads = GetParam().pagers};
+                .regionMemory = GetParam().memory, .runToCompletion = GetParam().runToCompletion,
+                .pagerThreads = GetParam().pagers};
     }
     bool pooled() const { return GetParam().memory == RegionMemory::Auto && userfaultfdHasMove(); }
     // The hugetlbfs pages a 2 MiB memfd case needs (none otherwise); skip() says why a case cannot run.
@@ -81,11 +84,14 @@ INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages,
                          ::testing::Values(PagesCase{4096, 1}, PagesCase{2ull << 20, 1}, PagesCase{4096, 2},
                                            PagesCase{2ull << 20, 2}, PagesCase{4096, 1, RegionMemory::Memfd},
                                            PagesCase{2ull << 20, 1, RegionMemory::Memfd},
-                                           PagesCase{2ull << 20, 2, RegionMemory::Memfd}),
+                                           PagesCase{2ull << 20, 2, RegionMemory::Memfd},
+                                           PagesCase{4096, 1, RegionMemory::Auto, true},
+                                           PagesCase{2ull << 20, 1, RegionMemory::Auto, true}),
                          [](const auto& i) {
                              return std::string(i.param.pageSize == 4096 ? "4K" : "2M") +
                                     (i.param.pagers > 1 ? "_" + std::to_string(i.param.pagers) + "pagers" : "") +
-                                    (i.param.memory == RegionMemory::Memfd ? "_memfd" : "");
+                                    (i.param.memory == RegionMemory::Memfd ? "_memfd" : "") +
+                                    (i.param.runToCompletion ? "_runToCompletion" : "");
                          });
 
 // 1. Cold region: nothing resident at the start. Buffers at a 1500-byte

@@ -88,6 +88,10 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     parts.failure = [svc] { return svc->failure(); };
     parts.error = [svc](bool) { return svc->ifaceGone() ? -ENODEV : 0; };
     parts.stats = [svc, &served] { return svc->flowStats(served); };
+    if (e.cfg.runToCompletion) {
+        parts.runFastPath = [svc] { return svc->runFastPath(); };
+        parts.fastPathFds = svc->fastPathFds();
+    }
     auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
     std::lock_guard<std::mutex> lock(e.flowsMu);
     e.flows.push_back({std::move(flow), &served});

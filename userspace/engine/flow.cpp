@@ -1,9 +1,16 @@
+#include <poll.h>
+#include <sched.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
 #include "engine/flow_impl.h"
 #include "region/region.h"
+#include "sys/error.h"
 
 namespace npf {
 
@@ -14,6 +21,20 @@ Flow::Impl::Impl(Parts p)
       polled(posts->start()),
       posted(new Posted[NPF_POST_RING_SIZE]())
 {
+    if (!parts.runFastPath)
+        return;
+    events.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!events)
+        throwErrno("epoll_create1 for flow " + std::to_string(parts.port));
+    std::vector<int> fds = parts.fastPathFds;
+    fds.push_back(completions.notifyFd());
+    for (int fd : fds) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        checkErrno(::epoll_ctl(events.get(), EPOLL_CTL_ADD, fd, &ev),
+                   "add fd " + std::to_string(fd) + " to the event set of flow " + std::to_string(parts.port));
+    }
 }
 
 Flow::Impl::~Impl()
@@ -34,7 +55,10 @@ uint16_t Flow::port() const noexcept { return impl_->parts.port; }
 std::string Flow::failure() const { return impl_->parts.failure ? impl_->parts.failure() : ""; }
 
 FlowStats Flow::stats() const { return impl_->parts.stats(); }
-int Flow::eventFd() const noexcept { return impl_->completions.notifyFd(); }
+int Flow::eventFd() const noexcept
+{
+    return impl_->events ? impl_->events.get() : impl_->completions.notifyFd();
+}
 uint64_t Flow::outstanding() const noexcept { return impl_->posts->produced() - impl_->polled; }
 
 bool Flow::post(uint64_t offset, uint32_t len, uint64_t cookie)
@@ -63,6 +87,8 @@ int Flow::poll(std::span<npf_completion> out) noexcept
 {
     flush();
     Impl& f = *impl_;
+    if (f.parts.runFastPath)
+        (void)f.parts.runFastPath();
     const uint64_t badBefore = f.completions.badProd();
     const size_t n = f.completions.poll(std::min<size_t>(out.size(), INT32_MAX), out.data());
     for (size_t i = 0; i < n; i++) {
@@ -85,6 +111,8 @@ int Flow::arm() noexcept
 {
     flush();
     Impl& f = *impl_;
+    if (f.parts.runFastPath)
+        (void)f.parts.runFastPath(); // then datagrams arriving later make a queue's socket readable
     const int r = f.completions.arm();
     if (r != 0)
         return r;
@@ -93,6 +121,8 @@ int Flow::arm() noexcept
 
 int Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept
 {
+    if (impl_->parts.runFastPath)
+        return waitRunning(out, timeout);
     int n = poll(out);
     if (n || out.empty())
         return n;
@@ -109,6 +139,54 @@ int Flow::wait(std::span<npf_completion> out, std::chrono::milliseconds timeout)
         f.parts.idle(); // a whole timeout without a datagram
     // Woken with nothing ready: the timeout, or the service stopped.
     return f.parts.error ? f.parts.error(true) : 0;
+}
+
+namespace {
+constexpr int kSpinsBeforeSleep = 16;
+} // namespace
+
+// Run to completion: this thread runs the fast path (arm() and poll() do),
+// and sleeps on the flow's event set (a queue's socket, the notifier) when
+// there is nothing to run and nothing ready.
+int Flow::waitRunning(std::span<npf_completion> out, std::chrono::milliseconds timeout) noexcept
+{
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + timeout;
+    Impl& f = *impl_;
+    int idle = 0;
+    for (;;) {
+        const int n = poll(out);
+        if (n || out.empty())
+            return n;
+        if (int err = f.parts.error ? f.parts.error(true) : 0)
+            return err;
+        // As the worker thread does: yield a few times before sleeping (a
+        // sleeper costs each arriving datagram a wake-up on the CPU that
+        // receives it).
+        if (++idle < kSpinsBeforeSleep) {
+            sched_yield();
+            continue;
+        }
+        idle = 0;
+        const int armed = arm();
+        if (armed < 0)
+            return armed;
+        if (armed > 0)
+            continue;
+        int ms = -1;
+        if (timeout.count() >= 0) {
+            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+            ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
+        }
+        pollfd p{f.events.get(), POLLIN, 0};
+        const int rc = ::poll(&p, 1, ms);
+        if (rc < 0 && errno != EINTR)
+            return -errno;
+        if (rc == 0 || (timeout.count() >= 0 && Clock::now() >= deadline)) {
+            const int last = poll(out);
+            return last ? last : (f.parts.error ? f.parts.error(true) : 0);
+        }
+    }
 }
 
 } // namespace npf

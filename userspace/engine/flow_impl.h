@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dataplane/flow_ring.h"
 #include "dataplane/post_ring.h"
 #include "npf/engine.h"
 #include "order/completion_ring.h"
+#include "sys/fd.h"
 
 namespace npf {
 
@@ -40,6 +42,10 @@ struct Flow::Impl {
         // system call (poll's empty path); true: may ask the kernel.
         std::function<int(bool probe)> error;
         std::function<FlowStats()> stats; // Flow::stats: the engine's, or a request to npfd
+        // EngineConfig::runToCompletion: one batch of every queue's fast
+        // path on the caller's thread, and the sockets to sleep on for it.
+        std::function<uint32_t()> runFastPath;
+        std::vector<int> fastPathFds;
         // npfd client: sends the releases the client holds back when wait()
         // timed out with nothing (the flow is idle; never blocks).
         std::function<void()> idle;
@@ -61,6 +67,9 @@ struct Flow::Impl {
     CompletionConsumer completions;
     uint64_t polled; // completions taken: posts - polled buffers are outstanding
     std::unique_ptr<Posted[]> posted; // NPF_POST_RING_SIZE, by seq & mask
+    // Run to completion: an epoll set of the notifier and parts.fastPathFds
+    // (level-triggered), eventFd() then; readable when either has work.
+    Fd events;
 };
 
 } // namespace npf

@@ -146,6 +146,22 @@ void Service::start()
     started_ = true;
 }
 
+uint32_t Service::runFastPath() noexcept
+{
+    uint32_t n = 0;
+    for (auto& w : workers_)
+        n += w->step();
+    return n;
+}
+
+std::vector<int> Service::fastPathFds() const
+{
+    std::vector<int> fds;
+    for (const auto& w : workers_)
+        fds.push_back(w->primaryFd());
+    return fds;
+}
+
 void Service::stopThreads() noexcept
 {
     for (auto& w : workers_)
@@ -240,7 +256,7 @@ void Service::loops(const std::string& prefix, std::vector<LoopProgress>& out) c
 {
     if (!started_ || ifaceGone())
         return;
-    for (size_t q = 0; q < workers_.size(); q++)
+    for (size_t q = 0; q < workers_.size() && !cfg_.runToCompletion; q++) // no thread to watch otherwise
         out.push_back({prefix + "npf-worker-" + std::to_string(q), workers_[q]->rounds()});
     for (size_t k = 0; k < pagers_.size(); k++)
         out.push_back({prefix + (k ? "npf-pager" + std::to_string(k) : std::string("npf-pager")), pagers_[k]->rounds()});

@@ -51,6 +51,11 @@ public:
     Service& operator=(const Service&) = delete;
 
     void start();
+    // EngineConfig::runToCompletion: one batch of each queue's primary ring
+    // on the calling thread; the datagrams taken.
+    uint32_t runFastPath() noexcept;
+    // The primary rings' sockets (readable when datagrams wait).
+    std::vector<int> fastPathFds() const;
 
     // Regions: the pagers serve their faults. A region is removed only
     // after its flows are closed; remove returns once the pagers let go of it.

@@ -23,10 +23,24 @@ Worker::~Worker() { stop(); }
 
 void Worker::start()
 {
+    if (cfg_.runToCompletion) {
+        stepReader_.emplace(epochs_);
+        return;
+    }
     if (cfg_.faultPolicy == FaultPolicy::Block)
         thread_ = std::thread([this] { loop<true>(); });
     else
         thread_ = std::thread([this] { loop<false>(); });
+}
+
+uint32_t Worker::step() noexcept
+{
+    if (!stepReader_ || stop_.load(std::memory_order_acquire) || stepping_.test_and_set(std::memory_order_acquire))
+        return 0;
+    const uint32_t n = cfg_.faultPolicy == FaultPolicy::Block ? runBatch<true>(*stepReader_)
+                                                              : runBatch<false>(*stepReader_);
+    stepping_.clear(std::memory_order_release);
+    return n;
 }
 
 void Worker::stop() noexcept
@@ -52,20 +66,9 @@ void Worker::loop() noexcept
     pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(queue_.queue())).c_str());
     pinThread(cpu_, "npf worker");
     EpochDomain::Reader reader(epochs_);
-    auto sink = [this](std::span<const xsk::RxPacket> pkts) noexcept { placeBatch<kBlock>(pkts); };
     int idle = 0;
     while (!stop_.load(std::memory_order_acquire)) {
-        rounds_.bump();
-        batch_.reset();
-        // The epoch section spans the ring peek, every region write of the
-        // batch and the publishing: the pager punches no page this batch may
-        // still write, and a flow closed meanwhile is freed only after it
-        // (FlowTable::close).
-        reader.enter();
-        const uint32_t n = queue_.pollPrimary(xsk::kMaxBatch, sink);
-        finishBatch();
-        reader.exit();
-        if (n) {
+        if (runBatch<kBlock>(reader)) {
             idle = 0;
             continue;
         }
@@ -77,6 +80,23 @@ void Worker::loop() noexcept
         }
         queue_.waitPrimary(10);
     }
+}
+
+template <bool kBlock>
+uint32_t Worker::runBatch(EpochDomain::Reader& reader) noexcept
+{
+    rounds_.bump();
+    batch_.reset();
+    // The epoch section spans the ring peek, every region write of the
+    // batch and the publishing: the pager punches no page this batch may
+    // still write, and a flow closed meanwhile is freed only after it
+    // (FlowTable::close).
+    reader.enter();
+    const uint32_t n = queue_.pollPrimary(
+        xsk::kMaxBatch, [this](std::span<const xsk::RxPacket> pkts) noexcept { placeBatch<kBlock>(pkts); });
+    finishBatch();
+    reader.exit();
+    return n;
 }
 
 // One call per batch. Claims come first: a claim is a locked CAS, and a

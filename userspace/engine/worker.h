@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <span>
 #include <thread>
 
@@ -26,7 +27,15 @@ public:
     Worker(const Worker&) = delete;
     Worker& operator=(const Worker&) = delete;
 
+    // Starts the thread; with EngineConfig::runToCompletion there is none:
+    // the application's threads run the batches through step().
     void start();
+    // One batch of the primary ring on the calling thread (run to
+    // completion); returns the datagrams taken. One thread at a time: a
+    // thread that finds another inside returns 0 at once.
+    uint32_t step() noexcept;
+    // The primary ring's socket: readable when datagrams wait (to sleep on).
+    int primaryFd() const noexcept { return queue_.primaryFd(); }
     // Asks the thread to stop (any thread, returns at once); stop() also joins it.
     void requestStop() noexcept { stop_.store(true, std::memory_order_release); }
     void stop() noexcept;
@@ -43,6 +52,9 @@ private:
     // chosen at construction, not per packet.
     template <bool kBlock>
     void loop() noexcept;
+    // One batch, in an epoch section of `reader`: the loop's body and step().
+    template <bool kBlock>
+    uint32_t runBatch(EpochDomain::Reader& reader) noexcept;
     template <bool kBlock>
     void placeBatch(std::span<const xsk::RxPacket> pkts) noexcept;
     static constexpr uint16_t kDeferred = 0xffff; // place(): handed to the pager
@@ -75,6 +87,8 @@ private:
     RoundCounter rounds_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
+    std::optional<EpochDomain::Reader> stepReader_; // run to completion: the callers' epoch slot
+    std::atomic_flag stepping_ = ATOMIC_FLAG_INIT;   // a caller is inside step()
 };
 
 } // namespace npf
