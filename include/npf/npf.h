@@ -129,6 +129,11 @@ const char *npf_strerror_last(void);
 /* The pagers spin instead of sleeping: faults are picked up in microseconds;
  * give each pager a core of its own. */
 #define NPF_ENGINE_F_PAGER_BUSY_POLL 0x2u
+/* Run to completion: no worker threads; npf_flow_poll, npf_flow_wait and
+ * npf_flow_arm run the fast path on the calling thread, and the flow's event
+ * fd is readable when datagrams wait for it too (npf::EngineConfig::
+ * runToCompletion). */
+#define NPF_ENGINE_F_RUN_TO_COMPLETION 0x4u
 
 /* npf_engine_opts.region_memory: where the region's pages come from
  * (npf::RegionMemory; docs/architecture.md, "Where a region's pages come

@@ -162,6 +162,7 @@ int capi_receive(struct capi_run *r)
 	o.sz = sizeof(o);
 	o.ifname = r->ifname;
 	o.region_size = 16ull << 20;
+	o.flags = r->flags;
 	r->error[0] = '\0';
 	if ((rc = npf_engine_open(&o, &ctx)) < 0)
 		return failed(r, rc, "npf_engine_open");

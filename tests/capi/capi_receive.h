@@ -20,6 +20,7 @@ struct capi_run {
 	uint32_t count;     /* completions to receive */
 	uint32_t slots;     /* buffers kept posted, `buf` bytes each, cookie 1000 + slot */
 	uint32_t buf;
+	uint32_t flags;     /* npf_engine_opts.flags */
 	int deadline_ms;    /* for the whole run */
 	void *arg;
 	/* The flow is open and its buffers posted: start sending. */

@@ -19,7 +19,10 @@ struct Receiver {
     std::atomic<uint64_t> done{0};
 };
 
-TEST_F(EngineE2E, CApiEpollReceiverGetsEveryDatagram)
+// capi_receive with npf_engine_opts.flags = flags: every datagram, byte for
+// byte, with its cookie, and the C counters agree.
+
+void epollReceiver(uint32_t flags)
 {
     Rig rig;
     Sender tx(rig.veth(), {.sender = 0, .count = kCount, .dstPort = kPort, .size = size300});
@@ -32,6 +35,7 @@ TEST_F(EngineE2E, CApiEpollReceiverGetsEveryDatagram)
     r.count = kCount;
     r.slots = kSlots;
     r.buf = 2048;
+    r.flags = flags;
     r.deadline_ms = int(test::kDeadline.count());
     r.arg = &rx;
     r.ready = [](void* a) { static_cast<Receiver*>(a)->tx.start(); };
@@ -67,6 +71,15 @@ TEST_F(EngineE2E, CApiEpollReceiverGetsEveryDatagram)
     std::printf("[ numbers  ] %u datagrams, %llu epoll sleeps, fast %llu, fault %llu\n", kCount,
                 (unsigned long long)r.sleeps, (unsigned long long)r.engine.fast_path,
                 (unsigned long long)r.engine.fault_path);
+}
+
+TEST_F(EngineE2E, CApiEpollReceiverGetsEveryDatagram) { epollReceiver(0); }
+
+// The same loop with NPF_ENGINE_F_RUN_TO_COMPLETION: its npf_flow_poll and
+// npf_flow_arm run the fast path, the event fd wakes it for datagrams.
+TEST_F(EngineE2E, CApiEpollReceiverRunningToCompletionGetsEveryDatagram)
+{
+    epollReceiver(NPF_ENGINE_F_RUN_TO_COMPLETION);
 }
 
 } // namespace

@@ -40,7 +40,8 @@ npf::EngineConfig engineConfig(const npf_engine_opts& o)
     if (o.xdp_mode != NPF_XDP_NATIVE && o.xdp_mode != NPF_XDP_SKB)
         throw std::invalid_argument("npf_engine_opts.xdp_mode " + std::to_string(o.xdp_mode) +
                                     " is neither NPF_XDP_NATIVE nor NPF_XDP_SKB");
-    constexpr uint32_t known = NPF_ENGINE_F_NO_UDP_CSUM | NPF_ENGINE_F_PAGER_BUSY_POLL;
+    constexpr uint32_t known =
+        NPF_ENGINE_F_NO_UDP_CSUM | NPF_ENGINE_F_PAGER_BUSY_POLL | NPF_ENGINE_F_RUN_TO_COMPLETION;
     if (o.flags & ~known)
         throw std::invalid_argument("npf_engine_opts.flags has unknown bits " + std::to_string(o.flags & ~known));
     npf::EngineConfig cfg;
@@ -56,6 +57,7 @@ npf::EngineConfig engineConfig(const npf_engine_opts& o)
         cfg.pagerThreads = o.pager_threads;
     cfg.verifyUdpChecksum = !(o.flags & NPF_ENGINE_F_NO_UDP_CSUM);
     cfg.pagerBusyPoll = o.flags & NPF_ENGINE_F_PAGER_BUSY_POLL;
+    cfg.runToCompletion = o.flags & NPF_ENGINE_F_RUN_TO_COMPLETION;
     if (o.spill_dir)
         cfg.spillDir = o.spill_dir;
     switch (o.region_memory) {

@@ -92,7 +92,13 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
         parts.runFastPath = [svc] { return svc->runFastPath(); };
         parts.fastPathFds = svc->fastPathFds();
     }
-    auto flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
+    std::unique_ptr<Flow> flow;
+    try {
+        flow = std::make_unique<Flow>(std::make_unique<Flow::Impl>(std::move(parts)));
+    } catch (...) {
+        e.service->closeFlow(served); // its event set could not be made: the port goes back
+        throw;
+    }
     std::lock_guard<std::mutex> lock(e.flowsMu);
     e.flows.push_back({std::move(flow), &served});
     return *e.flows.back().app;
