@@ -180,10 +180,16 @@ struct Client::Impl {
             sendReleaseLocked(); // in order with this request
             return ch->call(rq, fds, cfg.timeout);
         } catch (const std::system_error& e) {
-            if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
-                link->lost();
+            noteLoss(e);
             throw;
         }
+    }
+    // A send or call that failed because npfd closed the connection: the
+    // connection is lost (its flows' wait() then says -EPIPE).
+    void noteLoss(const std::system_error& e) noexcept
+    {
+        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
+            link->lost();
     }
     // Sends the held-back release, if any (mu held).
     void sendReleaseLocked()
@@ -243,8 +249,7 @@ void Client::Impl::flushRelease() noexcept
     try {
         sendReleaseLocked();
     } catch (const std::system_error& e) {
-        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
-            link->lost(); // the flow's wait() sees it: -EPIPE
+        noteLoss(e);
     } catch (const std::exception&) {
         // A hint: the next release or request tries again with what comes then.
     }
@@ -428,8 +433,7 @@ void Client::release(uint64_t offset, uint64_t len)
         if (held->len >= c.releaseBatch)
             c.sendReleaseLocked();
     } catch (const std::system_error& e) {
-        if (e.code().value() == ECONNRESET || e.code().value() == EPIPE)
-            c.link->lost();
+        c.noteLoss(e);
         throw;
     }
 }

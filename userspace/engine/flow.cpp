@@ -10,6 +10,7 @@
 
 #include "engine/flow_impl.h"
 #include "region/region.h"
+#include "sys/clock.h"
 #include "sys/error.h"
 
 namespace npf {
@@ -173,11 +174,7 @@ int Flow::waitRunning(std::span<npf_completion> out, std::chrono::milliseconds t
             return armed;
         if (armed > 0)
             continue;
-        int ms = -1;
-        if (timeout.count() >= 0) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-            ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
-        }
+        const int ms = pollTimeoutMs(timeout, deadline);
         pollfd p{f.events.get(), POLLIN, 0};
         const int rc = ::poll(&p, 1, ms);
         if (rc < 0 && errno != EINTR)

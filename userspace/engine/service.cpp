@@ -256,8 +256,9 @@ void Service::loops(const std::string& prefix, std::vector<LoopProgress>& out) c
 {
     if (!started_ || ifaceGone())
         return;
-    for (size_t q = 0; q < workers_.size() && !cfg_.runToCompletion; q++) // no thread to watch otherwise
-        out.push_back({prefix + "npf-worker-" + std::to_string(q), workers_[q]->rounds()});
+    for (size_t q = 0; q < workers_.size(); q++)
+        if (!cfg_.runToCompletion) // else the workers have no thread to watch
+            out.push_back({prefix + "npf-worker-" + std::to_string(q), workers_[q]->rounds()});
     for (size_t k = 0; k < pagers_.size(); k++)
         out.push_back({prefix + (k ? "npf-pager" + std::to_string(k) : std::string("npf-pager")), pagers_[k]->rounds()});
 }

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sys/clock.h"
 #include "sys/error.h"
 
 namespace npf {
@@ -259,11 +260,7 @@ int CompletionConsumer::wait(std::chrono::milliseconds timeout, int hangupFd) no
             w.store(0, std::memory_order_relaxed);
             return static_cast<int>(std::min<size_t>(n, INT32_MAX));
         }
-        int ms = -1;
-        if (timeout.count() >= 0) {
-            const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
-            ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT32_MAX));
-        }
+        const int ms = pollTimeoutMs(timeout, deadline);
         pollfd p[2] = {{ring_.notifyFd(), POLLIN, 0}, {hangupFd, 0, 0}};
         const int rc = ::poll(p, hangupFd >= 0 ? 2 : 1, ms);
         const int err = errno;
