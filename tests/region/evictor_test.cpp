@@ -17,11 +17,12 @@ namespace {
 using FenceRun = std::pair<uint64_t, uint64_t>; // first page, pages
 
 struct FakeHost : Evictor::Host {
-    void waitGrace() noexcept override
+    bool waitGrace() noexcept override
     {
         ++graces;
         if (duringGrace)
             duringGrace();
+        return !graceTimesOut;
     }
     int raiseFence(uint64_t page, uint64_t n) noexcept override
     {
@@ -32,6 +33,7 @@ struct FakeHost : Evictor::Host {
 
     int graces = 0;
     int raiseError = 0;
+    bool graceTimesOut = false;
     std::function<void()> duringGrace;
     std::vector<FenceRun> raised, lifted;
 };
@@ -120,6 +122,28 @@ TEST(Evictor, VictimsWhoseFenceFailsStayResident)
     t.host.raiseError = 0;
     EXPECT_EQ(t.evictor.evictTo(0, true), 4) << "the next eviction takes them";
     EXPECT_EQ(t.state.residentPages(), 0u);
+}
+
+// A grace period given up (a writer held its epoch past the bound): no
+// victim goes, each stays as it was, and the next call evicts them.
+TEST(Evictor, GraceTimeoutKeepsEveryVictimResident)
+{
+    NPF_REQUIRE_UFFD();
+    EvictTarget t(4, 64);
+    t.host.graceTimesOut = true;
+    EXPECT_EQ(t.evictor.evictTo(0, true), -ETIMEDOUT);
+    EXPECT_EQ(t.c.get<&RegionStats::graceTimeouts>(), 1u);
+    EXPECT_EQ(t.c.get<&RegionStats::evicted>(), 0u);
+    EXPECT_EQ(t.c.get<&RegionStats::spilled>(), 0u);
+    EXPECT_TRUE(t.host.raised.empty()) << "no fence, no save, no punch";
+    EXPECT_EQ(t.state.residentPages(), 4u);
+    EXPECT_TRUE(t.state.isResident(0, 4 * kPg)) << "resident bits set again";
+    EXPECT_EQ(t.state.clockLength(), 4u) << "back on the clock";
+    EXPECT_EQ(std::memcmp(t.at(0), t.content.data(), t.content.size()), 0) << "not punched";
+
+    t.host.graceTimesOut = false;
+    EXPECT_EQ(t.evictor.evictTo(0, true), 4);
+    EXPECT_EQ(t.memfdBytes(), 0u);
 }
 
 TEST(Evictor, ProtectedPagesBlockEviction)

@@ -391,7 +391,9 @@ TEST_P(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
 {
     NPF_REQUIRE_UFFD();
     EpochDomain epochs;
-    Region r(withEpochs(epochs, config()));
+    RegionConfig cfg = withEpochs(epochs, config());
+    cfg.graceLimit = std::chrono::seconds(10); // the reader holds its section for 100 ms
+    Region r(cfg);
     fillPages(r, 0, 4, 9);
     std::promise<void> entered, release;
     auto released = release.get_future().share();
@@ -415,6 +417,32 @@ TEST_P(RegionEvict, GracePeriodWaitsForActiveReaderAndServesItsFaults)
     EXPECT_GE(r.stats().graceWaits, 1u);
     EXPECT_EQ(r.stats().cpuFaults, 1u);
     EXPECT_EQ(r.residentPages(), 1u);
+}
+
+// A reader that stays in its section past the grace bound (stuck, or held
+// up): eviction gives the grace period up instead of waiting for ever, the
+// victims stay resident with their bits set, and the next eviction after the
+// reader left takes them.
+TEST_P(RegionEvict, GracePeriodGivesUpOnAReaderThatNeverLeaves)
+{
+    NPF_REQUIRE_UFFD();
+    EpochDomain epochs;
+    RegionConfig cfg = withEpochs(epochs, config());
+    cfg.graceLimit = std::chrono::milliseconds(20);
+    Region r(cfg);
+    fillPages(r, 0, 4, 9);
+    {
+        EpochDomain::Reader rd(epochs);
+        rd.enter();
+        EXPECT_EQ(r.evictAll(), -ETIMEDOUT);
+        EXPECT_EQ(r.stats().graceTimeouts, 1u);
+        EXPECT_EQ(r.stats().evicted, 0u);
+        EXPECT_EQ(r.residentPages(), 4u);
+        EXPECT_TRUE(r.isResident(0, 4 * kPg)) << "the victims' resident bits are set again";
+        rd.exit();
+    }
+    EXPECT_EQ(r.evictAll(), 4);
+    EXPECT_EQ(r.residentPages(), 0u);
 }
 
 TEST_P(RegionEvict, SpillIntoTmpfileDirectory)

@@ -137,15 +137,21 @@ bool Worker::copy(uint8_t* dst, const xsk::RxPacket& p) const noexcept
 // Inside the epoch section: a set bit cannot be cleared and the page
 // punched until this batch ends (region.h). A clear bit means the page was
 // evicted after XDP steered the packet: the pager places it. Block: write
-// anyway; a missing page faults this thread and the pager serves it through
-// the userfaultfd. Returns the completion status, or kDeferred.
+// anyway; a missing page of an in-process region faults this thread and the
+// pager serves it through the userfaultfd. A client's memory (npfd) never
+// makes the worker wait on a fault: a store that finds its page gone from
+// npfd's mapping returns (Region::fastStore) and the pager places the
+// datagram. Returns the completion status, or kDeferred.
 template <bool kBlock>
 uint16_t Worker::place(ServedFlow& f, uint64_t seq, const xsk::RxPacket& p) noexcept
 {
     const npf_meta& m = p.meta;
     Region& region = f.region;
-    if (kBlock || region.isResident(m.offset, m.len))
-        return copy(region.base() + m.offset, p) ? statusOf(m) : NPF_CS_BAD_CSUM;
+    if (kBlock || region.isResident(m.offset, m.len)) {
+        bool good = false;
+        if (region.fastStore(m.offset, m.len, [&]() noexcept { good = copy(region.base() + m.offset, p); }))
+            return good ? statusOf(m) : NPF_CS_BAD_CSUM;
+    }
     const int rc =
         pager_.deferred().push(Deferred{&f, seq, m.offset, xsk::steeredAtNs(m, batch_.now), statusOf(m), m.len, nullptr},
                                [&](uint8_t* dst) noexcept { return copy(dst, p); });

@@ -259,6 +259,11 @@ int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
     // A page the client's thread says it installed holds our images,
     // payloads and all; nothing vouches for any other.
     const int rc = k < claimed_ ? 0 : io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
+    // A 2 MiB page the client's thread installed is in the page cache and
+    // its mapping, not ours: mapped now, or the workers' first store to it
+    // would fault (Region::fastStore).
+    if (askedClient_ && io_.pageShift() != NPF_PAGE_SHIFT)
+        (void)uffd_.continueRange(io_.addr(page), io_.bytes(1), nullptr);
     state_.markInstalled(page);
     uffd_.wake(io_.addr(page), io_.bytes(1));
     return rc;

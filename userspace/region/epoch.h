@@ -49,6 +49,13 @@ public:
     bool passed(uint64_t epoch) const noexcept;
     uint64_t current() const noexcept { return global_.load(std::memory_order_acquire); }
 
+    // Grace periods being waited for now (a waiter counts itself in while it
+    // waits): a reader that finds one while it is stuck knows it holds a
+    // waiter up (Region counts those: fast_path_faults_in_grace).
+    void beginWait() noexcept { waiting_.fetch_add(1, std::memory_order_relaxed); }
+    void endWait() noexcept { waiting_.fetch_sub(1, std::memory_order_relaxed); }
+    bool waited() const noexcept { return waiting_.load(std::memory_order_relaxed) != 0; }
+
     // RAII slot registration with enter/exit.
     class Reader {
     public:
@@ -77,6 +84,7 @@ private:
         std::atomic<bool> used{false};
     };
     std::atomic<uint64_t> global_{1};
+    std::atomic<uint32_t> waiting_{0};
     std::unique_ptr<Slot[]> slots_;
 };
 

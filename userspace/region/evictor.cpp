@@ -1,6 +1,7 @@
 #include "region/evictor.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "region/page_io.h"
@@ -63,7 +64,15 @@ int Evictor::evictBatch(uint32_t want, bool ignoreReferenced) noexcept
     std::sort(victims_.begin(), victims_.begin() + static_cast<ptrdiff_t>(n_));
     for (size_t k = 0; k < n_; ++k)
         state_.clearResident(victims_[k]);
-    host_.waitGrace();
+    if (!host_.waitGrace()) {
+        // A writer held its epoch past the bound: none of them may go. They
+        // stay as they were (their bits set again), and the caller tries
+        // again later rather than wait on the writer without end.
+        for (size_t k = 0; k < n_; ++k)
+            state_.markKept(victims_[k]);
+        c_.add<&RegionStats::graceTimeouts>();
+        return -ETIMEDOUT;
+    }
 
     decideSaves();
     fence();

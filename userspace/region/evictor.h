@@ -32,9 +32,11 @@ public:
     // What eviction asks of the region it works for.
     class Host {
     public:
-        // Returns once no fast-path writer can still be writing a page whose
-        // resident bit it saw set before the call; serves faults meanwhile.
-        virtual void waitGrace() noexcept = 0;
+        // Returns true once no fast-path writer can still be writing a page
+        // whose resident bit it saw set before the call; serves faults
+        // meanwhile. False if that took longer than its bound: a writer may
+        // still be writing them.
+        virtual bool waitGrace() noexcept = 0;
         // Write-protects pages [page, page + n) in every mapping the fence
         // covers; 0 or -errno. 0 and nothing done if the region has no fence.
         virtual int raiseFence(uint64_t page, uint64_t n) noexcept = 0;

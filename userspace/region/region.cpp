@@ -74,9 +74,16 @@ RegionGeometry checkedGeometry(const RegionConfig& cfg)
 //  - UFFDIO_COPY copies from staging into it (the destination is filled by
 //    the ioctl, not faulted in); UFFDIO_CONTINUE, _WAKE and _WRITEPROTECT and
 //    fallocate touch no content through it;
-//  - the workers' payload copies into it are user-mode stores (they fault as
-//    before), and npfd makes no read(), recv(), write() or io_uring request
-//    with a buffer in it.
+//  - the workers' payload copies into it are user-mode stores, and npfd
+//    makes no read(), recv(), write() or io_uring request with a buffer in
+//    it.
+// It is in SIGBUS mode (UFFD_FEATURE_SIGBUS): no access through it ever
+// waits for a fault to be served. A worker's store into a page the client
+// punched, or one its thread installed that is not mapped here yet, raises
+// SIGBUS, which Region::fastStore catches (the datagram goes to the pager);
+// the pager only ever reaches present pages through it, and only with
+// ioctls. So no thread of npfd waits on a fault that only a pager can
+// serve, while that pager waits for the thread (a grace period).
 // An in-process region (npf::Engine) keeps a full userfaultfd: there the
 // application's own system calls reach the region (npf-recv write()s
 // completed buffers, an application may recv() into one), and they must
@@ -87,7 +94,8 @@ Userfaultfd openUffd(bool huge, bool clientMemory, bool anonymous, const std::st
     if (anonymous) // MISSING on anonymous memory is the base feature; WP and MOVE are newer
         return Userfaultfd::open(0, UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_MOVE, "region " + who);
     return Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
-                                 (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0),
+                                 (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0) |
+                                 (clientMemory ? UFFD_FEATURE_SIGBUS : 0),
                              UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who,
                              clientMemory ? UFFD_USER_MODE_ONLY : 0);
 }
@@ -328,6 +336,26 @@ int Region::installFaulted(BatchTiming* t) noexcept
     std::fill(scratchStatus_.begin(), scratchStatus_.end(), -EIO);
     installPages({scratchPages_, nullptr, nullptr, scratchStatus_.data()}, t);
     return 0;
+}
+
+void Region::fastStoreFaulted() noexcept
+{
+    c_->add<&RegionStats::fastPathFaults>();
+    if (cfg_.epochs && cfg_.epochs->waited())
+        c_->add<&RegionStats::fastPathFaultsInGrace>();
+}
+
+bool Region::mapFaulted(uintptr_t at) noexcept
+{
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(base());
+    if (!alias_ || at < lo || at - lo >= geo_.size)
+        return false;
+    // Not in the page cache (punched): ENOENT or EFAULT, nothing done, the
+    // pager places the datagram. Any thread may: the page cannot be punched
+    // by us meanwhile (the caller is in its epoch section and saw its bit).
+    const uint64_t page = (at - lo) >> geo_.pageShift;
+    const long rc = uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
+    return rc >= 0 || rc == -EEXIST; // EEXIST: another worker mapped it first
 }
 
 // A MISSING fault on a page we installed: the event raced with the install

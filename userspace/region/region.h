@@ -57,6 +57,7 @@
 #include "region/spill.h"
 #include "region/uffd.h"
 #include "sys/clock.h"
+#include "sys/fault_guard.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
 #include "sys/ticket_lock.h"
@@ -85,7 +86,13 @@ struct RegionConfig {
     // epoch readers are safe against eviction. Ignored if the kernel lacks
     // uffd-wp on shmem.
     bool writeProtectFence = true;
-    std::chrono::milliseconds graceWarn{200}; // warn when a grace period takes longer
+    std::chrono::milliseconds graceWarn{50};  // warn when a grace period takes longer
+    // Give a grace period up after this long (a writer held its epoch
+    // section): the victims stay resident (grace_timeouts) and eviction tries
+    // again at its next call. The pager that waits serves this region's
+    // faults meanwhile, and every other region's writers cannot block on a
+    // fault (a client's memory is guarded, see fastStore).
+    std::chrono::milliseconds graceLimit{100};
     // Private anonymous memory and a page pool (PagePool) instead of a
     // memfd: pages are moved in and out with UFFDIO_MOVE (Linux 6.8; without
     // it they are copied in and freed). 2 MiB pages are then transparent
@@ -177,6 +184,34 @@ public:
     // section that wrote them.
     void markReferenced(uint64_t offset, uint64_t len) noexcept { state_.markReferenced(offset, len); }
 
+    // A fast-path writer's copy into [offset, offset + len) of a resident
+    // destination: runs fn(), which writes it through base(), and returns
+    // true. With a client's memory (npfd) the client can take a page away
+    // behind the resident bit (it punches its memfd), and a page its own
+    // thread installed is not in our mapping until we map it: our mapping's
+    // userfaultfd is in SIGBUS mode, so such a store raises SIGBUS instead of
+    // waiting for a pager that may be waiting for this very writer's epoch
+    // (a grace period of another region), and the copy is guarded
+    // (sys/fault_guard.h). A 2 MiB page in the page cache but not in our
+    // mapping is mapped (UFFDIO_CONTINUE allocates nothing) and the copy runs
+    // once more. Else false, counted (fast_path_faults): the caller hands the
+    // datagram to the pager, which places it through the memfd.
+    template <class Fn>
+    bool fastStore(uint64_t offset, uint64_t len, Fn&& fn) noexcept
+    {
+        if (!adopted_) {
+            fn();
+            return true;
+        }
+        uintptr_t at = 0;
+        if (guarded(base() + offset, len, fn, &at))
+            return true;
+        if (mapFaulted(at) && guarded(base() + offset, len, fn))
+            return true;
+        fastStoreFaulted();
+        return false;
+    }
+
     // Places payloads. results[i] (size >= patches.size()) gets 0 when patch i
     // is in place, else -errno (-EINVAL out of bounds). Returns the number in
     // place, or -errno if nothing could be attempted.
@@ -223,6 +258,11 @@ private:
     int fenceClient(uint64_t page, uint64_t n, bool wp) noexcept;
     void wakeClient(uint64_t page, uint64_t n) noexcept;
     void clientFailed(int err, const char* what) noexcept;
+    void fastStoreFaulted() noexcept;
+    // 2 MiB pages of a client: maps the page that holds our address `at`
+    // into our mapping if it is in the page cache (UFFDIO_CONTINUE: a page
+    // the client's thread installed); true if it did.
+    bool mapFaulted(uintptr_t at) noexcept;
     uint8_t* clientAddr(uint64_t page) const noexcept
     {
         return reinterpret_cast<uint8_t*>(clientBase_ + (page << geo_.pageShift));
@@ -244,7 +284,7 @@ private:
     void autoEvictLocked() noexcept;
     int evictToBudgetLocked() noexcept; // evictToBudget() with the lock held
     // Evictor::Host (region_evict.cpp).
-    void waitGrace() noexcept override;
+    bool waitGrace() noexcept override;
     int raiseFence(uint64_t page, uint64_t n) noexcept override;
     void liftFence(uint64_t page, uint64_t n) noexcept override;
     uint8_t* pageAddr(uint64_t page) const noexcept { return io_.addr(page); }

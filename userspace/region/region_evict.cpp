@@ -39,28 +39,43 @@ void Region::autoEvictLocked() noexcept
         (void)evictToBudgetLocked();
 }
 
-void Region::waitGrace() noexcept
+bool Region::waitGrace() noexcept
 {
     if (!cfg_.epochs)
-        return;
-    uint64_t e = cfg_.epochs->advance();
-    if (cfg_.epochs->passed(e))
-        return;
+        return true;
+    EpochDomain& epochs = *cfg_.epochs;
+    uint64_t e = epochs.advance();
+    if (epochs.passed(e))
+        return true;
     c_->add<&RegionStats::graceWaits>();
-    uint64_t start = monotonicNs();
-    uint64_t warnNs = static_cast<uint64_t>(std::chrono::nanoseconds(cfg_.graceWarn).count());
-    bool warned = false;
-    while (!cfg_.epochs->passed(e)) {
-        // A reader may be blocked in a fault only we can serve.
+    epochs.beginWait();
+    const uint64_t start = monotonicNs();
+    const uint64_t warnNs = static_cast<uint64_t>(std::chrono::nanoseconds(cfg_.graceWarn).count());
+    const uint64_t limitNs = static_cast<uint64_t>(std::chrono::nanoseconds(cfg_.graceLimit).count());
+    bool warned = false, passed = true;
+    while (!epochs.passed(e)) {
+        // A reader may be blocked in a fault of this region's that only we
+        // can serve (an in-process region; a client's memory faults with
+        // SIGBUS, see fastStore, so no reader waits on another region's).
         serviceFaultsLocked(nullptr);
         serviceClientFaultsLocked(nullptr);
         ::sched_yield();
-        if (!warned && monotonicNs() - start > warnNs) {
+        const uint64_t waited = monotonicNs() - start;
+        if (!warned && waited > warnNs) {
             warned = true;
             NPF_WARN_RL("region %s: grace period waiting > %lld ms for a fast-path reader", cfg_.name.c_str(),
                         static_cast<long long>(cfg_.graceWarn.count()));
         }
+        if (waited > limitNs && !epochs.passed(e)) {
+            passed = false;
+            NPF_WARN_RL("region %s: grace period given up after %lld ms (a fast-path reader held its section): "
+                        "the victims stay resident, eviction tries again later",
+                        cfg_.name.c_str(), static_cast<long long>(cfg_.graceLimit.count()));
+            break;
+        }
     }
+    epochs.endWait();
+    return passed;
 }
 
 int Region::raiseFence(uint64_t page, uint64_t n) noexcept

@@ -22,10 +22,11 @@ struct RegionStats {
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
     uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0;
+    uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 31> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 34> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -64,6 +65,15 @@ inline constexpr std::array<CounterDef<RegionStats>, 31> kRegionCounters = {{
      "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
     {"client_late", &RegionStats::clientLate, "jobs",
      "installs into the client's mapping that missed their deadline: not started in time, held up in the client's mm or cgroup, or (2 MiB) not answered by its thread"},
+    {"fast_path_faults", &RegionStats::fastPathFaults, "datagrams",
+     "a client's region: a worker's store found its page gone from npfd's mapping (punched by the client, or "
+     "installed by the client's thread and not mapped yet): handed to the pager"},
+    {"fast_path_faults_in_grace", &RegionStats::fastPathFaultsInGrace, "datagrams",
+     "of fast_path_faults: while a grace period waited for the workers (a worker that waited on such a fault "
+     "would have held that grace period, and the pager in it, for ever)"},
+    {"grace_timeouts", &RegionStats::graceTimeouts, "evictions",
+     "grace periods that outlasted their bound (a worker held its epoch): the victims stayed resident, eviction "
+     "tries again later"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");
