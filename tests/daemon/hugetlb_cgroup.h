@@ -46,6 +46,14 @@ public:
 
     // Bytes of 2 MiB pages its tasks allocated and still hold.
     uint64_t usage() const { return std::stoull(e2e::readFile(dir() + "/hugetlb.2MB.current")); }
+    // Its tasks may hold at most this many bytes of 2 MiB pages (0: none, as
+    // a pod that requests no hugepages-2Mi); false if the kernel refused
+    // (more held now).
+    bool limit(uint64_t bytes) const
+    {
+        std::ofstream(dir() + "/hugetlb.2MB.max") << bytes;
+        return std::stoull(e2e::readFile(dir() + "/hugetlb.2MB.max")) == bytes;
+    }
 
 private:
     explicit HugetlbCgroup(const std::string& top) : CgroupDir(top, "npfhuge") {}

@@ -46,14 +46,6 @@ std::chrono::seconds soakSeconds()
     return std::chrono::seconds(v > 0 ? v : 20);
 }
 
-// uid 65534 (the puncher and the 2 MiB client, ports 7400-7499) and uid
-// 65533 (the eviction-heavy client and the byte-exact one, 7500-7599).
-std::string rules()
-{
-    return R"([{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 268435456, "resident_bytes": 67108864, "flows": 4},
-    {"uid": 65533, "ports": ["7500-7599"], "region_bytes": 268435456, "resident_bytes": 67108864, "flows": 8}])";
-}
-
 // Failures of the threads, reported by the test's thread.
 class Failures {
 public:

@@ -57,28 +57,6 @@ namespace {
 
 using ipc::ErrorCode;
 
-// ---- config -------------------------------------------------------------------------
-
-// The limits of the hostile clients' rule (uid 65534, ports 7400-7499).
-struct RuleLimits {
-    uint64_t region = 256ull << 20;
-    uint64_t resident = 64ull << 20;
-    uint32_t flows = 4;
-    uint32_t connections = 16; // the rule key's default: rules() leaves it out
-};
-
-// Two rules: uid 65534 (the hostile clients) with `lim`, and uid 65533 (the
-// victims, ports 7500-7599) with room to spare for a few victims at once
-// (limits are totals over a rule's connections).
-std::string rules(const RuleLimits& lim = {})
-{
-    return R"([{"uid": 65534, "ports": ["7400-7499"], "region_bytes": )" + std::to_string(lim.region) +
-           R"(, "resident_bytes": )" + std::to_string(lim.resident) + R"(, "flows": )" + std::to_string(lim.flows) +
-           R"(},
-    {"uid": 65533, "ports": ["7500-7599"], "region_bytes": 268435456, "resident_bytes": 67108864, "flows": 8}])";
-}
-
-
 // What every attack test ends with, the hostile client gone: npfd answers
 // (else it is frozen: SIGKILLed, failed), a new victim receives byte for
 // byte, npfd's descriptors and memory are back to `base`, npfd stops on

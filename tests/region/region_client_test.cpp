@@ -486,6 +486,11 @@ TEST(RegionClient, ClientPunchingItsMemfdCannotHangThePager)
     ASSERT_EQ(patch.wait_for(10s), std::future_status::ready) << "the pager hung on a page the client punched";
     EXPECT_EQ(patch.get(), 1);
     EXPECT_EQ(c.read(kPg + 10, 500), payload);
+    // Its write into the hole failed (the alias is guarded, and allocates
+    // nothing): the page counts as vanished and is installed again, through
+    // the client's userfaultfd (its memory cgroup pays, not npfd's).
+    EXPECT_EQ(r.stats().vanished, 1u);
+    EXPECT_EQ(r.stats().clientInstalls, 13u);
 
     // The daemon's side never waits on a punched page: its mapping raises
     // SIGBUS (guarded here, as the workers' stores are). The client's fault
@@ -494,7 +499,7 @@ TEST(RegionClient, ClientPunchingItsMemfdCannotHangThePager)
     EXPECT_FALSE(guarded(r.base() + 8 * kPg, kPg, [&] { std::memcpy(got.data(), r.base() + 8 * kPg, kPg); }));
     EXPECT_TRUE(allZero(c.read(9 * kPg, kPg).data(), kPg));
     pager.sync();
-    EXPECT_EQ(r.stats().vanished, 1u);
+    EXPECT_EQ(r.stats().vanished, 2u);
 
     auto evict = std::async(std::launch::async, [&] { return r.evictAll(); });
     ASSERT_EQ(evict.wait_for(10s), std::future_status::ready) << "eviction hung on a punched page";
@@ -536,6 +541,7 @@ TEST(RegionClient, FastStoreIntoAPunchedPageReturnsInsteadOfWaiting)
     int res[1];
     EXPECT_EQ(r.applyPatches(ps, res), 1);
     EXPECT_EQ(c.read(2 * kPg + 100, payload.size()), payload);
+    EXPECT_EQ(r.stats().vanished, 1u) << "the pager found it gone too, and installed it again";
     EXPECT_EQ(r.stats().errors, 0u);
 }
 

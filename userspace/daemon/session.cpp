@@ -354,8 +354,15 @@ std::string Session::pages(const ipc::Message& m, bool release)
     // evicts nothing, and a page written after it keeps its content however
     // late its protection comes (a write clears the release mark): no wait.
     if (!release) {
+        // Bounded: a pager's round is (grace periods and client installs
+        // have their limits), but the control thread is every client's. Past
+        // it, populate goes on: a buffer not yet protected that it evicts
+        // takes the fault path, placed all the same.
         for (const OpenFlow& f : flows_)
-            f.iface->service->syncPagers();
+            if (!f.iface->service->syncPagersWithin(std::chrono::seconds(1)))
+                NPF_WARN_RL("%s: populate: a pager of %s did not end its round within 1 s; populating without "
+                            "waiting for it",
+                            describe().c_str(), f.iface->label.c_str());
         // No more than the budget: beyond it, populating evicts what it just
         // installed, and the control thread (every client's) would spend the
         // time on it.

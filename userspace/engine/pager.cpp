@@ -145,16 +145,28 @@ void Pager::publish(uint64_t now) noexcept
     faultPath_.notePublished(now);
 }
 
-void Pager::sync() noexcept
+void Pager::sync() noexcept { (void)syncUntil(UINT64_MAX); }
+
+bool Pager::syncUntil(uint64_t deadlineNs) noexcept
 {
     std::unique_lock<std::mutex> lock(syncMu_);
     if (!running_.load(std::memory_order_acquire))
-        return;
+        return true;
     const uint64_t want = ++syncWanted_;
     lock.unlock();
     wake();
     lock.lock();
-    syncCv_.wait(lock, [&] { return syncDone_ >= want || !running_.load(std::memory_order_acquire); });
+    auto done = [&] { return syncDone_ >= want || !running_.load(std::memory_order_acquire); };
+    while (!done()) {
+        const uint64_t now = monotonicNs();
+        if (now >= deadlineNs)
+            return false;
+        if (deadlineNs == UINT64_MAX)
+            syncCv_.wait(lock);
+        else
+            syncCv_.wait_for(lock, std::chrono::nanoseconds(deadlineNs - now));
+    }
+    return true;
 }
 
 uint64_t Pager::syncsAsked() noexcept

@@ -176,6 +176,15 @@ void Service::syncPagers() noexcept
         p->sync();
 }
 
+bool Service::syncPagersWithin(std::chrono::milliseconds limit) noexcept
+{
+    const uint64_t deadline = monotonicNs() + static_cast<uint64_t>(std::chrono::nanoseconds(limit).count());
+    bool all = true;
+    for (auto& p : pagers_)
+        all = p->syncUntil(deadline) && all;
+    return all;
+}
+
 Service::~Service()
 {
     stopThreads();

@@ -68,9 +68,11 @@ int ContinueInstaller::fill(const InstallBatch& b, size_t k, const char** what) 
         if (int rc = spill_.load(io_.bytes(page), a, io_.bytes(1)))
             return rc;
     }
-    if (b.begin)
-        plan_.applyTo(a, b.begin[k], b.end[k]);
-    return 0;
+    // A client that punched the page since the fallocate: -EFAULT (its
+    // memory is written under the fault guard), never a page allocated by
+    // the write.
+    *what = "writing its payloads (the client punched the page)";
+    return b.begin ? io_.write(a, [&] { plan_.applyTo(a, b.begin[k], b.end[k]); }) : 0;
 }
 
 int ContinueInstaller::map(uint64_t page, BatchTiming* t) noexcept

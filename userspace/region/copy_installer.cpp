@@ -245,6 +245,13 @@ void CopyInstaller::protectLate(const InstallBatch& run, size_t k) noexcept
 int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
 {
     const uint64_t page = run.pages[k];
+    // A page the client's thread says it installed holds our images,
+    // payloads and all; nothing vouches for any other.
+    const int rc = k < claimed_ ? 0 : io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
+    // Not there for our write after all (a client's page, punched since):
+    // not installed; its datagrams fail, the next ones install it afresh.
+    if (rc == -EFAULT)
+        return rc;
     // Asked of the client (claimed or not: a late job's copy into the
     // client's mapping may land after the deadline, a client's thread may
     // say less than it did), it went in through the client's userfaultfd
@@ -256,9 +263,6 @@ int CopyInstaller::onExisting(const InstallBatch& run, size_t k) noexcept
     } else {
         c_.add<&RegionStats::eexist>();
     }
-    // A page the client's thread says it installed holds our images,
-    // payloads and all; nothing vouches for any other.
-    const int rc = k < claimed_ ? 0 : io_.patch(plan_, page, run.piecesBegin(k), run.piecesEnd(k));
     // A 2 MiB page the client's thread installed is in the page cache and
     // its mapping, not ours: mapped now, or the workers' first store to it
     // would fault (Region::fastStore).

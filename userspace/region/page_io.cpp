@@ -18,16 +18,8 @@ int PageIo::patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) co
         plan.applyTo(addr(page), pb, pe);
         return 0;
     }
-    if (alias_) {
-        plan.applyTo(alias_ + bytes(page), pb, pe);
-        return 0;
-    }
-    // pwrite() fills a punched page (zeros + payload).
-    auto pieces = plan.pieces();
-    for (size_t q = pb; q < pe; ++q)
-        if (int rc = pwriteFull(memfd_, pieces[q].src, pieces[q].len, bytes(page) + pieces[q].pageOff))
-            return rc;
-    return 0;
+    uint8_t* dst = alias_ + bytes(page);
+    return write(dst, [&] { plan.applyTo(dst, pb, pe); });
 }
 
 int PageIo::save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept

@@ -5,15 +5,19 @@
 // The pager never touches a page through the mapping unless it knows the
 // page is present, so it never faults on itself. A client can punch holes in
 // its memfd behind that knowledge (npfd), so with client memory present pages
-// are read and written through the memfd (pread/pwrite) instead: a hole then
-// reads as zeros, or is filled, rather than faulting on our own uffd, which
-// only the pager thread itself could serve.
+// are read through the memfd (pread: a hole reads as zeros) and written
+// through a second mapping of it, the alias, registered with the region's
+// userfaultfd in SIGBUS mode and written under a fault guard: a write into a
+// hole the client punched fails (-EFAULT) instead of allocating a page npfd
+// would pay for, or, for a huge page it cannot have, dying of SIGBUS.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
 #include "npf/abi.h"
+#include "sys/fault_guard.h"
 
 namespace npf {
 
@@ -24,11 +28,11 @@ class SpillFile;
 class PageIo {
 public:
     PageIo() noexcept = default;
-    // Pages of 1 << pageShift bytes mapped at `base`, from `memfd`. With
-    // throughMemfd, save() reads through `buf` (at least as many bytes as
-    // the longest run it saves), and patch() writes with pwrite, or through
-    // `alias` (an unregistered mapping of the memfd) when given: hugetlbfs
-    // has no write(2); a hole is then filled by the alias's own fault.
+    // Pages of 1 << pageShift bytes mapped at `base`, from `memfd`, and
+    // again at `alias` (2 MiB pages and client memory; may be null
+    // otherwise). With throughMemfd (client memory), save() reads through
+    // `buf` (at least as many bytes as the longest run it saves) and patch()
+    // writes through the alias, guarded (see above).
     PageIo(uint8_t* base, uint32_t pageShift, int memfd, bool throughMemfd, uint8_t* buf,
            uint8_t* alias = nullptr) noexcept
         : base_(base), alias_(alias), memfd_(memfd), pageShift_(pageShift), throughMemfd_(throughMemfd), buf_(buf)
@@ -46,8 +50,21 @@ public:
     uint32_t pageShift() const noexcept { return pageShift_; }
     int memfd() const noexcept { return memfd_; }
 
-    // Writes plan pieces [pb, pe) (all of `page`) into the present page; 0 or -errno.
+    // Writes plan pieces [pb, pe) (all of `page`) into the present page; 0 or
+    // -errno: -EFAULT, a client's page that is not there (it punched it).
     int patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) const noexcept;
+    // Runs fn(), which writes the page at `dst` (a page of an alias of the
+    // memfd), under the fault guard with client memory; 0, or -EFAULT if
+    // the page was not there (the client punched it).
+    template <class Fn>
+    int write(uint8_t* dst, Fn&& fn) const noexcept
+    {
+        if (!throughMemfd_) {
+            fn();
+            return 0;
+        }
+        return guarded(dst, bytes(1), fn) ? 0 : -EFAULT;
+    }
     // Saves present pages [page, page + n) to the spill file at their region offsets; 0 or -errno.
     int save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept;
     // Punches pages [page, page + n) out of the memfd (every mapping of it),

@@ -19,6 +19,7 @@ PageState::PageState(uint64_t size, uint32_t pageShift, uint64_t* residentBitmap
     referenced_ = LazyArray<uint64_t>(words, "referenced bitmap of " + who);
     saved_ = LazyArray<uint64_t>(words, "saved bitmap of " + who);
     discard_ = LazyArray<uint64_t>(words, "discard bitmap of " + who);
+    onClock_ = LazyArray<uint64_t>(words, "clock bitmap of " + who);
     if (pageShift_ > NPF_PAGE_SHIFT)
         released_ = LazyArray<uint64_t>(bitmapWords, "released 4 KiB pieces of " + who);
     protect_ = LazyArray<uint32_t>(pages_, "protect counts of " + who);
@@ -44,6 +45,7 @@ PageState& PageState::operator=(PageState&& o) noexcept
     released_ = std::move(o.released_);
     protect_ = std::move(o.protect_);
     clock_ = std::move(o.clock_);
+    onClock_ = std::move(o.onClock_);
     clockHead_ = std::exchange(o.clockHead_, 0);
     clockLen_ = std::exchange(o.clockLen_, 0);
     resident_.store(o.resident_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
@@ -98,6 +100,12 @@ void PageState::markEvicted(uint64_t page) noexcept
             std::atomic_ref<uint64_t>(released_[w]).store(0, std::memory_order_relaxed);
     bits::clear(present_.data(), page);
     resident_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void PageState::markVanished(uint64_t page) noexcept
+{
+    clearResident(page);
+    markEvicted(page);
 }
 
 void PageState::markKept(uint64_t page) noexcept
@@ -198,6 +206,9 @@ uint32_t PageState::protectCount(uint64_t page) const noexcept
 
 void PageState::clockPush(uint64_t page) noexcept
 {
+    if (bits::test(onClock_.data(), page))
+        return; // once: a page that vanished and came back may still be on it
+    bits::set(onClock_.data(), page);
     clock_[(clockHead_ + clockLen_) % pages_] = static_cast<uint32_t>(page);
     ++clockLen_;
 }
@@ -207,6 +218,7 @@ bool PageState::clockPop(uint64_t* page) noexcept
     if (!clockLen_)
         return false;
     *page = clock_[clockHead_];
+    bits::clear(onClock_.data(), *page);
     clockHead_ = (clockHead_ + 1) % pages_;
     --clockLen_;
     return true;

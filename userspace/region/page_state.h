@@ -53,6 +53,9 @@ public:
     // An evicted page: not present, not counted, nothing of it released (it
     // comes back whole).
     void markEvicted(uint64_t page) noexcept;
+    // A page that is gone without an eviction (a client punched it): its
+    // resident bits cleared, then markEvicted. Nothing of it is saved.
+    void markVanished(uint64_t page) noexcept;
     // A victim that stays resident (its eviction failed): back on the clock,
     // its resident bits set again, a saved copy (if the save got that far) stale.
     void markKept(uint64_t page) noexcept;
@@ -134,6 +137,7 @@ private:
     LazyArray<uint64_t> released_;
     LazyArray<uint32_t> protect_;       // posted-buffer refcounts
     LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
+    LazyArray<uint64_t> onClock_;       // the page is in clock_ (at most once)
     uint64_t clockHead_ = 0, clockLen_ = 0;
     std::atomic<uint64_t> resident_{0}; // present pages
 };

@@ -123,11 +123,17 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     // 2 MiB hugetlbfs pages are installed with UFFDIO_CONTINUE: MINOR mode
     // as well, so that a page in the page cache but not yet mapped here
     // still faults.
-    const bool minor = huge && !anon;
+    hugetlb_ = huge && !anon;
+    const bool minor = hugetlb_;
     const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0);
-    if (minor)
+    // The memfd mapped again: CONTINUE's writes for 2 MiB pages, and every
+    // write of ours into a client's memory (PageIo). Over a client's memory
+    // it is registered MISSING (SIGBUS mode): a write into a hole the client
+    // punched fails under the fault guard instead of allocating a page.
+    if (hugetlb_ || client) {
         alias_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                                "alias of region " + who);
+    }
     wp_ = cfg_.writeProtectFence &&
           (uffd_.features() & (anon ? UFFD_FEATURE_PAGEFAULT_FLAG_WP : UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
     if (wp_) {
@@ -141,6 +147,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     }
     if (!wp_)
         uffd_.registerRange(base(), geo_.size, modes, "region " + who);
+    if (client)
+        uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING, "alias of region " + who);
     if (anon && (uffd_.features() & UFFD_FEATURE_MOVE))
         pool_ = PagePool(uffd_, *c_, uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, geo_.pageShift, who);
     else if (anon)
@@ -221,7 +229,7 @@ void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
 {
     // A client's thread installs (and allocates) the pages whenever it keeps
     // up; else they are copied in ours, counted as client_fallbacks.
-    if (!alias_ || remoteInstaller_) {
+    if (!hugetlb_ || remoteInstaller_) {
         copy_.install(b, t);
         return;
     }
@@ -259,17 +267,30 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         for (size_t k = b; k < e; ++k)
             state_.unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
         if (state_.present(page)) {
-            if (int prc = io_.patch(plan_, page, b, e)) {
+            int prc = io_.patch(plan_, page, b, e);
+            if (prc == -EFAULT) {
+                // A client's page it punched behind our back: gone, with
+                // its content. Installed again below like any missing page
+                // (by the client's thread, or by an ioctl of ours that
+                // fails cleanly when no page can be had).
+                vanished(page);
+                prc = 0;
+            } else if (prc) {
                 c_->add<&RegionStats::errors>();
                 NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
                             static_cast<unsigned long long>(page), std::strerror(-prc));
                 for (size_t k = b; k < e; ++k)
                     results[pieces[k].patch] = prc;
                 continue;
+            } else {
+                state_.setReferenced(page);
+                // Present and written: a worker that faulted on it before
+                // it was installed again may have cleared its bits late.
+                if (adopted_ && !state_.isResident(bytes(page), bytes(1)))
+                    state_.setResident(page);
+                c_->add<&RegionStats::patchesToResident>(e - b);
+                continue;
             }
-            state_.setReferenced(page);
-            c_->add<&RegionStats::patchesToResident>(e - b);
-            continue;
         }
         bool ok = pushBack(scratchPages_, page);
         if (ok && !(ok = pushBack(scratchBegin_, b)))
@@ -338,17 +359,31 @@ int Region::installFaulted(BatchTiming* t) noexcept
     return 0;
 }
 
-void Region::fastStoreFaulted() noexcept
+void Region::fastStoreFaulted(uintptr_t at) noexcept
 {
     c_->add<&RegionStats::fastPathFaults>();
     if (cfg_.epochs && cfg_.epochs->waited())
         c_->add<&RegionStats::fastPathFaultsInGrace>();
+    // Clearing a resident bit is always safe (XDP then steers to the backup
+    // ring); the pager owns setting them.
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(base());
+    if (at >= lo && at - lo < geo_.size)
+        state_.clearResident((at - lo) >> geo_.pageShift);
+}
+
+void Region::vanished(uint64_t page) noexcept
+{
+    state_.markVanished(page);
+    c_->add<&RegionStats::vanished>();
+    NPF_WARN_RL("region %s: page %llu was punched out of the client's memfd behind npfd: installed again, its "
+                "content lost",
+                cfg_.name.c_str(), static_cast<unsigned long long>(page));
 }
 
 bool Region::mapFaulted(uintptr_t at) noexcept
 {
     const uintptr_t lo = reinterpret_cast<uintptr_t>(base());
-    if (!alias_ || at < lo || at - lo >= geo_.size)
+    if (!hugetlb_ || at < lo || at - lo >= geo_.size)
         return false;
     // Not in the page cache (punched): ENOENT or EFAULT, nothing done, the
     // pager places the datagram. Any thread may: the page cannot be punched
@@ -478,7 +513,7 @@ int Region::prefetch(uint64_t offset, uint64_t len) noexcept
     const uint64_t first = offset >> geo_.pageShift, last = (offset + len - 1) >> geo_.pageShift;
     std::array<uint64_t, kPreallocMax> held;
     // hugetlbfs, unless the client's thread allocates the pages (its pod pays)
-    const size_t nHeld = alias_ && !remoteInstaller_ ? preallocate(first, last, held) : 0;
+    const size_t nHeld = hugetlb_ && !remoteInstaller_ ? preallocate(first, last, held) : 0;
     const int rc = prefetchLocked(first, last);
     for (size_t i = 0; i < nHeld; ++i)
         state_.unhold(held[i]);

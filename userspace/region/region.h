@@ -195,7 +195,10 @@ public:
     // (sys/fault_guard.h). A 2 MiB page in the page cache but not in our
     // mapping is mapped (UFFDIO_CONTINUE allocates nothing) and the copy runs
     // once more. Else false, counted (fast_path_faults): the caller hands the
-    // datagram to the pager, which places it through the memfd.
+    // datagram to the pager, which finds the page gone and installs it
+    // again. The page's resident bits are cleared at once, so that XDP
+    // steers its next datagrams to the backup ring rather than a worker
+    // faulting on each (the pager sets them again once the page is back).
     template <class Fn>
     bool fastStore(uint64_t offset, uint64_t len, Fn&& fn) noexcept
     {
@@ -208,7 +211,7 @@ public:
             return true;
         if (mapFaulted(at) && guarded(base() + offset, len, fn))
             return true;
-        fastStoreFaulted();
+        fastStoreFaulted(at);
         return false;
     }
 
@@ -258,7 +261,9 @@ private:
     int fenceClient(uint64_t page, uint64_t n, bool wp) noexcept;
     void wakeClient(uint64_t page, uint64_t n) noexcept;
     void clientFailed(int err, const char* what) noexcept;
-    void fastStoreFaulted() noexcept;
+    void fastStoreFaulted(uintptr_t at) noexcept;
+    // A present page of a client's that it punched: not present from now on.
+    void vanished(uint64_t page) noexcept;
     // 2 MiB pages of a client: maps the page that holds our address `at`
     // into our mapping if it is in the page cache (UFFDIO_CONTINUE: a page
     // the client's thread installed); true if it did.
@@ -303,7 +308,10 @@ private:
     // then the mapping, then the memfd.
     Fd memfd_;
     MmapArea map_;
-    MmapArea alias_; // 2 MiB pages: the memfd mapped again, not registered (continue_)
+    // The memfd mapped again (2 MiB pages: continue_'s writes; a client's
+    // memory: all our writes, registered MISSING in SIGBUS mode: PageIo).
+    MmapArea alias_;
+    bool hugetlb_ = false; // 2 MiB pages of a hugetlbfs memfd
     Userfaultfd uffd_;
     Userfaultfd clientUffd_;
     std::unique_ptr<ClientInstaller> clientInstaller_;
