@@ -113,7 +113,7 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, Via via, Batch
     const uint32_t shift = io_.pageShift();
     const uint64_t len = io_.bytes(run.size());
     uint64_t done = 0;
-    bool leftovers = false;
+    bool leftovers = false, reinstalled = false;
     Backoff backoff;
     while (done < len) {
         int64_t got = 0;
@@ -146,6 +146,16 @@ bool CopyInstaller::put(const InstallBatch& run, uint8_t* images, Via via, Batch
         const size_t k = done >> shift; // the page the ioctl stopped at
         if (rc == -EEXIST) {
             run.status[k] = onExisting(run, k);
+            // Present to the ioctl, gone to our write: a mapping still maps
+            // a page the page cache no longer holds (seen with 2 MiB pages
+            // while the huge page pool shrank). Punched (every mapping's
+            // entry with it), the copy is tried again, once.
+            if (run.status[k] == -EFAULT && !reinstalled) {
+                reinstalled = true;
+                c_.add<&RegionStats::vanished>();
+                if (io_.punch(run.pages[k], 1) == 0)
+                    continue;
+            }
             leftovers = true;
             done += io_.bytes(1);
             continue;

@@ -8,6 +8,7 @@
 #include "region/page_pool.h"
 #include "region/patch_plan.h"
 #include "region/spill.h"
+#include "region/uffd.h"
 #include "sys/io.h"
 
 namespace npf {
@@ -20,6 +21,14 @@ int PageIo::patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) co
     }
     uint8_t* dst = alias_ + bytes(page);
     return write(dst, [&] { plan.applyTo(dst, pb, pe); });
+}
+
+bool PageIo::mapAlias(uint8_t* dst) const noexcept
+{
+    if (!aliasUffd_)
+        return false;
+    const long rc = aliasUffd_->continueRange(dst, bytes(1), nullptr);
+    return rc >= 0 || rc == -EEXIST;
 }
 
 int PageIo::save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept

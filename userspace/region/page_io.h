@@ -24,6 +24,7 @@ namespace npf {
 class PagePool;
 class PatchPlan;
 class SpillFile;
+class Userfaultfd;
 
 class PageIo {
 public:
@@ -53,6 +54,11 @@ public:
     // Writes plan pieces [pb, pe) (all of `page`) into the present page; 0 or
     // -errno: -EFAULT, a client's page that is not there (it punched it).
     int patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) const noexcept;
+    // 2 MiB pages of a client: the alias is registered MINOR too, and a
+    // page in the page cache that the alias does not map yet is mapped
+    // through `uffd` (UFFDIO_CONTINUE) when a write faults on it.
+    void mapAliasWith(const Userfaultfd* uffd) noexcept { aliasUffd_ = uffd; }
+
     // Runs fn(), which writes the page at `dst` (a page of an alias of the
     // memfd), under the fault guard with client memory; 0, or -EFAULT if
     // the page was not there (the client punched it).
@@ -63,7 +69,9 @@ public:
             fn();
             return 0;
         }
-        return guarded(dst, bytes(1), fn) ? 0 : -EFAULT;
+        if (guarded(dst, bytes(1), fn))
+            return 0;
+        return mapAlias(dst) && guarded(dst, bytes(1), fn) ? 0 : -EFAULT;
     }
     // Saves present pages [page, page + n) to the spill file at their region offsets; 0 or -errno.
     int save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept;
@@ -72,6 +80,10 @@ public:
     int punch(uint64_t page, uint64_t n) const noexcept;
 
 private:
+    // True if the page at alias address `dst` is in the page cache and is
+    // mapped now.
+    bool mapAlias(uint8_t* dst) const noexcept;
+
     uint8_t* base_ = nullptr;
     uint8_t* alias_ = nullptr;
     int memfd_ = -1;
@@ -79,6 +91,7 @@ private:
     bool throughMemfd_ = false;
     uint8_t* buf_ = nullptr;
     PagePool* pool_ = nullptr;
+    const Userfaultfd* aliasUffd_ = nullptr;
 };
 
 } // namespace npf

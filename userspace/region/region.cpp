@@ -147,8 +147,12 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     }
     if (!wp_)
         uffd_.registerRange(base(), geo_.size, modes, "region " + who);
+    // 2 MiB pages: MINOR too, so that a write into a page of the page cache
+    // the alias does not map yet is mapped by our own UFFDIO_CONTINUE
+    // (PageIo::write) rather than by the kernel's fault path.
     if (client)
-        uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING, "alias of region " + who);
+        uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0),
+                            "alias of region " + who);
     if (anon && (uffd_.features() & UFFD_FEATURE_MOVE))
         pool_ = PagePool(uffd_, *c_, uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, geo_.pageShift, who);
     else if (anon)
@@ -169,6 +173,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     // hold the lock too.
     io_ = anon ? PageIo(base(), geo_.pageShift, &pool_)
                : PageIo(base(), geo_.pageShift, memfd_.get(), adopted_, staging_.as<uint8_t>(), alias_.as<uint8_t>());
+    if (client && hugetlb_)
+        io_.mapAliasWith(&uffd_);
     scratchPages_.reserve(4096);
     scratchBegin_.reserve(4096);
     scratchEnd_.reserve(4096);
