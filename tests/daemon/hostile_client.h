@@ -426,9 +426,11 @@ struct Hostile {
                       fds);
     }
 
-    HostileFlow openFlow(uint16_t port)
+    HostileFlow openFlow(uint16_t port, const std::string& addr = "")
     {
-        auto r = ch.call(ipc::OpenFlowRequest{.port = port});
+        ipc::OpenFlowRequest rq{.port = port};
+        rq.addr = addr;
+        auto r = ch.call(rq);
         HostileFlow f;
         f.id = r.reply.flow;
         f.gen = r.reply.gen;

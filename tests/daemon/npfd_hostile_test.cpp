@@ -214,19 +214,28 @@ std::optional<dataplane::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
 }
 
 // 5. The operator added a flow (npfctl flow add) on a port the client's rule
-// allows; the client opens it. npfd must refuse (busy), and the operator's
-// flow must outlive the client with its id and generation.
-::testing::AssertionResult operatorFlow(Rig& rig, Npfd& npfd, uint16_t port, const During& during)
+// allows; the client opens it, or a flow overlapping it: its address under
+// the operator's wildcard (XDP looks the exact address up first: it would
+// take the datagrams the operator's flow keeps), or a wildcard over the
+// operator's address. npfd must refuse (busy), and the operator's flow must
+// outlive the client with its id and generation.
+enum class Overlap { Same, AddressUnderWildcard, WildcardOverAddress };
+
+::testing::AssertionResult operatorFlow(Rig& rig, Npfd& npfd, uint16_t port, const During& during,
+                                        Overlap how = Overlap::Same)
 {
     int rc = -1;
-    const std::string added = rig.npfctl("flow add " + rig.rxIf() + " " + std::to_string(port), &rc);
+    const std::string opAddr = how == Overlap::WildcardOverAddress ? " --addr " + rig.veth().rxAddr() : "";
+    const std::string clientAddr = how == Overlap::AddressUnderWildcard ? rig.veth().rxAddr() : "";
+    const std::string added = rig.npfctl("flow add " + rig.rxIf() + " " + std::to_string(port) + opAddr, &rc);
     if (rc != 0)
         return ::testing::AssertionFailure() << "npfctl flow add: exit " << rc << " " << added;
     struct Del {
         Rig& rig;
         uint16_t port;
-        ~Del() { (void)rig.npfctl("flow del " + rig.rxIf() + " " + std::to_string(port)); }
-    } del{rig, port};
+        const std::string addr;
+        ~Del() { (void)rig.npfctl("flow del " + rig.rxIf() + " " + std::to_string(port) + addr); }
+    } del{rig, port, opAddr};
     const std::optional<dataplane::FlowInfo> before = flowOnPort(rig, port);
     if (!before)
         return ::testing::AssertionFailure() << "npfctl flow list has no flow on port " << port;
@@ -235,7 +244,7 @@ std::optional<dataplane::FlowInfo> flowOnPort(Rig& rig, uint16_t port)
         Hostile h(npfd, "flow-thief");
         h.region(1 << 20, 1 << 20);
         try {
-            HostileFlow f = h.openFlow(port);
+            HostileFlow f = h.openFlow(port, clientAddr);
             failed = "npfd handed the client the operator's port " + std::to_string(port) + ": flow " +
                      std::to_string(f.id) + " gen " + std::to_string(f.gen) + " (the operator's: flow " +
                      std::to_string(before->id) + " gen " + std::to_string(before->gen) + "). ";
@@ -454,6 +463,54 @@ TEST_F(NpfdHostile, ClientOpensTheOperatorsFlow)
     underAttack("operator's flow", {}, [](Rig& rig, Npfd& npfd, const During& during) {
         return operatorFlow(rig, npfd, kFirstPort + 45, during);
     });
+}
+
+TEST_F(NpfdHostile, ClientOpensAnAddressUnderTheOperatorsWildcard)
+{
+    underAttack("address under the operator's wildcard", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return operatorFlow(rig, npfd, kFirstPort + 46, during, Overlap::AddressUnderWildcard);
+    });
+}
+
+TEST_F(NpfdHostile, ClientOpensAWildcardOverTheOperatorsAddress)
+{
+    underAttack("wildcard over the operator's address", {}, [](Rig& rig, Npfd& npfd, const During& during) {
+        return operatorFlow(rig, npfd, kFirstPort + 47, during, Overlap::WildcardOverAddress);
+    });
+}
+
+// 7. Tenants on addresses of their own (pods): a flow on one address leaves
+// the port free on another, and a refusal (the same address, or a wildcard
+// over it) names no other client: not its name, pid, uid or pod.
+TEST_F(NpfdHostile, APortOnOneAddressLeavesItFreeOnAnotherAndRefusalsNameNoOne)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, NpfdOptions{.clients = rules()});
+    const uint16_t port = kFirstPort + 70;
+    Hostile a(npfd, "tenant-a-secret"), b(npfd, "tenant-b"), c(npfd, "tenant-c");
+    for (Hostile* h : {&a, &b, &c})
+        h->region(1 << 20, 1 << 20);
+    HostileFlow fa = a.openFlow(port, "198.18.200.1");
+    HostileFlow fb = b.openFlow(port, "198.18.200.2");
+    EXPECT_NE(fa.id, fb.id);
+    for (const std::string& addr : {std::string("198.18.200.1"), std::string("")}) {
+        try {
+            (void)c.openFlow(port, addr);
+            ADD_FAILURE() << "npfd handed tenant c port " << port << " on '" << addr << "', which overlaps a's";
+        } catch (const ipc::RemoteError& e) {
+            EXPECT_EQ(e.code(), ErrorCode::Busy) << e.message();
+            const std::string msg = e.message();
+            EXPECT_EQ(msg.find("tenant-a-secret"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find("pid"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find("uid"), std::string::npos) << msg;
+        }
+    }
+    EXPECT_TRUE(victimReceives(rig, npfd, dir, kVictimPort, 71));
+    EXPECT_TRUE(a.leave());
+    EXPECT_TRUE(b.leave());
+    EXPECT_TRUE(c.leave());
+    EXPECT_EQ(npfd.stop(), 0);
 }
 
 // A rule of 64 MiB of regions, 16 MiB resident, 4 flows, 16 connections.

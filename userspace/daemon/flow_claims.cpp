@@ -4,17 +4,22 @@
 
 namespace npf::daemon {
 
+bool overlap(const dataplane::FlowSpec& a, const dataplane::FlowSpec& b) noexcept
+{
+    return a.port == b.port && (a == b || a.family == NPF_FAMILY_ANY || b.family == NPF_FAMILY_ANY);
+}
+
 const Session* FlowClaims::claim(const Iface& iface, const dataplane::FlowSpec& spec, const Session* s)
 {
-    auto [it, fresh] = ports_.try_emplace(Port{&iface, spec.port}, Holder{s, {}});
-    Holder& h = it->second;
-    if (!fresh && (h.session != s || std::find(h.flows.begin(), h.flows.end(), spec) != h.flows.end()))
-        return h.session;
+    std::vector<Claim>& claims = ports_[Port{&iface, spec.port}];
+    for (const Claim& c : claims)
+        if (overlap(c.spec, spec) && (c.session != s || c.spec == spec))
+            return c.session;
     try {
-        h.flows.push_back(spec);
+        claims.push_back({s, spec});
     } catch (...) {
-        if (fresh)
-            ports_.erase(it);
+        if (claims.empty())
+            ports_.erase(Port{&iface, spec.port});
         throw;
     }
     return nullptr;
@@ -25,8 +30,8 @@ void FlowClaims::release(const Iface& iface, const dataplane::FlowSpec& spec) no
     auto it = ports_.find(Port{&iface, spec.port});
     if (it == ports_.end())
         return;
-    std::erase(it->second.flows, spec);
-    if (it->second.flows.empty())
+    std::erase_if(it->second, [&](const Claim& c) { return c.spec == spec; });
+    if (it->second.empty())
         ports_.erase(it);
 }
 

@@ -1,8 +1,9 @@
-// Which npfd client holds which flow of which interface. A port of an
-// interface belongs to one client at most, whatever the addresses: a flow for
-// one address and a wildcard flow overlap (XDP prefers the exact address), so
-// two clients may not share a port at all; one client may hold the port for
-// several addresses.
+// Which npfd client holds which flow of which interface. Two flows of one
+// port overlap when they name the same address, or when one is a wildcard
+// (XDP looks the exact address up first, so an address under another's
+// wildcard would take that address's datagrams): overlapping flows belong to
+// one client at most. Flows on different addresses of a port do not overlap:
+// pods on their own addresses each have the whole port range.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +17,13 @@ namespace npf::daemon {
 struct Iface;
 class Session;
 
+// True if a datagram could match both (same port; same address, or either any).
+bool overlap(const dataplane::FlowSpec& a, const dataplane::FlowSpec& b) noexcept;
+
 class FlowClaims {
 public:
-    // Takes spec on `iface` for `s`; returns who holds it already (s itself,
-    // for a flow it has) and takes nothing then.
+    // Takes spec on `iface` for `s`; returns who holds an overlapping flow
+    // already (s itself, for the same flow it has) and takes nothing then.
     const Session* claim(const Iface& iface, const dataplane::FlowSpec& spec, const Session* s);
     void release(const Iface& iface, const dataplane::FlowSpec& spec) noexcept;
 
@@ -29,11 +33,11 @@ private:
         uint16_t port;
         auto operator<=>(const Port&) const = default;
     };
-    struct Holder {
+    struct Claim {
         const Session* session;
-        std::vector<dataplane::FlowSpec> flows; // its flows on the port (an address each, or any)
+        dataplane::FlowSpec spec;
     };
-    std::map<Port, Holder> ports_;
+    std::map<Port, std::vector<Claim>> ports_;
 };
 
 } // namespace npf::daemon

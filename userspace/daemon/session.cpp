@@ -259,11 +259,18 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
     if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
         throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client", EACCES,
                             m.id);
-    if (const Session* owner = d_.flowClaims().claim(*itf, spec, this))
+    // The refusal names no other client (a tenant learns nothing of
+    // another); npfd's log does, for the operator.
+    if (const Session* owner = d_.flowClaims().claim(*itf, spec, this)) {
+        if (owner != this)
+            NPF_INFO("%s: %s on %s refused: it overlaps a flow of %s", describe().c_str(),
+                     dataplane::toString(spec).c_str(), iface.c_str(), owner->describe().c_str());
         throw ProtocolError(ErrorCode::Busy,
                             dataplane::toString(spec) + " on " + iface + " is held by " +
-                                (owner == this ? std::string("this connection") : owner->describe()),
+                                (owner == this ? std::string("this connection") : std::string("another client")) +
+                                " (the same address, or a wildcard and an address, of the port)",
                             0, m.id);
+    }
     struct Undo { // unless the flow is opened
         Session& s;
         Iface& itf;

@@ -193,11 +193,32 @@ FlowEntry addFlow(const Dataplane& dp, const FlowSpec& f)
     return addLocked(dp, f, 0).entry;
 }
 
+// An operator's flow (npfctl flow add) on f's port that f would overlap: a
+// wildcard under which f names an address (XDP looks the exact address up
+// first: f would take the datagrams to it), or an address under f as a
+// wildcard. The caller holds the flow lock.
+std::optional<FlowSpec> operatorsOverlapping(const Dataplane& dp, const FlowSpec& f)
+{
+    for (const auto& [k, v] : entries(dp)) {
+        const FlowSpec other = fromKey(k);
+        if (other.port != f.port || other == f || (other.family == NPF_FAMILY_ANY) == (f.family == NPF_FAMILY_ANY))
+            continue;
+        std::optional<FlowRing> ring = v.id < NPF_MAX_FLOWS ? FlowRing::open(dp, v.id) : std::nullopt;
+        if (ring && !(ring->cursor()->flags & NPF_CURSOR_F_ENGINE))
+            return other;
+    }
+    return std::nullopt;
+}
+
 EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBinding& region, bool fresh)
 {
     FlowLock lock(dp);
     std::string what = "open flow " + toString(f) + " on " + dp.ifname();
     const npf_flow_key key = toKey(f);
+    if (fresh)
+        if (std::optional<FlowSpec> op = operatorsOverlapping(dp, f))
+            throw StateError(EBUSY, what + ": it overlaps the operator's flow " + toString(*op) +
+                                        " (npfctl flow add), whose datagrams are never handed to a client");
     std::optional<EngineFlow> out;
     if (std::optional<FlowEntry> e = lookup(dp, key, what)) {
         std::optional<FlowRing> ring = FlowRing::open(dp, e->id);

@@ -97,8 +97,9 @@ struct EngineFlow {
 // to the engine's region (npf_regions[id] and npf_flow.region_size). With
 // `fresh`, an existing entry is replaced by a new one (new generation, new
 // ring map): npfd gives every client a ring nobody else has mapped; an
-// operator's flow (npfctl flow add) is never replaced then:
-// StateError(EBUSY), and the flow stays as it is.
+// operator's flow (npfctl flow add) is never replaced then, nor overlapped
+// (an address under the operator's wildcard on that port, or a wildcard over
+// the operator's address): StateError(EBUSY), and the flow stays as it is.
 EngineFlow openEngineFlow(const Dataplane& dp, const FlowSpec& f, const RegionBinding& region,
                           bool fresh = false);
 
