@@ -18,6 +18,7 @@
 #include "cgroup_dir.h"
 #include "daemon/cgroup_memory.h"
 #include "e2e_rig.h"
+#include "huge_pages.h"
 
 namespace npf::test {
 
@@ -57,6 +58,30 @@ public:
 
 private:
     explicit HugetlbCgroup(const std::string& top) : CgroupDir(top, "npfhuge") {}
+};
+
+// What a test of npfd with 2 MiB clients sets up: `pages` huge pages
+// reserved and warmed (the first use of a fresh one costs milliseconds
+// here), a hugetlb cgroup for npfd and one for the client. ok() false (and
+// why()) when the machine cannot: the test skips.
+struct HugePagesAndCgroups {
+    explicit HugePagesAndCgroups(uint64_t pages) : pool(pages)
+    {
+        if (!pool.ok()) {
+            why = "2 MiB huge pages unavailable: " + pool.why();
+            return;
+        }
+        pool.warm();
+        if (auto cg = HugetlbCgroup::create(&why))
+            npfd.emplace(std::move(*cg));
+        if (auto cg = HugetlbCgroup::create(&why))
+            client.emplace(std::move(*cg));
+    }
+    bool ok() const { return npfd && client; }
+
+    topology::HugePages pool;
+    std::optional<HugetlbCgroup> npfd, client;
+    std::string why;
 };
 
 } // namespace npf::test

@@ -157,17 +157,9 @@ protected:
         NpfdClientMemory::SetUp();
         if (IsSkipped())
             return;
-        pool_.emplace(48);
-        if (!pool_->ok())
-            GTEST_SKIP() << "2 MiB huge pages unavailable: " << pool_->why();
-        pool_->warm();
-        std::string why;
-        if (auto cg = test::HugetlbCgroup::create(&why))
-            npfdCg_.emplace(std::move(*cg));
-        if (auto cg = test::HugetlbCgroup::create(&why))
-            clientCg_.emplace(std::move(*cg));
-        if (!npfdCg_ || !clientCg_)
-            GTEST_SKIP() << why;
+        huge_.emplace(48);
+        if (!huge_->ok())
+            GTEST_SKIP() << huge_->why;
     }
     Charges stream(const std::string& settings)
     {
@@ -175,13 +167,12 @@ protected:
         // can overrun the backup ring), and npfd's snapshot that has every
         // charged page installed.
         return streamInto(
-            *npfdCg_, *clientCg_,
+            *huge_->npfd, *huge_->client,
             {settings, {"--region", "32M", "--budget", "32M", "--page-size", "2M"},
              [](Counters& e) { return e["completed_ok"] + e["completed_lost"] >= kStream / 1024; },
              [](Counters& r, uint64_t grown) { return r["pages_installed"] * kHuge >= grown; }});
     }
-    std::optional<topology::HugePages> pool_;
-    std::optional<test::HugetlbCgroup> npfdCg_, clientCg_;
+    std::optional<test::HugePagesAndCgroups> huge_;
 };
 
 TEST_F(NpfdClientHugePages, TheClientsPodPaysForItsHugePages)

@@ -25,7 +25,6 @@
 
 #include "engine_fixture.h"
 #include "hostile_client.h"
-#include "huge_pages.h"
 #include "hugetlb_cgroup.h"
 #include "npfd_rig.h"
 
@@ -66,18 +65,10 @@ protected:
         EngineE2E::SetUp();
         if (IsSkipped())
             return;
-        pool_.emplace(24);
-        if (!pool_->ok())
-            GTEST_SKIP() << "2 MiB huge pages unavailable: " << pool_->why();
-        pool_->warm();
-        std::string why;
-        if (auto cg = test::HugetlbCgroup::create(&why))
-            npfdCg_.emplace(std::move(*cg));
-        if (auto cg = test::HugetlbCgroup::create(&why))
-            clientCg_.emplace(std::move(*cg));
-        if (!npfdCg_ || !clientCg_)
-            GTEST_SKIP() << why;
-        ASSERT_TRUE(npfdCg_->limit(0)) << "hugetlb.2MB.max of npfd's cgroup";
+        huge_.emplace(24);
+        if (!huge_->ok())
+            GTEST_SKIP() << huge_->why;
+        ASSERT_TRUE(huge_->npfd->limit(0)) << "hugetlb.2MB.max of npfd's cgroup";
     }
 
     // The attack: a warm 2 MiB client (its thread installed its four pages)
@@ -91,7 +82,7 @@ protected:
         // page): npfd cannot install a page itself here, so a job that a
         // loaded machine makes late would lose its datagrams.
         Npfd npfd(rig, dir,
-                  NpfdOptions{.wrapper = npfdCg_->wrapper(), .settings = R"("client_install_wait_us": 100000)",
+                  NpfdOptions{.wrapper = huge_->npfd->wrapper(), .settings = R"("client_install_wait_us": 100000)",
                               .clients = rules()});
         const Footprint base = footprint(npfd);
         Victim victim(rig, npfd, dir, kVictimPort, kStream, 21);
@@ -100,7 +91,7 @@ protected:
         const std::string in = dir.path + "/in", out = dir.path + "/out", err = dir.path + "/err";
         constexpr size_t kBytes = 1 << 20; // 1024 datagrams, spread over the four pages
         writeStream(in, kBytes, 33);
-        std::vector<std::string> argv = clientCg_->wrapper();
+        std::vector<std::string> argv = huge_->client->wrapper();
         for (const std::string& a :
              {std::string("setpriv"), std::string("--reuid=65534"), std::string("--regid=65534"),
               std::string("--clear-groups"), std::string(NPF_RECV_PATH), rig.rxIf(), std::to_string(kFirstPort),
@@ -118,7 +109,7 @@ protected:
         ASSERT_EQ(::fallocate(memfd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, off_t(kRegion)), 0)
             << std::strerror(errno);
         if (!clientCanAllocate) {
-            ASSERT_TRUE(clientCg_->limit(0)) << "hugetlb.2MB.max of the client's cgroup";
+            ASSERT_TRUE(huge_->client->limit(0)) << "hugetlb.2MB.max of the client's cgroup";
         }
 
         victim.send();
@@ -134,7 +125,7 @@ protected:
             r = delta(rig.regionSnapshot(), r0);
             return r["vanished"] > 0 && r["fast_path_faults"] > 0;
         })) << "the punched pages were never found gone: " << describe(r);
-        EXPECT_EQ(npfdCg_->usage(), 0u) << "npfd allocated a huge page";
+        EXPECT_EQ(huge_->npfd->usage(), 0u) << "npfd allocated a huge page";
         if (clientCanAllocate) {
             EXPECT_EQ(st, 0) << readFile(err);
             const std::string got = readFile(out), want = readFile(in);
@@ -158,8 +149,7 @@ protected:
         EXPECT_EQ(npfd.stop(), 0) << "npfd did not stop on SIGTERM";
     }
 
-    std::optional<topology::HugePages> pool_;
-    std::optional<test::HugetlbCgroup> npfdCg_, clientCg_;
+    std::optional<test::HugePagesAndCgroups> huge_;
 };
 
 TEST_F(NpfdPunchedHugePages, TheClientsThreadInstallsThemAgainAndNpfdAllocatesNothing) { attack(true); }

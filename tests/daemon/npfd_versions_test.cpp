@@ -75,13 +75,21 @@ TEST_F(NpfdVersions, OtherVersionsAreRefusedNamingBothSides)
 
     const std::string npfdSide = "npfd speaks protocol " + std::to_string(ipc::kOldestProtocol) + " or " +
                                  std::to_string(ipc::kProtocolVersion);
-    const struct {
+    struct Refused {
         ipc::HelloRequest hello;
         std::string fix;
-    } refused[] = {
-        {{.protocol = ipc::kOldestProtocol - 1, .name = "two-behind"}, "upgrade the client"},
-        {{.protocol = ipc::kProtocolVersion + 1, .name = "one-ahead"}, "upgrade npfd"},
-        {{.protocol = 2, .abi = ipc::kProtocol2Abi - 1, .name = "other-layouts"}, "upgrade the client"},
+    };
+    // Built field by field: GCC 12 at -O3 takes the strings of a braced
+    // array of these for maybe-uninitialized (-Werror, Release).
+    auto refusal = [](ipc::HelloRequest hello, const char* name, const char* fix) {
+        Refused r{std::move(hello), fix};
+        r.hello.name = name;
+        return r;
+    };
+    const std::vector<Refused> refused = {
+        refusal({.protocol = ipc::kOldestProtocol - 1}, "two-behind", "upgrade the client"),
+        refusal({.protocol = ipc::kProtocolVersion + 1}, "one-ahead", "upgrade npfd"),
+        refusal({.protocol = 2, .abi = ipc::kProtocol2Abi - 1}, "other-layouts", "upgrade the client"),
     };
     for (const auto& r : refused) {
         HelloAnswer a = helloAs(kNobody, npfd.socket(), r.hello);

@@ -64,6 +64,12 @@ int ContinueInstaller::fill(const InstallBatch& b, size_t k, const char** what) 
     if (::fallocate(io_.memfd(), 0, off, static_cast<off_t>(io_.bytes(1))) != 0)
         return -errno;
     if (state_.saved(page)) {
+        *what = "mapping it in the alias (the client punched it)";
+        // A client's alias maps a page of the page cache once a user access
+        // faulted it in (MINOR, PageIo::write); the kernel's write below
+        // would fail with EFAULT on an unmapped one.
+        if (int rc = io_.write(a, [&] { (void)*static_cast<volatile uint8_t*>(a); }))
+            return rc;
         *what = "reading its saved content from the spill file";
         if (int rc = spill_.load(io_.bytes(page), a, io_.bytes(1)))
             return rc;

@@ -245,7 +245,9 @@ public:
     // Evicts down to the budget (minus some slack); returns pages evicted or -errno.
     int evictToBudget() noexcept;
     // Evicts every page that was resident at the call and is not protected
-    // (pages faulted in meanwhile stay); returns pages evicted or -errno.
+    // (pages faulted in meanwhile stay); returns pages evicted or -errno
+    // (-ETIMEDOUT: a fast-path writer held its epoch section through 20
+    // grace periods in a row).
     int evictAll() noexcept;
 
     uint64_t residentPages() const noexcept { return state_.residentPages(); } // of pageSize()

@@ -44,6 +44,8 @@ void onSigbus(int sig, siginfo_t* si, void* uc)
 
 } // namespace
 
+std::atomic<bool> installed{false};
+
 Frame*& current() noexcept
 {
     static thread_local Frame* frame [[gnu::tls_model("initial-exec")]] = nullptr;
@@ -61,6 +63,7 @@ void installHandler() noexcept
         sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
         ::sigemptyset(&sa.sa_mask);
         ::sigaction(SIGBUS, &sa, &previous);
+        installed.store(true, std::memory_order_release);
     });
 }
 

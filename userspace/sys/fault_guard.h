@@ -18,6 +18,7 @@
 // process's previous disposition, as if the guard were not there.
 #pragma once
 
+#include <atomic>
 #include <csetjmp>
 #include <cstddef>
 #include <cstdint>
@@ -36,12 +37,17 @@ struct Frame {
 // handler reads it, and must not allocate).
 Frame*& current() noexcept;
 void installHandler() noexcept;
+extern std::atomic<bool> installed; // the handler is in place
 
 } // namespace fault_guard_detail
 
 // Installs the process's SIGBUS handler (once; any thread). guarded() calls
 // it, but a program may call it at start to install it before its threads.
-inline void installFaultGuard() noexcept { fault_guard_detail::installHandler(); }
+inline void installFaultGuard() noexcept
+{
+    if (!fault_guard_detail::installed.load(std::memory_order_acquire))
+        fault_guard_detail::installHandler();
+}
 
 // Runs fn(); false if a store or load of it into [lo, hi) raised SIGBUS (the
 // address in *at, if given); true if it ran to its end. Not inlined (it
