@@ -25,10 +25,7 @@ int PageIo::patch(const PatchPlan& plan, uint64_t page, size_t pb, size_t pe) co
 
 bool PageIo::mapAlias(uint8_t* dst) const noexcept
 {
-    if (!aliasUffd_)
-        return false;
-    const long rc = aliasUffd_->continueRange(dst, bytes(1), nullptr);
-    return rc >= 0 || rc == -EEXIST;
+    return aliasUffd_ && aliasUffd_->mapCached(dst, bytes(1));
 }
 
 int PageIo::save(const SpillFile& spill, uint64_t page, uint64_t n) const noexcept

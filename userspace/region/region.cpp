@@ -372,9 +372,16 @@ void Region::fastStoreFaulted(uintptr_t at) noexcept
         c_->add<&RegionStats::fastPathFaultsInGrace>();
     // Clearing a resident bit is always safe (XDP then steers to the backup
     // ring); the pager owns setting them.
+    if (const std::optional<uint64_t> page = pageAt(at))
+        state_.clearResident(*page);
+}
+
+std::optional<uint64_t> Region::pageAt(uintptr_t at) const noexcept
+{
     const uintptr_t lo = reinterpret_cast<uintptr_t>(base());
-    if (at >= lo && at - lo < geo_.size)
-        state_.clearResident((at - lo) >> geo_.pageShift);
+    if (at < lo || at - lo >= geo_.size)
+        return std::nullopt;
+    return (at - lo) >> geo_.pageShift;
 }
 
 void Region::vanished(uint64_t page) noexcept
@@ -388,15 +395,12 @@ void Region::vanished(uint64_t page) noexcept
 
 bool Region::mapFaulted(uintptr_t at) noexcept
 {
-    const uintptr_t lo = reinterpret_cast<uintptr_t>(base());
-    if (!hugetlb_ || at < lo || at - lo >= geo_.size)
-        return false;
-    // Not in the page cache (punched): ENOENT or EFAULT, nothing done, the
-    // pager places the datagram. Any thread may: the page cannot be punched
-    // by us meanwhile (the caller is in its epoch section and saw its bit).
-    const uint64_t page = (at - lo) >> geo_.pageShift;
-    const long rc = uffd_.continueRange(pageAddr(page), bytes(1), nullptr);
-    return rc >= 0 || rc == -EEXIST; // EEXIST: another worker mapped it first
+    const std::optional<uint64_t> page = hugetlb_ ? pageAt(at) : std::nullopt;
+    // Not in the page cache (punched): nothing done, the pager places the
+    // datagram. Any thread may: the page cannot be punched by us meanwhile
+    // (the caller is in its epoch section and saw its bit). Already mapped
+    // (another worker mapped it first) counts as mapped.
+    return page && uffd_.mapCached(pageAddr(*page), bytes(1));
 }
 
 // A MISSING fault on a page we installed: the event raced with the install

@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -270,6 +271,8 @@ private:
     // into our mapping if it is in the page cache (UFFDIO_CONTINUE: a page
     // the client's thread installed); true if it did.
     bool mapFaulted(uintptr_t at) noexcept;
+    // The page of our mapping that holds address `at`, if the region does.
+    std::optional<uint64_t> pageAt(uintptr_t at) const noexcept;
     uint8_t* clientAddr(uint64_t page) const noexcept
     {
         return reinterpret_cast<uint8_t*>(clientBase_ + (page << geo_.pageShift));

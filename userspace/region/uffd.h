@@ -4,6 +4,7 @@
 
 #include <linux/userfaultfd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -79,6 +80,13 @@ public:
     // the registered range (MINOR mode) and wakes its waiters. Returns len or
     // -errno (-EEXIST: already mapped); *mapped gets the bytes mapped before an error.
     long continueRange(void* addr, size_t len, int64_t* mapped) const noexcept;
+    // continueRange of pages in the page cache: true if they are mapped now
+    // (by this call, or already: EEXIST); false if not in the page cache.
+    bool mapCached(void* addr, size_t len) const noexcept
+    {
+        const long rc = continueRange(addr, len, nullptr);
+        return rc >= 0 || rc == -EEXIST;
+    }
     // UFFDIO_WAKE of threads waiting on [addr, addr + len).
     int wake(void* addr, size_t len) const noexcept;
     // UFFDIO_WRITEPROTECT: protect (wp = true) or resolve and wake (wp = false;
