@@ -104,6 +104,9 @@ TEST(Config, Defaults)
     EXPECT_EQ(set.maxConnections, 3u);
     EXPECT_EQ(set.helloTimeoutMs, 100u);
     EXPECT_EQ(set.clients.at(0).connections, 2u);
+    EXPECT_EQ(c.tenantShare(), kDefaultMaxConnections / 2) << "one rule, and one share for root and the rest";
+    EXPECT_EQ(set.tenantShare(), 1u) << "3 / 2, rounded down";
+    EXPECT_EQ(parseConfig(R"({"ifaces":["e"],"max_connections":1})").tenantShare(), 1u) << "at least 1";
 
     EXPECT_EQ(parseConfig(R"({"ifaces":["e"],"socket_group":1234})").socketGroup, "1234");
     EXPECT_EQ(parseConfig(R"({"ifaces":["e"],"socket_group":null})").socketGroup, "");

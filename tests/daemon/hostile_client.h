@@ -700,5 +700,47 @@ inline HelloAnswer helloAs(uid_t uid, const std::string& path,
     return out;
 }
 
+// ---- an attack, start to finish ----------------------------------------------------
+
+// What every attack test ends with, the hostile client gone: npfd answers
+// (else it is frozen: SIGKILLed, failed), a new victim receives byte for
+// byte, npfd's descriptors and memory are back to `base`, npfd stops on
+// SIGTERM with exit 0.
+inline void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& base)
+{
+    ASSERT_TRUE(answersHello(npfd)) << "after the attack\n" << logTail(npfd);
+    EXPECT_TRUE(victimReceives(rig, npfd, dir, kVictimPort + 40, 77)) << "after the attack";
+    EXPECT_TRUE(backToBaseline(npfd, base)) << "after the attack";
+    EXPECT_EQ(npfd.stop(), 0) << "npfd did not stop on SIGTERM (-1: still running after "
+                              << test::kDeadline.count() << " ms)";
+}
+
+// A rig and npfd of their own (the two rules, `lim` the hostile one's), then
+// attack(rig, npfd, during) with a victim receiving its stream while the
+// hostile client is armed, then expectRecovered().
+template <class Attack>
+inline void underAttack(const char* what, const RuleLimits& lim, Attack attack)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, NpfdOptions{.clients = rules(lim)});
+    const Footprint base = footprint(npfd);
+    Victim victim(rig, npfd, dir, kVictimPort, kStream, 11);
+    ASSERT_TRUE(victim.ready());
+    bool sent = false;
+    const ::testing::AssertionResult held = attempt(what, [&] {
+        return attack(rig, npfd, [&] {
+            victim.send();
+            sent = true;
+            EXPECT_TRUE(victim.received()) << "during the attack";
+        });
+    });
+    EXPECT_TRUE(held) << logTail(npfd);
+    if (!sent) { // the attack ended early: the victim receives all the same
+        victim.send();
+        EXPECT_TRUE(victim.received()) << "during the attack";
+    }
+    expectRecovered(rig, npfd, dir, base);
+}
 
 } // namespace npf::e2e

@@ -57,19 +57,6 @@ namespace {
 
 using ipc::ErrorCode;
 
-// What every attack test ends with, the hostile client gone: npfd answers
-// (else it is frozen: SIGKILLed, failed), a new victim receives byte for
-// byte, npfd's descriptors and memory are back to `base`, npfd stops on
-// SIGTERM with exit 0.
-void expectRecovered(Rig& rig, Npfd& npfd, const TempDir& dir, const Footprint& base)
-{
-    ASSERT_TRUE(answersHello(npfd)) << "after the attack\n" << logTail(npfd);
-    EXPECT_TRUE(victimReceives(rig, npfd, dir, kVictimPort + 40, 77)) << "after the attack";
-    EXPECT_TRUE(backToBaseline(npfd, base)) << "after the attack";
-    EXPECT_EQ(npfd.stop(), 0) << "npfd did not stop on SIGTERM (-1: still running after "
-                              << test::kDeadline.count() << " ms)";
-}
-
 // ---- the attacks --------------------------------------------------------------------
 
 // 1. The userfaultfd npfd serves the client's faults through is the client's:
@@ -373,34 +360,6 @@ enum class Overlap { Same, AddressUnderWildcard, WildcardOverAddress };
 
 class NpfdHostile : public EngineE2E {};
 
-// A rig and npfd of their own (the two rules, `lim` the hostile one's), then
-// attack(rig, npfd, during) with a victim receiving its stream while the
-// hostile client is armed, then expectRecovered().
-template <class Attack>
-void underAttack(const char* what, const RuleLimits& lim, Attack attack)
-{
-    Rig rig;
-    TempDir dir;
-    Npfd npfd(rig, dir, NpfdOptions{.clients = rules(lim)});
-    const Footprint base = footprint(npfd);
-    Victim victim(rig, npfd, dir, kVictimPort, kStream, 11);
-    ASSERT_TRUE(victim.ready());
-    bool sent = false;
-    const ::testing::AssertionResult held = attempt(what, [&] {
-        return attack(rig, npfd, [&] {
-            victim.send();
-            sent = true;
-            EXPECT_TRUE(victim.received()) << "during the attack";
-        });
-    });
-    EXPECT_TRUE(held) << logTail(npfd);
-    if (!sent) { // the attack ended early: the victim receives all the same
-        victim.send();
-        EXPECT_TRUE(victim.received()) << "during the attack";
-    }
-    expectRecovered(rig, npfd, dir, base);
-}
-
 TEST_F(NpfdHostile, ClientMakesItsUserfaultfdBlocking)
 {
     underAttack("blocking userfaultfd", {}, [](Rig&, Npfd& npfd, const During& during) {
@@ -519,6 +478,109 @@ TEST_F(NpfdHostile, ManyConnectionsOfOneRuleAskForItsWholeLimits)
     const RuleLimits lim{.region = 64 << 20, .resident = 16 << 20, .flows = 4};
     underAttack("limits", lim, [&](Rig&, Npfd& npfd, const During& during) {
         return limitsAreTotals(npfd, lim, kFirstPort + 60, during);
+    });
+}
+
+// One tenant against npfd's max_connections (24 here): its rule allows 16
+// connections, but the two rules and one share for root and the rest divide
+// the 24 into shares of 8, so the tenant's ninth is refused (naming the
+// share), and the victim's rule connects and receives meanwhile. Pod rules
+// are per pod and add up the same way (quota_test.cpp).
+TEST_F(NpfdHostile, OneTenantCannotHoldAllOfNpfdsConnections)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir, NpfdOptions{.settings = R"("max_connections": 24)", .clients = rules()});
+    const Footprint base = footprint(npfd);
+    std::vector<HelloAnswer> conns;
+    uint32_t ok = 0, share = 0;
+    std::string other;
+    for (uint32_t i = 0; i < 16; i++) {
+        conns.push_back(helloAs(kNobody, npfd.socket()));
+        const HelloAnswer& a = conns.back();
+        if (a.answer == "ok")
+            ok++;
+        else if (a.answer == "no_space" && a.closed && a.message.find("share of npfd's max_connections") != std::string::npos)
+            share++;
+        else
+            other += " " + a.answer + ": " + a.message;
+    }
+    EXPECT_EQ(ok, 8u) << "24 connections shared by 2 rules and root's";
+    EXPECT_EQ(share, 8u) << other;
+    EXPECT_TRUE(answersHello(npfd)) << "root, while the tenant holds its share";
+    EXPECT_TRUE(victimReceives(rig, npfd, dir, kVictimPort, 81)) << "another tenant, while this one holds its share";
+    for (const HelloAnswer& c : conns)
+        hangUp(c.fd.get(), test::kDeadline);
+    conns.clear();
+    EXPECT_EQ(helloAs(kNobody, npfd.socket()).answer, "ok") << "the share is free again";
+    expectRecovered(rig, npfd, dir, base);
+}
+
+// Replies waiting in `fd`'s socket, read now (no wait); -1 if one is not
+// an ok reply.
+int takeReplies(int fd)
+{
+    int n = 0;
+    for (;;) {
+        ipc::RecvResult r = ipc::recvMessage(fd);
+        if (r.status != ipc::IoStatus::Ok)
+            return n;
+        if (ipc::parse(r.message.bytes).type != "ok")
+            return -1;
+        n++;
+    }
+}
+
+// The shared control thread (attack 6): 16 connections each send 4
+// populates of 8 MiB (an 8 MiB budget in a 32 MiB region: each evicts the
+// last) and read no reply. Root's hello is answered while most of them are
+// still to come (one request of each client in turn, populates in slices),
+// the victim receives meanwhile, and every populate is answered in the end.
+TEST_F(NpfdHostile, PopulateFloodDoesNotHoldOtherClientsRequests)
+{
+    constexpr uint32_t kConns = 16, kEach = 4;
+    constexpr uint64_t kWindow = 8 << 20;
+    const RuleLimits lim{.region = kConns * 4 * kWindow, .resident = kConns * kWindow, .flows = 4};
+    underAttack("populate flood", lim, [&](Rig&, Npfd& npfd, const During& during) {
+        std::vector<std::unique_ptr<Hostile>> hs;
+        for (uint32_t i = 0; i < kConns; i++) {
+            hs.push_back(std::make_unique<Hostile>(npfd, "flood-" + std::to_string(i)));
+            hs.back()->region(4 * kWindow, kWindow);
+        }
+        for (uint32_t k = 0; k < kEach; k++)
+            for (auto& h : hs)
+                (void)ipc::sendMessage(h->ch.fd(), ipc::PopulateRequest{.offset = k % 4 * kWindow, .len = kWindow}.encode(1000 + k));
+        const auto t0 = Clock::now();
+        if (auto r = answersHello(npfd); !r)
+            return r << " (during the flood)";
+        const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+        std::vector<int> got(kConns, 0);
+        bool bad = false;
+        auto take = [&] {
+            int all = 0;
+            for (uint32_t i = 0; i < kConns; i++) {
+                const int n = takeReplies(hs[i]->ch.fd());
+                bad |= n < 0;
+                got[i] += std::max(n, 0);
+                all += got[i];
+            }
+            return all;
+        };
+        const int answered = take();
+        std::printf("root's hello answered in %lld ms, %d of %u populates answered by then\n",
+                    static_cast<long long>(took.count()), answered, kConns * kEach);
+        if (answered >= int(kConns * kEach))
+            return ::testing::AssertionFailure() << "npfd answered all " << kConns * kEach
+                                                 << " populates before the hello of a client that came after them ("
+                                                 << took.count() << " ms)";
+        during();
+        if (!test::waitUntil([&] { return take() == int(kConns * kEach) || bad; }, 120s) || bad)
+            return ::testing::AssertionFailure() << take() << " of " << kConns * kEach << " populates answered ok"
+                                                 << (bad ? " (an error reply among them)" : "");
+        for (auto& h : hs)
+            if (auto r = h->leave(); !r)
+                return r;
+        return ::testing::AssertionSuccess();
     });
 }
 

@@ -102,5 +102,39 @@ TEST(Quotas, RulesDoNotShareAndClientsNoRuleAdmitsGetAFewConnections)
     EXPECT_TRUE(q.admit(nullptr, &why));
 }
 
+// A rule's connections, all its pods together, are at most its share of
+// max_connections (Quotas' tenantShare), whatever it allows per pod; root's
+// rule is the operator's and has no share.
+TEST(Quotas, NoTenantHoldsMoreThanItsShareOfConnections)
+{
+    Quotas q(5);
+    const daemon::ClientRule pods = rule(2, 1 << 20, 1 << 20, 1), other = rule(16, 1 << 20, 1 << 20, 1);
+    std::string why;
+    std::vector<Quotas::Lease> held;
+    for (const char* pod : {"pod-a", "pod-a", "pod-b", "pod-b", "pod-c"}) {
+        auto l = q.admit(&pods, &why, pod);
+        ASSERT_TRUE(l) << pod << ": " << why;
+        held.push_back(std::move(*l));
+    }
+    EXPECT_FALSE(q.admit(&pods, &why, "pod-c")) << "a sixth connection of the rule, its pod's second";
+    EXPECT_NE(why.find("their share of npfd's max_connections"), std::string::npos) << why;
+    EXPECT_NE(why.find("all its pods together"), std::string::npos) << why;
+    EXPECT_FALSE(q.admit(&pods, &why, "pod-d")) << "a new pod of the same rule";
+    for (int i = 0; i < 5; ++i) {
+        auto l = q.admit(&other, &why);
+        ASSERT_TRUE(l) << "another rule has its own share: " << why;
+        held.push_back(std::move(*l));
+    }
+    EXPECT_FALSE(q.admit(&other, &why)) << "16 allowed, 5 its share";
+    held.erase(held.begin()); // one of pod-a's
+    EXPECT_TRUE(q.admit(&pods, &why, "pod-d")) << why;
+    std::vector<Quotas::Lease> root;
+    for (int i = 0; i < 8; ++i) {
+        auto l = q.admit(&rootRule(), &why);
+        ASSERT_TRUE(l) << "root has no share: " << why;
+        root.push_back(std::move(*l));
+    }
+}
+
 } // namespace
 } // namespace npf::daemon

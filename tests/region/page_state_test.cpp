@@ -148,6 +148,37 @@ TEST(PageState, ClockSkipsProtectedAndForgetsEvictedPages)
     EXPECT_EQ(victims(s, 4, true), (std::vector<uint64_t>{2}));
 }
 
+// Protection within a limit (Region: what eviction leaves resident): a range
+// that would protect more pages than the limit at once is refused whole;
+// pages already protected cost nothing more; holds and protectAlways() are
+// never refused, and count.
+TEST(PageState, ProtectionStaysWithinItsLimit)
+{
+    PageState s(64 * kPg, NPF_PAGE_SHIFT, nullptr, "test");
+    s.limitProtection(4);
+    EXPECT_FALSE(s.protect(0, 64 * kPg)) << "the whole region, over a limit of 4 pages";
+    EXPECT_EQ(s.protectedPages(), 0u);
+    EXPECT_EQ(s.protectCount(0), 0u) << "a refused range protects none of its pages";
+    EXPECT_TRUE(s.protect(0, 3 * kPg));
+    EXPECT_FALSE(s.protect(3 * kPg, 2 * kPg)) << "3 + 2 pages";
+    EXPECT_TRUE(s.protect(kPg, 2 * kPg)) << "pages 1 and 2 are protected already";
+    EXPECT_EQ(s.protectCount(1), 2u);
+    EXPECT_TRUE(s.protect(3 * kPg, kPg));
+    EXPECT_EQ(s.protectedPages(), 4u);
+    s.hold(10);
+    s.protectAlways(20 * kPg, 2 * kPg);
+    EXPECT_EQ(s.protectedPages(), 7u) << "held and always-protected pages count";
+    EXPECT_FALSE(s.protect(30 * kPg, 1));
+    s.unhold(10);
+    s.unprotect(20 * kPg, 2 * kPg);
+    s.unprotect(0, 3 * kPg);
+    EXPECT_EQ(s.protectedPages(), 3u) << "pages 1, 2 (once more) and 3";
+    s.unprotect(kPg, 2 * kPg);
+    s.unprotect(3 * kPg, kPg);
+    EXPECT_EQ(s.protectedPages(), 0u);
+    EXPECT_TRUE(s.protect(0, 4 * kPg));
+}
+
 // hold(): the pager's reference on a page it allocates outside the lock
 // (Region::preallocate). Eviction skips the page like a protected one, and,
 // unlike protect(), a release stays.

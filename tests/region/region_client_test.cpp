@@ -34,6 +34,9 @@ RegionConfig clientConfig(uint64_t size = ClientSpec{}.size)
 {
     RegionConfig c = smallConfig(size);
     c.name = "npf-test-client-region";
+    // Which route a page takes is what these tests check: a loaded machine
+    // must not make an install late (the test of deadlines sets its own).
+    c.clientInstallWait = std::chrono::seconds(10);
     return c;
 }
 

@@ -279,6 +279,8 @@ bool validGroupName(std::string_view s) noexcept
     return true;
 }
 
+} // namespace
+
 const ClientRule& rootRule()
 {
     static const ClientRule r = [] {
@@ -294,7 +296,10 @@ const ClientRule& rootRule()
     return r;
 }
 
-} // namespace
+uint32_t DaemonConfig::tenantShare() const noexcept
+{
+    return std::max<uint32_t>(1, maxConnections / static_cast<uint32_t>(clients.size() + 1));
+}
 
 bool PodPattern::matches(const PodName& p) const noexcept
 {

@@ -129,7 +129,14 @@ struct DaemonConfig {
     // limits of its own (region and resident bytes and flows at their
     // maximum); else nullptr (the client is not allowed).
     const ClientRule* match(uid_t uid, gid_t gid, std::string_view cgroup, const PodName* pod = nullptr) const;
+    // The connections each rule's clients may hold at once, all its pods
+    // together: max_connections shared by the rules and one more share (for
+    // root's and for clients no rule admits), at least 1.
+    uint32_t tenantShare() const noexcept;
 };
+
+// The rule match() gives root with allowRoot: the operator's.
+const ClientRule& rootRule();
 
 // Parses the text of a config file. `origin` (the path) starts every error
 // message. Throws std::system_error (EINVAL) whose what() is

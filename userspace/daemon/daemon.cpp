@@ -76,12 +76,31 @@ void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
         }
 }
 
+// A rule whose connections are bounded by its share rather than by its own
+// `connections` (a pod rule's, per pod, add up): said once, at start, so that
+// a refusal surprises no operator.
+void sayShares(const DaemonConfig& c)
+{
+    const uint32_t share = c.tenantShare();
+    for (size_t i = 0; i < c.clients.size(); i++) {
+        const ClientRule& r = c.clients[i];
+        if (!r.pod && r.connections <= share)
+            continue;
+        const std::string own = r.pod ? std::to_string(r.connections) + " per pod"
+                                      : std::to_string(r.connections);
+        NPF_INFO("npfd: clients[%zu] may hold %u connections at once, all its clients together, not %s: "
+                 "max_connections %u is shared by %zu rules and one share for root and clients no rule admits",
+                 i, share, own.c_str(), c.maxConnections, c.clients.size());
+    }
+}
+
 } // namespace
 
-Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt))
+Daemon::Daemon(DaemonOptions opt) : opt_(std::move(opt)), quotas_(opt_.config.tenantShare())
 {
     if (opt_.config.ifaces.empty())
         throwErrno(EINVAL, "npfd: no interface to serve (--iface, or \"ifaces\" in the config)");
+    sayShares(opt_.config);
     ownNetns_ = ipc::currentNetns();
     ensureFdLimit(opt_.config);
     startHttp();
@@ -245,9 +264,13 @@ std::string Daemon::run()
 {
     epoll_event evs[32];
     int timeoutMs = 500;
+    bool progressed = false;
     while (!stop_.load(std::memory_order_acquire)) {
         health_->beat();
-        const int n = ::epoll_wait(epoll_.get(), evs, 32, timeoutMs);
+        // Populates in progress go on between requests: at once while they
+        // install, each ms while they wait for the pagers.
+        const int wait = working_.empty() ? timeoutMs : progressed ? 0 : 1;
+        const int n = ::epoll_wait(epoll_.get(), evs, 32, wait);
         if (n < 0 && errno != EINTR)
             throwErrno("npfd: epoll_wait");
         std::lock_guard<std::timed_mutex> lock(controlMu_);
@@ -264,6 +287,7 @@ std::string Daemon::run()
             else
                 handleRequests(fd);
         }
+        progressed = workSlices();
         timeoutMs = closeSilent(500);
         if (acceptPausedUntilNs_) {
             const int64_t left = acceptPausedUntilNs_ - monotonicNs();
@@ -342,7 +366,10 @@ void Daemon::handleRequests(int fd) noexcept
     if (it == sessions_.end())
         return;
     Session& s = *it->second;
-    for (int i = 0; i < 16; i++) { // then give the other clients a turn
+    // One request, then the other clients' turn: epoll reports this socket
+    // again while it has more, after the others that are ready. A client
+    // whose populate is in progress waits for it (workSlices()).
+    while (!s.working()) {
         ipc::RecvResult r;
         try {
             r = ipc::recvMessage(fd);
@@ -362,7 +389,43 @@ void Daemon::handleRequests(int fd) noexcept
             drop(fd, "disconnected");
             return;
         }
+        if (s.working()) {
+            setEvents(fd, 0); // its next requests wait in its socket
+            working_.push_back(fd);
+        }
+        return;
     }
+}
+
+bool Daemon::workSlices() noexcept
+{
+    bool progressed = false;
+    const std::vector<int> fds = working_;
+    for (int fd : fds) {
+        auto it = sessions_.find(fd);
+        if (it == sessions_.end())
+            continue;
+        bool keep = true;
+        const Session::Work w = it->second->work(&keep);
+        progressed |= w != Session::Work::Waiting;
+        if (w != Session::Work::Done)
+            continue;
+        std::erase(working_, fd);
+        health_->beat();
+        if (!keep)
+            drop(fd, "disconnected");
+        else
+            setEvents(fd, EPOLLIN);
+    }
+    return progressed;
+}
+
+void Daemon::setEvents(int fd, uint32_t events) noexcept
+{
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
 }
 
 void Daemon::drop(int fd, const char* why) noexcept
@@ -371,6 +434,7 @@ void Daemon::drop(int fd, const char* why) noexcept
     if (it == sessions_.end())
         return;
     (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    std::erase(working_, fd);
     const std::string who = it->second->describe();
     sessions_.erase(it); // its flows closed, its region released
     NPF_INFO("%s %s: its flows are closed", who.c_str(), why);
@@ -428,12 +492,7 @@ void Daemon::resumeAccept() noexcept
 
 void Daemon::listenForClients(uint32_t events) noexcept
 {
-    auto set = [&](int fd) {
-        epoll_event ev{};
-        ev.events = events;
-        ev.data.fd = fd;
-        (void)::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
-    };
+    auto set = [&](int fd) { setEvents(fd, events); };
     set(listener_.fd());
     if (pods_)
         pods_->forEachListener(set);

@@ -5,7 +5,8 @@
 //
 // Threads: the control thread runs run(): accept, requests, disconnects, all
 // of them one at a time (opening a flow waits for RCU grace periods: a few
-// ms). The services' workers and pagers run the dataplane. --metrics and
+// ms), one request of each client in turn; a populate goes on in slices
+// between them, so no client's requests hold another's for long. The services' workers and pagers run the dataplane. --metrics and
 // --health each serve HTTP on a thread of their own (metrics_server.h),
 // started first, so the probes (health.h) answer while npfd starts.
 //
@@ -108,7 +109,11 @@ private:
     // or a pod's listener (its clients are that pod's).
     void accept(int fd, const std::shared_ptr<const ipc::PodInfo>& pod);
     void dropPod(const std::string& container) noexcept; // its clients, on pod_del
+    // One request of the client on `fd` (the others' turn next).
     void handleRequests(int fd) noexcept;
+    // A slice of each populate in progress; true if any made progress.
+    bool workSlices() noexcept;
+    void setEvents(int fd, uint32_t events) noexcept; // EPOLL_CTL_MOD
     void drop(int fd, const char* why) noexcept;
     // Closes the connections that did not say hello in time; returns the
     // milliseconds until the next such deadline (at most `cap`).
@@ -129,6 +134,7 @@ private:
     std::atomic<bool> stop_{false};
     Quotas quotas_;
     std::map<int, std::unique_ptr<Session>> sessions_; // by connection fd
+    std::vector<int> working_;                          // of those, the ones whose populate is in progress
     int64_t acceptPausedUntilNs_ = 0;                  // 0: accepting
     FlowClaims claims_;
     uint64_t nextSession_ = 1;

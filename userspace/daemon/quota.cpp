@@ -42,6 +42,8 @@ void Quotas::Lease::giveAll() noexcept
     --u.connections;
     if (!u.connections)
         q_->use_.erase(Key(rule_, pod_));
+    if (!--q_->tenants_[rule_])
+        q_->tenants_.erase(rule_);
     q_ = nullptr;
 }
 
@@ -97,20 +99,35 @@ void Quotas::Lease::giveFlow() noexcept
     --flows_;
 }
 
-std::optional<Quotas::Lease> Quotas::admit(const ClientRule* rule, std::string* why, const std::string& pod)
+std::string Quotas::full(const ClientRule* rule, const std::string& pod, const Use& u) const
 {
-    Use& u = of(rule, pod);
     const uint32_t limit = rule ? rule->connections : kUnadmittedConnections;
-    if (u.connections >= limit) {
-        *why = rule ? "this client's rule allows " + std::to_string(limit) + " connections at once" +
+    if (u.connections >= limit)
+        return rule ? "this client's rule allows " + std::to_string(limit) + " connections at once" +
                           (pod.empty() ? "" : " per pod") + ", and they are all open"
                     : "no client rule of npfd's config admits this client (and " + std::to_string(limit) +
                           " such connections are open already)";
+    auto it = tenants_.find(rule);
+    const uint32_t held = it == tenants_.end() ? 0 : it->second;
+    if (rule != &rootRule() && held >= share_)
+        return std::string(rule ? "this client's rule" : "clients no rule admits") + " hold " +
+               std::to_string(held) + " connections" + (pod.empty() || !rule ? "" : ", all its pods together") +
+               ": their share of npfd's max_connections (each rule's clients get at most that many, so that "
+               "no tenant can take them all)";
+    return "";
+}
+
+std::optional<Quotas::Lease> Quotas::admit(const ClientRule* rule, std::string* why, const std::string& pod)
+{
+    Use& u = of(rule, pod);
+    if (std::string no = full(rule, pod, u); !no.empty()) {
+        *why = std::move(no);
         if (!u.connections)
             use_.erase(Key(rule, pod));
         return std::nullopt;
     }
     ++u.connections;
+    ++tenants_[rule];
     return Lease(this, rule, pod);
 }
 

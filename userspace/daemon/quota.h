@@ -2,12 +2,16 @@
 // rule's limits: connections, region bytes, resident bytes, flows. A rule's
 // limits are totals over all of its connections, so a tenant gets nothing
 // more by connecting again. A pod rule's limits are each pod's: the totals of
-// the connections that came through that pod's listener. Clients no rule admits share one small pool of
-// connections: enough to be told so, not enough to hold npfd's descriptors.
+// the connections that came through that pod's listener. Whatever a rule
+// says, its connections (all its pods together) are at most its share of
+// max_connections, so no tenant can take the connections every other one
+// needs. Clients no rule admits share one small pool of connections: enough
+// to be told so, not enough to hold npfd's descriptors.
 // Control thread only.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +25,11 @@ class Quotas {
 public:
     // Connections open at once by clients that no rule admits.
     static constexpr uint32_t kUnadmittedConnections = 8;
+
+    // `tenantShare`: the connections a rule's clients may hold at once, all
+    // its pods together, whatever its own `connections` says (root's rule,
+    // the operator's, excepted): DaemonConfig::tenantShare().
+    explicit Quotas(uint32_t tenantShare = std::numeric_limits<uint32_t>::max()) noexcept : share_(tenantShare) {}
 
     struct Use {
         uint32_t connections = 0;
@@ -73,7 +82,11 @@ public:
 private:
     using Key = std::pair<const ClientRule*, std::string>;
     Use& of(const ClientRule* rule, const std::string& pod) { return use_[Key(rule, pod)]; }
+    // Why `rule` may not have one more connection (its pod's `u`), or "".
+    std::string full(const ClientRule* rule, const std::string& pod, const Use& u) const;
+    uint32_t share_;
     std::map<Key, Use> use_;
+    std::map<const ClientRule*, uint32_t> tenants_; // connections of each rule, all its pods
 };
 
 } // namespace npf::daemon

@@ -76,6 +76,8 @@ bool Session::handle(ipc::WireMessage msg) noexcept
         ipc::Message m = ipc::parse(msg.bytes);
         id = m.id;
         out = reply(m, msg.fds, outFds);
+        if (out.empty())
+            return true; // a populate: work() replies
         keep = m.type != "bye";
     } catch (const ProtocolError& e) {
         ipc::ErrorReply r = ipc::ErrorReply::from(e);
@@ -90,8 +92,13 @@ bool Session::handle(ipc::WireMessage msg) noexcept
         out = ipc::ErrorReply{ErrorCode::Internal, EIO, e.what()}.encode(id);
         NPF_WARN("%s: %s", describe().c_str(), e.what());
     }
+    return send(out, outFds) && keep;
+}
+
+bool Session::send(const std::string& out, const std::vector<int>& fds) noexcept
+{
     try {
-        if (ipc::sendMessage(fd_.get(), out, outFds) != ipc::IoStatus::Ok) {
+        if (ipc::sendMessage(fd_.get(), out, fds) != ipc::IoStatus::Ok) {
             NPF_WARN("%s does not take its replies: disconnected", describe().c_str());
             return false;
         }
@@ -99,7 +106,46 @@ bool Session::handle(ipc::WireMessage msg) noexcept
         NPF_WARN("%s: sending the reply: %s", describe().c_str(), e.what());
         return false;
     }
-    return keep;
+    return true;
+}
+
+Session::Work Session::work(bool* keep) noexcept
+{
+    *keep = true;
+    Populate& p = *populate_;
+    if (!p.pagers.empty()) {
+        std::erase_if(p.pagers, [](const auto& w) { return w.first->pagersSynced(w.second); });
+        if (!p.pagers.empty() && monotonicNs() < p.waitUntil)
+            return Work::Waiting;
+        // Bounded: a pager's round is (grace periods and client installs
+        // have their limits), but nobody should wait on the data path
+        // without end. Past it, populate goes on: a buffer not yet
+        // protected that it evicts takes the fault path, placed all the same.
+        if (!p.pagers.empty())
+            NPF_WARN_RL("%s: populate: a pager did not end its round within 1 s; populating without waiting for it",
+                        describe().c_str());
+        p.pagers.clear();
+    }
+    const uint64_t slice = std::max<uint64_t>(kPopulateSlice, region_->pageSize());
+    const uint64_t len = std::min(p.end - p.next, slice - p.next % slice);
+    std::string out;
+    if (len) {
+        const int rc = region_->prefetch(p.next, len);
+        if (rc < 0) {
+            out = ipc::ErrorReply{ErrorCode::Internal, static_cast<uint32_t>(-rc), std::string("populate: ") + std::strerror(-rc)}.encode(p.id);
+            NPF_WARN("%s: populate: %s", describe().c_str(), std::strerror(-rc));
+        } else {
+            p.installed += static_cast<uint64_t>(rc);
+            p.next += len;
+        }
+    }
+    if (out.empty() && p.next < p.end)
+        return Work::Progress;
+    if (out.empty())
+        out = ipc::PagesReply{p.installed}.encode(p.id);
+    populate_.reset();
+    *keep = send(out, {});
+    return Work::Done;
 }
 
 std::string Session::reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds)
@@ -356,32 +402,23 @@ std::string Session::pages(const ipc::Message& m, bool release)
                             m.type + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                 ") is outside the region of " + std::to_string(region_->size()) + " bytes",
                             EINVAL, m.id);
-    // populate evicts to the budget: every buffer the client posted before
-    // it is protected first (the pagers protect a client's posts). release
-    // evicts nothing, and a page written after it keeps its content however
-    // late its protection comes (a write clears the release mark): no wait.
-    if (!release) {
-        // Bounded: a pager's round is (grace periods and client installs
-        // have their limits), but the control thread is every client's. Past
-        // it, populate goes on: a buffer not yet protected that it evicts
-        // takes the fault path, placed all the same.
-        for (const OpenFlow& f : flows_)
-            if (!f.iface->service->syncPagersWithin(std::chrono::seconds(1)))
-                NPF_WARN_RL("%s: populate: a pager of %s did not end its round within 1 s; populating without "
-                            "waiting for it",
-                            describe().c_str(), f.iface->label.c_str());
-        // No more than the budget: beyond it, populating evicts what it just
-        // installed, and the control thread (every client's) would spend the
-        // time on it.
-        if (region_->budgetPages())
-            len = std::min(len, region_->budgetPages() * region_->pageSize());
-    }
     if (release)
         return ipc::PagesReply{releaseLate(m, offset, len, posted)}.encode(m.id);
-    const int rc = region_->prefetch(offset, len);
-    if (rc < 0)
-        throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
-    return ipc::PagesReply{static_cast<uint64_t>(rc)}.encode(m.id);
+    // No more than the budget: beyond it, populating evicts what it just
+    // installed, and the control thread (every client's) would spend the
+    // time on it.
+    if (region_->budgetPages())
+        len = std::min(len, region_->budgetPages() * region_->pageSize());
+    // populate evicts to the budget: every buffer the client posted before
+    // it is protected first (the pagers protect a client's posts), so it
+    // starts once their rounds have ended. release evicts nothing, and a
+    // page written after it keeps its content however late its protection
+    // comes (a write clears the release mark): no wait.
+    Populate p{m.id, offset, offset + len, 0, {}, monotonicNs() + 1'000'000'000};
+    for (const OpenFlow& f : flows_)
+        p.pagers.emplace_back(f.iface->service.get(), f.iface->service->askPagers());
+    populate_ = std::move(p);
+    return "";
 }
 
 // The release, applied now, leaves out the buffers the client posted since

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dataplane/flow_ring.h"
@@ -57,6 +58,15 @@ public:
     // Handles one message; false when the connection must end (EOF, a
     // protocol violation, bye). Never throws.
     bool handle(ipc::WireMessage msg) noexcept;
+    // A populate is in progress: the control thread works on it in slices
+    // (work()), between other clients' requests, and reads no request of
+    // this client's meanwhile (its replies stay in order).
+    bool working() const noexcept { return populate_.has_value(); }
+    enum class Work { Waiting, Progress, Done };
+    // One slice of it: Waiting (for the pagers' rounds), Progress (pages
+    // installed), Done (its reply sent; *keep false when the connection must
+    // end: the client does not take its replies).
+    Work work(bool* keep) noexcept;
     // The client hung up or is gone: why, for the log.
     std::string describe() const;
     // Its open flows, each with its accounting, for the metrics (control
@@ -70,7 +80,23 @@ private:
         dataplane::FlowSpec spec; // as claimed in the daemon's FlowClaims
     };
 
+    // A populate, between slices.
+    struct Populate {
+        uint32_t id;         // the request's
+        uint64_t next, end;  // region bytes still to install
+        uint64_t installed;  // pages, so far
+        // The pagers' rounds it waits for first (they protect the buffers
+        // the client posted before it), at most until waitUntil (monotonic ns).
+        std::vector<std::pair<Service*, std::vector<uint64_t>>> pagers;
+        uint64_t waitUntil;
+    };
+    // At most this many bytes a slice (a 2 MiB page at least): a few ms of
+    // installs at 4 KiB pages.
+    static constexpr uint64_t kPopulateSlice = 256 << 10;
+
+    // The reply, or "" for a populate (work() replies when it ends).
     std::string reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
+    bool send(const std::string& out, const std::vector<int>& fds) noexcept; // false: the client is not taking it
     std::string hello(const ipc::Message& m);
     std::string region(const ipc::Message& m, std::vector<Fd>& fds);
     std::string openFlow(const ipc::Message& m, std::vector<int>& outFds);
@@ -102,6 +128,7 @@ private:
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
     Iface* faultServer_ = nullptr;  // whose pagers serve region_'s faults
     std::vector<OpenFlow> flows_;
+    std::optional<Populate> populate_;
 };
 
 } // namespace daemon

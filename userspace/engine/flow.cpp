@@ -44,7 +44,8 @@ Flow::Impl::~Impl()
         return;
     for (uint64_t seq = polled; seq != posts->produced(); ++seq) {
         const Posted& p = posted[seq & dataplane::PostSlots::kMask];
-        parts.region->unprotect(p.offset, p.len);
+        if (p.isProtected)
+            parts.region->unprotect(p.offset, p.len);
     }
 }
 
@@ -73,9 +74,8 @@ bool Flow::post(uint64_t offset, uint32_t len, uint64_t cookie)
     // the sequencer's window and posted[] stay valid.
     if (outstanding() >= NPF_POST_RING_SIZE)
         return false;
-    if (f.parts.region)
-        f.parts.region->protect(offset, len);
-    f.posted[f.posts->produced() & dataplane::PostSlots::kMask] = {offset, cookie, len};
+    const bool isProtected = f.parts.region && f.parts.region->protect(offset, len);
+    f.posted[f.posts->produced() & dataplane::PostSlots::kMask] = {offset, cookie, len, isProtected};
     f.posts->post(offset, len);
     if (f.posts->unpublished() >= kPostBurst)
         flush();
@@ -95,7 +95,7 @@ int Flow::poll(std::span<npf_completion> out) noexcept
     for (size_t i = 0; i < n; i++) {
         // What this side posted, not what the ring says it was.
         const Impl::Posted& p = f.posted[out[i].seq & dataplane::PostSlots::kMask];
-        if (f.parts.region)
+        if (p.isProtected)
             f.parts.region->unprotect(p.offset, p.len);
         out[i].offset = p.offset;
         out[i].cookie = p.cookie;

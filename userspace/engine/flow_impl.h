@@ -60,6 +60,7 @@ struct Flow::Impl {
         uint64_t offset;
         uint64_t cookie;
         uint32_t len;
+        bool isProtected; // protect() took it (the budget may leave it out)
     };
 
     Parts parts;

@@ -145,28 +145,30 @@ void Pager::publish(uint64_t now) noexcept
     faultPath_.notePublished(now);
 }
 
-void Pager::sync() noexcept { (void)syncUntil(UINT64_MAX); }
-
-bool Pager::syncUntil(uint64_t deadlineNs) noexcept
+void Pager::sync() noexcept
 {
+    const uint64_t want = askSync();
     std::unique_lock<std::mutex> lock(syncMu_);
-    if (!running_.load(std::memory_order_acquire))
-        return true;
-    const uint64_t want = ++syncWanted_;
-    lock.unlock();
-    wake();
-    lock.lock();
-    auto done = [&] { return syncDone_ >= want || !running_.load(std::memory_order_acquire); };
-    while (!done()) {
-        const uint64_t now = monotonicNs();
-        if (now >= deadlineNs)
-            return false;
-        if (deadlineNs == UINT64_MAX)
-            syncCv_.wait(lock);
-        else
-            syncCv_.wait_for(lock, std::chrono::nanoseconds(deadlineNs - now));
+    syncCv_.wait(lock, [&] { return syncDone_ >= want || !running_.load(std::memory_order_acquire); });
+}
+
+uint64_t Pager::askSync() noexcept
+{
+    uint64_t want;
+    {
+        std::lock_guard<std::mutex> lock(syncMu_);
+        if (!running_.load(std::memory_order_acquire))
+            return 0;
+        want = ++syncWanted_;
     }
-    return true;
+    wake();
+    return want;
+}
+
+bool Pager::synced(uint64_t ticket) noexcept
+{
+    std::lock_guard<std::mutex> lock(syncMu_);
+    return syncDone_ >= ticket || !running_.load(std::memory_order_acquire);
 }
 
 uint64_t Pager::syncsAsked() noexcept

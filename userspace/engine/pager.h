@@ -41,9 +41,10 @@ public:
     // after the call (it holds no flow or region it held before, and has
     // taken every deferred datagram pushed before). At once if not running.
     void sync() noexcept;
-    // The same, waiting at most until `deadline` (monotonicNs()); false if
-    // the round had not ended by then.
-    bool syncUntil(uint64_t deadlineNs) noexcept;
+    // The same without waiting: asks for that round and returns its ticket;
+    // synced(ticket) is true once it has ended (or the pager stopped).
+    uint64_t askSync() noexcept;
+    bool synced(uint64_t ticket) noexcept;
 
     // Any thread; relaxed.
     const EngineTally& counters() const noexcept { return faultPath_.counters(); }

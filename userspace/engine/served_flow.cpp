@@ -54,8 +54,8 @@ void ServedFlow::syncProtection() noexcept
         Protected& p = protected_[protectedTo_ & dataplane::PostSlots::kMask];
         if (p.len || post.len == 0 || post.offset > regionSize || post.len > regionSize - post.offset)
             continue;
-        region.protect(post.offset, post.len);
-        p = {post.offset, post.len};
+        if (region.protect(post.offset, post.len)) // else the budget left it out (counted)
+            p = {post.offset, post.len};
     }
 }
 

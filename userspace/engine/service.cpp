@@ -176,13 +176,20 @@ void Service::syncPagers() noexcept
         p->sync();
 }
 
-bool Service::syncPagersWithin(std::chrono::milliseconds limit) noexcept
+Service::PagerTickets Service::askPagers()
 {
-    const uint64_t deadline = monotonicNs() + static_cast<uint64_t>(std::chrono::nanoseconds(limit).count());
-    bool all = true;
+    PagerTickets t;
     for (auto& p : pagers_)
-        all = p->syncUntil(deadline) && all;
-    return all;
+        t.push_back(p->askSync());
+    return t;
+}
+
+bool Service::pagersSynced(const PagerTickets& t) noexcept
+{
+    for (size_t i = 0; i < t.size() && i < pagers_.size(); i++)
+        if (!pagers_[i]->synced(t[i]))
+            return false;
+    return true;
 }
 
 Service::~Service()

@@ -94,9 +94,12 @@ public:
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
     void syncPagers() noexcept;
-    // The same, for at most `limit`: false if a pager's round had not ended
-    // by then (the control thread never waits on the data path without end).
-    bool syncPagersWithin(std::chrono::milliseconds limit) noexcept;
+    // The same without waiting (the control thread never waits on the data
+    // path without end): askPagers() asks for those rounds, pagersSynced()
+    // says whether they have ended.
+    using PagerTickets = std::vector<uint64_t>;
+    PagerTickets askPagers();
+    bool pagersSynced(const PagerTickets& t) noexcept;
 
 private:
     void setUp();

@@ -248,7 +248,7 @@ void CopyInstaller::protectLate(const InstallBatch& run, size_t k) noexcept
 {
     lateOffset_ = io_.bytes(run.pages[k]);
     lateLen_ = io_.bytes(run.size() - k);
-    state_.protect(lateOffset_, lateLen_);
+    state_.protectAlways(lateOffset_, lateLen_);
 }
 
 // Keeps what is there and patches our pieces in.

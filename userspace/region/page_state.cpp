@@ -44,6 +44,8 @@ PageState& PageState::operator=(PageState&& o) noexcept
     discard_ = std::move(o.discard_);
     released_ = std::move(o.released_);
     protect_ = std::move(o.protect_);
+    protected_.store(o.protected_.exchange(0, std::memory_order_relaxed), std::memory_order_relaxed);
+    protectLimit_ = std::exchange(o.protectLimit_, 0);
     clock_ = std::move(o.clock_);
     onClock_ = std::move(o.onClock_);
     clockHead_ = std::exchange(o.clockHead_, 0);
@@ -173,28 +175,54 @@ bool PageState::mustSave(uint64_t page) const noexcept
     return !bits::testAcquire(discard_.data(), page) || (released_.data() && !wholePageReleased(page));
 }
 
-void PageState::protect(uint64_t offset, uint64_t len) noexcept
+bool PageState::protect(uint64_t offset, uint64_t len) noexcept { return protect(offset, len, true); }
+
+bool PageState::protect(uint64_t offset, uint64_t len, bool bounded) noexcept
 {
     if (!len || offset >= size_ || len > size_ - offset)
-        return;
-    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
-        std::atomic_ref<uint32_t>(protect_[p]).fetch_add(1, std::memory_order_relaxed);
+        return false;
+    const uint64_t first = offset >> pageShift_, last = (offset + len - 1) >> pageShift_;
+    bool within = true;
+    if (bounded && protectLimit_) {
+        // Checked, then taken: posts racing on other threads may overshoot
+        // the limit by what they protect at once, never by more.
+        uint64_t fresh = 0;
+        for (uint64_t p = first; p <= last; ++p)
+            fresh += protectCount(p) == 0;
+        within = protectedPages() + fresh <= protectLimit_;
+    }
+    for (uint64_t p = first; p <= last; ++p) {
+        if (within)
+            ref(p);
         if (bits::testAcquire(discard_.data(), p))
             bits::clearAtomic(discard_.data(), p, __ATOMIC_RELAXED);
     }
     unrelease(offset, len);
+    return within;
 }
 
 void PageState::unprotect(uint64_t offset, uint64_t len) noexcept
 {
     if (!len || offset >= size_ || len > size_ - offset)
         return;
-    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p) {
-        std::atomic_ref<uint32_t> c(protect_[p]);
-        uint32_t v = c.load(std::memory_order_relaxed);
-        while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
-        }
+    for (uint64_t p = offset >> pageShift_, last = (offset + len - 1) >> pageShift_; p <= last; ++p)
+        unref(p);
+}
+
+void PageState::ref(uint64_t page) noexcept
+{
+    if (std::atomic_ref<uint32_t>(protect_[page]).fetch_add(1, std::memory_order_relaxed) == 0)
+        protected_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void PageState::unref(uint64_t page) noexcept
+{
+    std::atomic_ref<uint32_t> c(protect_[page]);
+    uint32_t v = c.load(std::memory_order_relaxed);
+    while (v && !c.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
     }
+    if (v == 1)
+        protected_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 uint32_t PageState::protectCount(uint64_t page) const noexcept

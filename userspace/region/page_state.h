@@ -6,8 +6,8 @@
 // 4 KiB page, 512 bits (8 words) per 2 MiB page.
 //
 // Threading: the pager changes it under its region's lock. markReferenced,
-// protect, unprotect, protectCount, isResident and residentPages are
-// lock-free: fast-path writers and the engine call them from any thread.
+// protect, unprotect, protectCount, protectedPages, isResident and
+// residentPages are lock-free: fast-path writers and the engine call them from any thread.
 #pragma once
 
 #include <atomic>
@@ -89,14 +89,28 @@ public:
     bool mustSave(uint64_t page) const noexcept;
 
     // Refcounts of pages of posted-but-unfilled buffers: eviction skips them.
-    // protect() also cancels a release() of those pages (new content is coming).
-    void protect(uint64_t offset, uint64_t len) noexcept;
+    // protect() also cancels a release() of those pages (new content is
+    // coming). Protection is bounded by the resident budget: with a limit
+    // set, a range whose protection would hold more than `limit` pages at
+    // once is not protected (false; its release is cancelled all the same):
+    // its pages may be evicted before the datagram comes, which the fault
+    // path then places. Without it, one post over the whole region would
+    // hold the region resident whatever its budget.
+    void limitProtection(uint64_t pages) noexcept { protectLimit_ = pages; }
+    bool protect(uint64_t offset, uint64_t len) noexcept;
+    // protect() that the limit never refuses: the pager's own need (the
+    // pages a late client job may still write).
+    void protectAlways(uint64_t offset, uint64_t len) noexcept { (void)protect(offset, len, false); }
+    // Undoes a protect() that returned true, and protectAlways().
     void unprotect(uint64_t offset, uint64_t len) noexcept;
     uint32_t protectCount(uint64_t page) const noexcept;
+    // Pages with a protect reference now.
+    uint64_t protectedPages() const noexcept { return protected_.load(std::memory_order_relaxed); }
     // One more (one fewer) protect reference on `page` alone, release marks
-    // untouched: the pager holds a page it works on outside the lock.
-    void hold(uint64_t page) noexcept { std::atomic_ref<uint32_t>(protect_[page]).fetch_add(1, std::memory_order_relaxed); }
-    void unhold(uint64_t page) noexcept { std::atomic_ref<uint32_t>(protect_[page]).fetch_sub(1, std::memory_order_relaxed); }
+    // untouched and never refused: the pager holds a page it works on
+    // outside the lock.
+    void hold(uint64_t page) noexcept { ref(page); }
+    void unhold(uint64_t page) noexcept { unref(page); }
 
     // The clock: a ring of present pages, the hand at its head.
     void clockPush(uint64_t page) noexcept;
@@ -120,6 +134,9 @@ private:
     std::pair<uint64_t, uint64_t> releaseRange(uint64_t offset, uint64_t len) noexcept;
     void releasePresent(uint64_t page) noexcept { bits::setAtomic(discard_.data(), page, __ATOMIC_RELAXED); }
     void clearResidentBitmap() noexcept;
+    bool protect(uint64_t offset, uint64_t len, bool bounded) noexcept;
+    void ref(uint64_t page) noexcept;
+    void unref(uint64_t page) noexcept;
 
     uint64_t size_ = 0;
     uint64_t pages_ = 0;
@@ -136,6 +153,8 @@ private:
     // new content in a piece takes its mark away. Empty with 4 KiB pages.
     LazyArray<uint64_t> released_;
     LazyArray<uint32_t> protect_;       // posted-buffer refcounts
+    std::atomic<uint64_t> protected_{0}; // pages whose refcount is not 0
+    uint64_t protectLimit_ = 0;         // of protected_; 0: none
     LazyArray<uint32_t> clock_;         // ring of present pages, hand at head
     LazyArray<uint64_t> onClock_;       // the page is in clock_ (at most once)
     uint64_t clockHead_ = 0, clockLen_ = 0;

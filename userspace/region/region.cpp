@@ -165,6 +165,10 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         spill_ = SpillFile::open(geo_.size, cfg_.spillDir, who + "-spill");
 
     state_ = PageState(geo_.size, geo_.pageShift, cfg_.residentBitmap, who);
+    // Posted buffers may hold what eviction leaves resident, no more: the
+    // budget stays a budget, and eviction always finds a victim among the
+    // pages datagrams land in.
+    state_.limitProtection(evictTarget());
 
     staging_ = MmapArea::map(bytes(geo_.batchPages), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0,
                              "staging pages of " + who);

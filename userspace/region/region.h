@@ -231,8 +231,16 @@ public:
     int prefetch(uint64_t offset, uint64_t len) noexcept;
 
     // Refcounts pages of posted-but-unfilled buffers; eviction skips them.
-    // protect() also cancels release() of those pages (new content is coming).
-    void protect(uint64_t offset, uint64_t len) noexcept { state_.protect(offset, len); }
+    // protect() also cancels release() of those pages (new content is
+    // coming). Bounded by the budget: a buffer whose protection would hold
+    // more pages than eviction leaves resident is not protected (false,
+    // counted in protect_capped; unprotect() it all the same or not at all):
+    // its pages may be evicted before its datagram comes, and the fault
+    // path places it then.
+    bool protect(uint64_t offset, uint64_t len) noexcept;
+    // Pages a posted buffer protects now, and at most (0: no budget, no bound).
+    uint64_t protectedPages() const noexcept { return state_.protectedPages(); }
+    uint64_t protectLimit() const noexcept { return geo_.budgetPages ? evictTarget() : 0; }
     void unprotect(uint64_t offset, uint64_t len) noexcept { state_.unprotect(offset, len); }
     uint32_t protectCount(uint64_t page) const noexcept { return state_.protectCount(page); }
 
@@ -293,6 +301,7 @@ private:
     int serviceFaultsLocked(BatchTiming* t) noexcept;
     void autoEvictLocked() noexcept;
     int evictToBudgetLocked() noexcept; // evictToBudget() with the lock held
+    uint64_t evictTarget() const noexcept; // what evictToBudget() leaves resident (a budget set)
     // Evictor::Host (region_evict.cpp).
     bool waitGrace() noexcept override;
     int raiseFence(uint64_t page, uint64_t n) noexcept override;

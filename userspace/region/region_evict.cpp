@@ -22,8 +22,28 @@ int Region::evictToBudgetLocked() noexcept
     copy_.settle();
     if (!geo_.budgetPages || residentPages() <= geo_.budgetPages)
         return 0;
-    uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
-    return evictor_.evictTo(geo_.budgetPages - slack, false);
+    return evictor_.evictTo(evictTarget(), false);
+}
+
+bool Region::protect(uint64_t offset, uint64_t len) noexcept
+{
+    if (!len || offset >= size() || len > size() - offset)
+        return false;
+    if (state_.protect(offset, len))
+        return true;
+    c_->add<&RegionStats::protectCapped>();
+    NPF_WARN_RL("region %s: a buffer posted at offset %llu (%llu bytes) is not protected from eviction: posted "
+                "buffers protect %llu pages, and the resident budget leaves them %llu (protect_capped)",
+                cfg_.name.c_str(), static_cast<unsigned long long>(offset), static_cast<unsigned long long>(len),
+                static_cast<unsigned long long>(protectedPages()), static_cast<unsigned long long>(protectLimit()));
+    return false;
+}
+
+uint64_t Region::evictTarget() const noexcept
+{
+    // Some slack below the budget: an eviction frees a batch's worth at once.
+    const uint64_t slack = std::min<uint64_t>(geo_.batchPages, geo_.budgetPages / 4);
+    return geo_.budgetPages - slack;
 }
 
 int Region::evictAll() noexcept

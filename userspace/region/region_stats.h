@@ -22,11 +22,11 @@ struct RegionStats {
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
     uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0;
-    uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0;
+    uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0, protectCapped = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 34> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 35> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -74,6 +74,9 @@ inline constexpr std::array<CounterDef<RegionStats>, 34> kRegionCounters = {{
     {"grace_timeouts", &RegionStats::graceTimeouts, "evictions",
      "grace periods that outlasted their bound (a worker held its epoch): the victims stayed resident, eviction "
      "tries again later"},
+    {"protect_capped", &RegionStats::protectCapped, "buffers",
+     "posted buffers left unprotected from eviction: protecting them would have held more pages than the resident "
+     "budget leaves (their pages may be evicted before their datagram comes; the fault path places it)"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");
