@@ -110,6 +110,12 @@ struct RegionConfig {
     // charged; the pager waits this long per page at most. 0: always
     // through our own mapping (npfd pays).
     std::chrono::microseconds clientInstallWait{1000};
+    // After a job into the client's mapping that took more than half of
+    // clientInstallWait, or missed it, the client's installer gets no job
+    // for this long, doubling while its probes stay slow, to 32 times it
+    // (region/cool_down.h says why 100 ms). 0: none, every run is offered
+    // to the client (tests of late jobs, which need many of them).
+    std::chrono::milliseconds clientCoolDown{100};
 };
 
 // Memory a client process owns (npfd): it created the memfd, mapped it
