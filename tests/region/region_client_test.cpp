@@ -5,15 +5,24 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <set>
+#include <system_error>
 
 #include "client_process.h"
 #include "region_fixture.h"
 #include "sys/latency_histogram.h"
+#include "wait.h"
 
 namespace npf::test {
 namespace {
@@ -34,8 +43,9 @@ RegionConfig clientConfig(uint64_t size = ClientSpec{}.size)
 {
     RegionConfig c = smallConfig(size);
     c.name = "npf-test-client-region";
-    // Which route a page takes is what these tests check: a loaded machine
-    // must not make an install late (the test of deadlines sets its own).
+    // A deadline no loaded machine misses, nor takes half of (a slow job
+    // would send the next 100 ms of pages through the region's mapping):
+    // the tests about deadlines set their own.
     c.clientInstallWait = std::chrono::seconds(10);
     return c;
 }
@@ -249,6 +259,9 @@ TEST(RegionClient, PagesAreInstalledIntoTheClientsMapping)
 // wait out the late copy before they may be evicted). Whatever the timing:
 // every byte right on both sides, every page in, eviction whole again once
 // the late copies have ended.
+// No cool-down after a miss, so that every round offers its job to the
+// client (with one, the first miss would send the next 100 ms of rounds
+// through the region's mapping).
 TEST(RegionClient, CopiesThatMissTheirDeadlineLoseNothing)
 {
     NPF_REQUIRE_UFFD();
@@ -259,6 +272,7 @@ TEST(RegionClient, CopiesThatMissTheirDeadlineLoseNothing)
         NPF_REQUIRE_CLIENT(c);
         RegionConfig cfg = clientConfig();
         cfg.clientInstallWait = deadline;
+        cfg.clientCoolDown = 0ms;
         Region r(cfg, c.memory());
         ASSERT_TRUE(r.installsThroughClient());
         PagerThread pager(r); // the client's faults
@@ -301,6 +315,154 @@ TEST(RegionClient, CopiesThatMissTheirDeadlineLoseNothing)
         EXPECT_GE(s.pagesInstalled + s.eexist, 24 * kRun);
         EXPECT_EQ(s.errors, 0u);
     }
+}
+
+// The threads of this process named `name`.
+std::set<pid_t> threadsNamed(const std::string& name)
+{
+    std::set<pid_t> tids;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream in(e.path() / "comm");
+        std::string comm;
+        if (std::getline(in, comm) && comm == name)
+            tids.insert(pid_t(std::stol(e.path().filename().string())));
+    }
+    return tids;
+}
+
+// Holds a thread of this process in a signal handler until release(): how
+// a test makes npfd's installer thread take as long as a client can make its
+// UFFDIO_COPY take (its mmap lock held for writing, reclaim in its memory
+// cgroup), which no test can time. One at a time.
+class ThreadHold {
+public:
+    explicit ThreadHold(pid_t tid)
+    {
+        if (::pipe2(held_, O_CLOEXEC) != 0 || ::pipe2(release_, O_CLOEXEC) != 0)
+            throw std::system_error(errno, std::generic_category(), "pipes of ThreadHold");
+        heldFd_ = held_[1];
+        releaseFd_ = release_[0];
+        struct sigaction sa{};
+        sa.sa_handler = onSignal;
+        sa.sa_flags = SA_RESTART;
+        ::sigemptyset(&sa.sa_mask);
+        if (::sigaction(SIGUSR1, &sa, &old_) != 0 ||
+            ::syscall(SYS_tgkill, ::getpid(), tid, SIGUSR1) != 0)
+            throw std::system_error(errno, std::generic_category(), "SIGUSR1 to thread " + std::to_string(tid));
+        char b;
+        if (::read(held_[0], &b, 1) != 1) // the handler runs
+            throw std::system_error(errno, std::generic_category(), "thread " + std::to_string(tid) + " held");
+    }
+    ~ThreadHold()
+    {
+        release();
+        ::sigaction(SIGUSR1, &old_, nullptr);
+        for (int fd : {held_[0], held_[1], release_[0], release_[1]})
+            ::close(fd);
+    }
+    ThreadHold(const ThreadHold&) = delete;
+    ThreadHold& operator=(const ThreadHold&) = delete;
+
+    void release()
+    {
+        if (!released_.exchange(true))
+            (void)!::write(release_[1], "r", 1);
+    }
+
+private:
+    static void onSignal(int)
+    {
+        const int saved = errno;
+        char b = 'h';
+        (void)!::write(heldFd_, &b, 1);
+        while (::read(releaseFd_, &b, 1) < 0 && errno == EINTR) {
+        }
+        errno = saved;
+    }
+
+    static inline int heldFd_ = -1, releaseFd_ = -1;
+    int held_[2] = {-1, -1}, release_[2] = {-1, -1};
+    struct sigaction old_{};
+    std::atomic<bool> released_{false};
+};
+
+// A client that holds each copy into its mapping for 0.7 of the deadline is
+// never late, yet would hold its pager (which serves other tenants' regions
+// too) for most of a deadline on every job. After its first slow job it
+// gets no more for a while: its pages go through npfd's mapping and nobody
+// waits for it. After the cool-down a job goes to it again (a probe); done at
+// once, the client has its jobs back.
+TEST(RegionClient, ASlowClientGetsNoJobsUntilItCatchesUp)
+{
+    NPF_REQUIRE_UFFD();
+    ClientProcess c({});
+    NPF_REQUIRE_CLIENT(c);
+    // Generous: the job takes 0.7 of it and more, never less; what a loaded
+    // machine (or a VM's first touch of a huge page: 15 ms seen) adds must
+    // not make it late.
+    constexpr auto kWait = 200ms;
+    RegionConfig cfg = clientConfig();
+    cfg.clientInstallWait = kWait;
+    cfg.clientSlowForgiven = 0; // the first slow job starts a cool-down (CoolDown's tests forgive)
+    const std::set<pid_t> before = threadsNamed("npf-install"); // a late job's, of an earlier test
+    Region r(cfg, c.memory());
+    ASSERT_TRUE(r.installsThroughClient());
+    std::set<pid_t> installers = threadsNamed("npf-install");
+    for (pid_t t : before)
+        installers.erase(t);
+    ASSERT_EQ(installers.size(), 1u) << "the region's installer thread";
+    PagerThread pager(r);
+    auto patch = [&](uint64_t page, uint32_t seed) {
+        const std::vector<uint8_t> p = randomBytes(700, seed);
+        Patch ps[] = {{page * kPg + 300, p.data(), 700}};
+        int res[1];
+        EXPECT_EQ(r.applyPatches(ps, res), 1);
+        EXPECT_EQ(c.read(page * kPg + 300, 700), p) << "page " << page;
+    };
+
+    {
+        ThreadHold held(*installers.begin());
+        std::thread client([&] {
+            // The job is posted right after its copy is counted.
+            EXPECT_TRUE(waitFor([&] { return r.stats().copyCalls >= 1; }));
+            std::this_thread::sleep_for(kWait * 7 / 10);
+            held.release();
+        });
+        patch(10, 1);
+        client.join();
+    }
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.clientSlow, 1u) << "a job done after 0.7 of its deadline";
+    EXPECT_EQ(s.clientInstalls, 1u) << "done in time: the client's page";
+    EXPECT_EQ(s.clientLate, 0u);
+
+    // During the cool-down: npfd's pages, and no job posted (no wait). A job
+    // posted now would have gone through at once: client_installs.
+    patch(20, 2);
+    patch(30, 3);
+    s = r.stats();
+    EXPECT_EQ(s.clientFallbacks, 2u) << "its pages went through npfd's mapping";
+    EXPECT_EQ(s.clientInstalls, 1u) << "a job was posted during the cool-down";
+    EXPECT_EQ(s.copyCalls, 3u) << "the slow job, then npfd's own copies";
+    EXPECT_EQ(s.clientSlow, 1u);
+
+    // Once the cool-down is over, the probe goes through the client's mapping.
+    uint64_t page = 40;
+    ASSERT_TRUE(test::waitUntil(
+        [&] {
+            patch(page, static_cast<uint32_t>(page));
+            ++page;
+            return r.stats().clientInstalls > 1;
+        },
+        10s, 10ms))
+        << "no job posted after the cool-down";
+    patch(page, static_cast<uint32_t>(page));
+    s = r.stats();
+    EXPECT_EQ(s.clientInstalls, 3u) << "fast, the client has its jobs back";
+    EXPECT_EQ(s.clientSlow, 1u);
+    EXPECT_EQ(s.clientLate, 0u);
+    EXPECT_EQ(s.clientInstalls + s.clientFallbacks, s.pagesInstalled);
+    EXPECT_EQ(s.errors, 0u);
 }
 
 // The client writes its own mapping (outside any epoch protocol) while the

@@ -2,9 +2,10 @@
 // (RemoteInstaller, npfd's side; InstallThread, libnpf's): here the client
 // is this process -- its hugetlbfs memfd, its mapping registered with its
 // own user-mode userfaultfd, its install area -- and its installer is the
-// real one, one that lies (says it installed everything, installs nothing)
-// or one that never answers. Whatever it does, every payload reaches the
-// region and each page is counted once: installed by the client, or by npfd.
+// real one, one that lies (says it installed everything, installs nothing),
+// one that never answers, or one that answers each job just short of its
+// deadline. Whatever it does, every payload reaches the region and each page
+// is counted once: installed by the client, or by npfd.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -20,10 +21,12 @@
 #include "huge_pages.h"
 #include "region_fixture.h"
 #include "sys/futex.h"
+#include "wait.h"
 
 namespace npf::test {
 namespace {
 
+using namespace std::chrono_literals;
 using topology::HugePages;
 constexpr uint64_t kHuge = kHugePageSize;
 constexpr unsigned kMfdHuge2M = 21u << 26; // MFD_HUGE_2MB
@@ -202,15 +205,100 @@ TEST_F(RegionRemote, AClientThatNeverAnswersCostsOneDeadline)
     // hole evicted meanwhile would bring back stale content.
     EXPECT_EQ(r.evictAll(), 2) << "pages 1 and 3 may go, not 0";
     EXPECT_TRUE(r.isResident(0, kHuge));
-    // The client ends it (late, as it may): page 0 may go, and jobs are posted again.
-    std::atomic_ref<__u32>(c.ctl()->done).store(std::atomic_ref<__u32>(c.ctl()->post).load());
+    // The client ends it (late, as it may): page 0 may go, and jobs are
+    // posted again once the cool-down the late job started is over (page 5
+    // is npfd's to install until then, and evicted again for the next try).
+    const uint32_t posted = std::atomic_ref<__u32>(c.ctl()->post).load();
+    std::atomic_ref<__u32>(c.ctl()->done).store(posted);
     EXPECT_EQ(r.evictAll(), 1);
     const std::vector<uint8_t> e = randomBytes(500, 4);
-    Patch again[] = {{5 * kHuge, e.data(), 500}};
-    int res[1];
-    ASSERT_EQ(r.applyPatches(again, res), 1);
+    ASSERT_TRUE(test::waitUntil(
+        [&] {
+            (void)r.evictAll();
+            Patch again[] = {{5 * kHuge, e.data(), 500}};
+            int res[1];
+            EXPECT_EQ(r.applyPatches(again, res), 1);
+            return std::atomic_ref<__u32>(c.ctl()->post).load() != posted;
+        },
+        10s, 10ms))
+        << "no job posted after the cool-down";
     EXPECT_EQ(r.stats().clientLate, 2u) << "posted again (and missed again: nobody answers)";
     EXPECT_EQ(std::memcmp(c.map.as<uint8_t>() + 5 * kHuge, e.data(), e.size()), 0);
+}
+
+// A client whose thread answers each job after 0.7 of its deadline is never
+// late, yet would hold its pager (which serves other tenants' regions too)
+// for most of a deadline on every job. After its first slow job it gets no
+// more for a while: its pages go through npfd's mapping and nobody waits for
+// it. After the cool-down a job is posted again (a probe); answered at once,
+// the client has its jobs back.
+TEST_F(RegionRemote, ASlowClientGetsNoJobsUntilItCatchesUp)
+{
+    HugeClient& c = client();
+    // Generous: the job takes 0.7 of it and more, never less; what a loaded
+    // machine (or a VM's first touch of a huge page: 15 ms seen) adds must
+    // not make it late.
+    constexpr auto kWait = 200ms;
+    std::atomic<bool> slow{true};
+    // Installs every job and says so; while `slow`, 0.7 of the job's deadline (per page) after its post.
+    FakeInstaller dawdler(c, [&](uint64_t offset, uint64_t len) {
+        if (slow)
+            std::this_thread::sleep_for(kWait * 7 / 10 * (len / kHuge));
+        int64_t got = 0;
+        (void)c.uffd.copy(c.map.as<uint8_t>() + offset, c.areaMap.as<uint8_t>() + NPF_INSTALL_IMAGES, len, &got);
+        return got;
+    });
+    RegionConfig cfg = hugeClientConfig(8 * kHuge, kWait);
+    cfg.clientSlowForgiven = 0; // the first slow job starts a cool-down (CoolDown's tests forgive)
+    Region r(cfg, c.memory(c.area.get()));
+    auto posts = [&] { return std::atomic_ref<__u32>(c.ctl()->post).load(); };
+    const uint32_t first = posts();
+    auto patch = [&](uint64_t page, uint32_t seed) {
+        const std::vector<uint8_t> p = randomBytes(700, seed);
+        Patch ps[] = {{page * kHuge + 300, p.data(), 700}};
+        int res[1];
+        EXPECT_EQ(r.applyPatches(ps, res), 1);
+        EXPECT_EQ(std::memcmp(c.map.as<uint8_t>() + page * kHuge + 300, p.data(), p.size()), 0) << "page " << page;
+    };
+
+    patch(0, 1);
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.clientSlow, 1u) << "a job answered after 0.7 of its deadline";
+    EXPECT_EQ(s.clientInstalls, 1u) << "answered in time: the client's page";
+    EXPECT_EQ(s.clientLate, 0u);
+    EXPECT_EQ(posts(), first + 1);
+
+    // During the cool-down: npfd's pages, and no job posted (no wait).
+    patch(2, 2);
+    patch(4, 3);
+    s = r.stats();
+    EXPECT_EQ(posts(), first + 1) << "a job was posted during the cool-down";
+    EXPECT_EQ(s.clientFallbacks, 2u) << "its pages went through npfd's mapping";
+    EXPECT_EQ(s.clientInstalls, 1u);
+    EXPECT_EQ(s.clientSlow, 1u);
+
+    // The client catches up; once the cool-down is over, its probe goes
+    // through it (page 6, evicted again between tries: npfd's until then).
+    slow = false;
+    ASSERT_TRUE(test::waitUntil(
+        [&] {
+            (void)r.evictAll();
+            patch(6, 4);
+            return r.stats().clientInstalls > 1;
+        },
+        10s, 10ms))
+        << "no job posted after the cool-down";
+    EXPECT_EQ(posts(), first + 2) << "one probe";
+    (void)r.evictAll();
+    patch(6, 4);
+    patch(7, 5);
+    s = r.stats();
+    EXPECT_EQ(posts(), first + 4) << "fast, the client has its jobs back";
+    EXPECT_EQ(s.clientInstalls, 4u);
+    EXPECT_EQ(s.clientSlow, 1u);
+    EXPECT_EQ(s.clientLate, 0u);
+    EXPECT_EQ(s.clientInstalls + s.clientFallbacks, s.pagesInstalled);
+    EXPECT_EQ(s.errors, 0u);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "sys/clock.h"
 #include "sys/mmap_area.h"
 
 namespace npf {
@@ -26,16 +27,18 @@ struct ClientInstaller::Shared {
     std::condition_variable posted, done;
     State state = State::Idle;
     bool late = false, stop = false, disabled = false;
-    std::chrono::steady_clock::time_point postedAt;
     uint64_t dst = 0;
     size_t len = 0;
     long rc = 0;
     int64_t copied = 0;
+    // When the thread came out of the ioctl: the job's end, whenever the
+    // pager gets the CPU to see it (its own wake-up is not the client's).
+    uint64_t endedNs = 0;
 };
 
 ClientInstaller::ClientInstaller(const Userfaultfd& client, size_t maxBytes, std::chrono::microseconds deadline,
-                                 const std::string& who)
-    : s_(std::make_shared<Shared>())
+                                 CoolDown coolDown, const std::string& who)
+    : s_(std::make_shared<Shared>()), coolDown_(coolDown)
 {
     s_->uffd = client.duplicate(who);
     // Faulted in as runs use it (most are a few pages): npfd's memory grows
@@ -78,7 +81,9 @@ void ClientInstaller::run(std::shared_ptr<Shared> s) noexcept
         lk.unlock();
         int64_t copied = 0;
         const long rc = s->uffd.copy(reinterpret_cast<void*>(s->dst), s->buffer.get(), s->len, &copied);
+        const uint64_t ended = monotonicNs();
         lk.lock();
+        s->endedNs = ended;
         s->rc = rc;
         s->copied = copied;
         s->state = State::Done;
@@ -90,6 +95,8 @@ void ClientInstaller::run(std::shared_ptr<Shared> s) noexcept
 
 bool ClientInstaller::ready() const noexcept
 {
+    if (!coolDown_.over(monotonicNs()))
+        return false;
     std::lock_guard lk(s_->mu);
     return !s_->disabled && s_->state == Shared::State::Idle;
 }
@@ -99,25 +106,31 @@ uint8_t* ClientInstaller::buffer() const noexcept
     return s_->buffer.as<uint8_t>();
 }
 
-long ClientInstaller::copy(uint64_t dst, size_t len, int64_t* copied) noexcept
+long ClientInstaller::copy(uint64_t dst, size_t len, int64_t* copied, bool* slow) noexcept
 {
     using State = Shared::State;
     *copied = 0;
+    *slow = false;
+    const uint64_t postedNs = monotonicNs();
+    if (!coolDown_.over(postedNs))
+        return -EBUSY;
     std::unique_lock lk(s_->mu);
     if (s_->state != State::Idle || s_->disabled || len > s_->buffer.size())
         return -EBUSY;
     s_->dst = dst;
     s_->len = len;
     s_->state = State::Posted;
-    s_->postedAt = std::chrono::steady_clock::now();
     s_->posted.notify_one();
-    const bool done =
-        s_->done.wait_until(lk, s_->postedAt + s_->deadline, [&] { return s_->state == State::Done; });
+    const bool done = s_->done.wait_for(lk, s_->deadline, [&] { return s_->state == State::Done; });
+    const uint64_t now = monotonicNs();
     if (done) {
         s_->state = State::Idle;
         *copied = s_->copied;
+        const uint64_t took = s_->endedNs > postedNs ? s_->endedNs - postedNs : 0;
+        *slow = coolDown_.ended(took, static_cast<uint64_t>(std::chrono::nanoseconds(s_->deadline).count()), now);
         return s_->rc;
     }
+    coolDown_.missed(static_cast<uint64_t>(std::chrono::nanoseconds(s_->deadline).count()), now);
     if (s_->state == State::Posted) { // its thread did not get a CPU in time
         s_->state = State::Cancelled;
         return -ECANCELED;

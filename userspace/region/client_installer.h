@@ -19,7 +19,13 @@
 //    copy then finds them present, EEXIST, and changes nothing) and keeps
 //    them from eviction until settled(): a late copy into a hole evicted
 //    meanwhile would bring back stale content.
-// Either way the pager installs through its own mapping until ready().
+// Either way the pager installs through its own mapping until ready(). A
+// job that ends in time but after half the deadline is slow: a client held
+// up just short of the deadline on every job would hold the pager nearly as
+// long as a late one. Slow, late or cancelled, the installer then takes no
+// job for a while (CoolDown), and the pager installs through its own mapping.
+// A job's time runs from its post to the end of its ioctl, as the thread
+// saw it: how long the pager then took to get a CPU is not the client's doing.
 #pragma once
 
 #include <chrono>
@@ -28,6 +34,7 @@
 #include <string>
 #include <thread>
 
+#include "region/cool_down.h"
 #include "region/uffd.h"
 
 namespace npf {
@@ -35,29 +42,31 @@ namespace npf {
 class ClientInstaller {
 public:
     // A thread that copies up to maxBytes at a time through `client` (a
-    // duplicate of its descriptor: the region may close its own first).
+    // duplicate of its descriptor: the region may close its own first);
+    // `coolDown`: when it gets no jobs after slow ones.
     // Throws if the thread or its buffer cannot be had.
     ClientInstaller(const Userfaultfd& client, size_t maxBytes, std::chrono::microseconds deadline,
-                    const std::string& who);
+                    CoolDown coolDown, const std::string& who);
     // Ends the thread: joins it when idle; a late job's thread is left to
     // finish on its own (it owns what it uses).
     ~ClientInstaller();
     ClientInstaller(const ClientInstaller&) = delete;
     ClientInstaller& operator=(const ClientInstaller&) = delete;
 
-    // True when copy() may be called: not disabled, and the thread idle (no
-    // job late, none cancelled that it has not come round to). Build the
-    // images in buffer() then.
+    // True when copy() may be called: not disabled, the thread idle (no job
+    // late, none cancelled that it has not come round to), and no cool-down
+    // after a slow job running. Build the images in buffer() then.
     bool ready() const noexcept;
     // maxBytes of page images: the next job's source.
     uint8_t* buffer() const noexcept;
     // UFFDIO_COPY of len bytes from buffer() to the client's `dst`, on the
     // installer's thread. Returns what Userfaultfd::copy returns (len or
     // -errno, *copied the bytes installed before an error) if it ends within
-    // `deadline`; else -ECANCELED when the thread had not started it
-    // (nothing was copied), -ETIMEDOUT when it had: the job is late,
-    // buffer() stays its until settled(). Call only when ready().
-    long copy(uint64_t dst, size_t len, int64_t* copied) noexcept;
+    // `deadline`, *slow set if after half of it; else -ECANCELED when the
+    // thread had not started it (nothing was copied), -ETIMEDOUT when it
+    // had: the job is late, buffer() stays its until settled(). Call only
+    // when ready() (else -EBUSY).
+    long copy(uint64_t dst, size_t len, int64_t* copied, bool* slow) noexcept;
     // True once, when a late job has ended: its pages may be evicted again.
     bool settled() noexcept;
     // No more jobs (the client's descriptor refused one for good).
@@ -69,6 +78,7 @@ private:
 
     std::shared_ptr<Shared> s_;
     std::thread thread_;
+    CoolDown coolDown_; // the pager's, like ready() and copy()
 };
 
 } // namespace npf

@@ -186,9 +186,14 @@ long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, u
     case Via::Move:
         c_.add<&RegionStats::moveCalls>();
         return uffd_.move(io_.addr(run.pages[0]) + done, images + done, len - done, got);
-    case Via::Client:
+    case Via::Client: {
         c_.add<&RegionStats::copyCalls>();
-        return client_->copy(clientBase_ + io_.bytes(run.pages[0]) + done, len - done, got);
+        bool slow = false;
+        const long rc = client_->copy(clientBase_ + io_.bytes(run.pages[0]) + done, len - done, got, &slow);
+        if (slow)
+            c_.add<&RegionStats::clientSlow>();
+        return rc;
+    }
     case Via::Copy:
     case Via::Remote: // installRun() made it a copy
         break;
@@ -200,7 +205,10 @@ long CopyInstaller::putOnce(const InstallBatch& run, uint8_t* images, Via via, u
 void CopyInstaller::askRemote(const InstallBatch& run) noexcept
 {
     c_.add<&RegionStats::copyCalls>();
-    const long rc = remote_->copy(io_.bytes(run.pages[0]), io_.bytes(run.size()));
+    bool slow = false;
+    const long rc = remote_->copy(io_.bytes(run.pages[0]), io_.bytes(run.size()), &slow);
+    if (slow)
+        c_.add<&RegionStats::clientSlow>();
     if (rc >= 0) {
         claimed_ = static_cast<size_t>(rc) >> io_.pageShift(); // the rest, if any, put() copies in
         return;
@@ -232,7 +240,8 @@ void CopyInstaller::clientRefused(const InstallBatch& run, size_t k, long rc) no
         return;
     }
     // EAGAIN: the client's mappings are changing; EBUSY: the installer was
-    // not idle. Ours this time.
+    // not idle, or cooling down after this run's slow first job. Ours this
+    // time.
     if (rc == -EAGAIN || rc == -EBUSY)
         return;
     // Its mapping is not where it said, not registered, or it is gone: we

@@ -6,8 +6,9 @@
 // With a client's memory (npfd) the copy goes into the client's mapping
 // where it can, so that the client pays for the page: through its
 // userfaultfd on a thread of ours (ClientInstaller, 4 KiB pages), or by a
-// thread of the client (RemoteInstaller, 2 MiB pages); else into the
-// region's own mapping.
+// thread of the client (RemoteInstaller, 2 MiB pages); else (no such
+// installer, or it is not ready: late, slow, retired) into the region's own
+// mapping.
 // Called with its region's lock held.
 #pragma once
 

@@ -188,7 +188,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         adoptClientUffd(std::move(client->uffd), client->base);
     if (clientUffd_ && !huge && cfg_.clientInstallWait.count() > 0) {
         clientInstaller_ = std::make_unique<ClientInstaller>(clientUffd_, bytes(geo_.batchPages),
-                                                             cfg_.clientInstallWait, "the client of region " + who);
+                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
+                                                             "the client of region " + who);
         copy_.throughClient(clientInstaller_.get(), clientBase_);
     }
     // 2 MiB pages are charged to the hugetlb cgroup of the task that
@@ -196,7 +197,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     // thread must, through its install area.
     if (client && client->installArea && huge && cfg_.clientInstallWait.count() > 0) {
         remoteInstaller_ = std::make_unique<RemoteInstaller>(std::move(client->installArea), bytes(1), geo_.batchPages,
-                                                             cfg_.clientInstallWait, "the client of region " + who);
+                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
+                                                             "the client of region " + who);
         copy_.throughRemote(remoteInstaller_.get());
     }
     NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s%s",

@@ -110,6 +110,14 @@ struct RegionConfig {
     // charged; the pager waits this long per page at most. 0: always
     // through our own mapping (npfd pays).
     std::chrono::microseconds clientInstallWait{1000};
+    // After jobs into the client's mapping that took more than half of
+    // clientInstallWait, or missed it, for longer than clientSlowForgiven
+    // deadlines (earned back at 2 % of the time), the client's installer
+    // gets no job for this long, doubling while its probes stay slow, to 32
+    // times it (region/cool_down.h says why). 0: none, every run is offered
+    // to the client (tests of late jobs, which need many of them).
+    std::chrono::milliseconds clientCoolDown{100};
+    uint32_t clientSlowForgiven = CoolDown::kForgiven;
 };
 
 // Memory a client process owns (npfd): it created the memfd, mapped it

@@ -21,12 +21,12 @@ struct RegionStats {
     uint64_t discarded = 0, releases = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
-    uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0;
+    uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0, clientSlow = 0;
     uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0, protectCapped = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 35> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 36> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -62,9 +62,13 @@ inline constexpr std::array<CounterDef<RegionStats>, 35> kRegionCounters = {{
      "pages installed into the client's mapping through its userfaultfd, 2 MiB ones by its own thread, "
      "late ones included (charged to the client)"},
     {"client_fallbacks", &RegionStats::clientFallbacks, "pages",
-     "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late or refused"},
+     "a client's pages installed through npfd's mapping instead (charged to npfd): its installer was late, slow or "
+     "refused"},
     {"client_late", &RegionStats::clientLate, "jobs",
      "installs into the client's mapping that missed their deadline: not started in time, held up in the client's mm or cgroup, or (2 MiB) not answered by its thread"},
+    {"client_slow", &RegionStats::clientSlow, "jobs",
+     "installs into the client's mapping that ended in time but after half their deadline: the client got no more for "
+     "a while (100 ms, doubling to 3.2 s while it stays slow or late), its pages went through npfd's mapping"},
     {"fast_path_faults", &RegionStats::fastPathFaults, "datagrams",
      "a client's region: a worker's store found its page gone from npfd's mapping (punched by the client, or "
      "installed by the client's thread and not mapped yet): handed to the pager"},

@@ -12,7 +12,10 @@
 // did is found present: EEXIST). A job that missed its deadline is late: its
 // pages stay protected from eviction until the client says it ended it
 // (settled()), as a late copy into a hole evicted meanwhile would bring back
-// stale content; no job is posted meanwhile.
+// stale content; no job is posted meanwhile. Nor, for a while, after a job
+// that ended in time but after half its deadline, or a late one (CoolDown):
+// a client that answers each job just short of the deadline would hold the
+// pager nearly as long as one that never answers, job after job.
 #pragma once
 
 #include <chrono>
@@ -20,6 +23,7 @@
 #include <string>
 
 #include "npf/abi.h"
+#include "region/cool_down.h"
 #include "sys/fd.h"
 #include "sys/mmap_area.h"
 
@@ -29,22 +33,25 @@ class RemoteInstaller {
 public:
     // Adopts the client's install area `area`: a shmem memfd of
     // NPF_INSTALL_IMAGES + k * pageSize bytes, k >= 1 (images beyond
-    // maxImages are not used). Throws naming what is wrong with it.
+    // maxImages are not used). `coolDown`: when it gets no jobs after
+    // slow or late ones. Throws naming what is wrong with it.
     RemoteInstaller(Fd area, uint64_t pageSize, uint32_t maxImages, std::chrono::microseconds deadline,
-                    const std::string& who);
+                    CoolDown coolDown, const std::string& who);
 
-    // True when copy() may be called: not disabled, no job late.
-    bool ready() const noexcept { return !disabled_ && !late_; }
+    // True when copy() may be called: not disabled, no job late, and no
+    // cool-down after a slow or late job running.
+    bool ready() const noexcept;
     // Room for images(): the next job's source (the client can read and
     // write it: it is the client's memory).
     uint8_t* buffer() const noexcept { return area_.as<uint8_t>() + NPF_INSTALL_IMAGES; }
     uint32_t images() const noexcept { return images_; }
     // Posts the job: install len bytes (whole pages, at most images()) from
     // buffer() at region offset `offset`. Returns, if the client ends it
-    // within the deadline, what it says: bytes installed from `offset` on
-    // (whole pages, at most len) or -errno; else -ETIMEDOUT: the job is
-    // late, buffer() stays its until settled(). Call only when ready().
-    long copy(uint64_t offset, uint64_t len) noexcept;
+    // within the deadline (per page), what it says: bytes installed from
+    // `offset` on (whole pages, at most len) or -errno, *slow set if it
+    // ended after half the deadline; else -ETIMEDOUT: the job is late,
+    // buffer() stays its until settled(). Call only when ready() (else -EBUSY).
+    long copy(uint64_t offset, uint64_t len, bool* slow) noexcept;
     // True once, when the client has ended a late job.
     bool settled() noexcept;
     // No more jobs (the client's installs failed for good).
@@ -61,6 +68,7 @@ private:
     std::chrono::microseconds deadline_;
     uint32_t job_ = 0;
     bool late_ = false, disabled_ = false;
+    CoolDown coolDown_;
 };
 
 } // namespace npf
