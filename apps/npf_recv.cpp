@@ -182,6 +182,10 @@ struct Summary {
     npf::EngineStats s;
     Outside outside;       // exit - start
     uint64_t regionSize = 0;
+    // Where the region's pages came from: its route (Region::route) and its
+    // page pool's counters, from the engine's stats JSON ("" / 0: not there).
+    std::string route;
+    uint64_t poolTaken = 0, poolFresh = 0, poolRefills = 0, poolReturned = 0, poolFreed = 0;
 
     uint64_t written() const { return t.ok + t.truncated; }
     // Completed, but npf-recv stopped (--count, a signal) before polling them.
@@ -245,6 +249,12 @@ void printText(const Summary& m)
     fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
+    fprintf(stderr,
+            "  pages    route=%s pool_taken=%llu pool_fresh=%llu pool_refills=%llu pool_returned=%llu "
+            "pool_freed=%llu  # where the region's pages came from%s\n",
+            m.route.empty() ? "unknown" : m.route.c_str(), ull(m.poolTaken), ull(m.poolFresh), ull(m.poolRefills),
+            ull(m.poolReturned), ull(m.poolFreed),
+            m.poolFresh ? ": fresh pages were allocated while receiving (the machine's fresh-page rate)" : "");
     fprintf(stderr,
             "  latency  fault_n=%llu fault_p50_us=%.1f fault_p99_us=%.1f fault_p999_us=%.1f fast_n=%llu "
             "fast_p50_us=%.1f fast_p99_us=%.1f  # steer -> placed\n",
@@ -388,6 +398,24 @@ Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster
     return Ending::Done;
 }
 
+// The route and the pool's counters of the engine's stats JSON, where it has them.
+void readPages(const nlohmann::json& j, Summary& m)
+{
+    if (!j.is_object())
+        return;
+    if (j.contains("route") && j["route"].is_string())
+        m.route = j["route"].get<std::string>();
+    if (!j.contains("region") || !j["region"].is_object())
+        return;
+    const nlohmann::json& r = j["region"];
+    auto at = [&](const char* k) { return r.contains(k) && r[k].is_number_unsigned() ? r[k].get<uint64_t>() : 0; };
+    m.poolTaken = at("pool_installs");
+    m.poolFresh = at("pool_empty");
+    m.poolRefills = at("pool_refills");
+    m.poolReturned = at("pool_returns");
+    m.poolFreed = at("pool_full");
+}
+
 // The exit summary: the tally, the flow's accounting, the engine's counters
 // and the interface's drops since `start`, as text or JSON on stderr.
 template <typename Source>
@@ -403,6 +431,7 @@ void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outsi
     try {
         m.s = eng.stats();
         engineJson = statsJson(eng);
+        readPages(nlohmann::json::parse(engineJson, nullptr, false), m);
     } catch (const std::exception& e) {
         NPF_WARN("npf-recv: stats: %s", e.what()); // npfd gone
     }

@@ -61,6 +61,10 @@ public:
     // CPU seconds used so far by processes that receive for the contender
     // (npfd for npf-sidecar); the run's CPU time counts their share.
     virtual double helperCpuSeconds() const { return 0; }
+    // Where received payloads go and how pages get there, in a word or
+    // three: npf's region route (Region::route, from details()' "route"),
+    // "pinned" (static-pinned), "umem" (xdp-drop), "socket".
+    virtual std::string route() const = 0;
 };
 
 // kinds: npf (4 KiB pages, the page pool where the kernel has UFFDIO_MOVE),

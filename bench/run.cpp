@@ -57,6 +57,25 @@ uint64_t seen(const std::vector<std::unique_ptr<Meter>>& meters)
     return n;
 }
 
+// A region counter of a contender's details ("region", else "counters"); 0 if absent.
+uint64_t regionCounter(const nlohmann::json& d, const char* key)
+{
+    for (const char* group : {"region", "counters"})
+        if (d.is_object() && d.contains(group) && d[group].contains(key) && d[group][key].is_number_unsigned())
+            return d[group][key].get<uint64_t>();
+    return 0;
+}
+
+PoolWindow poolWindow(const nlohmann::json& before, const nlohmann::json& after)
+{
+    auto delta = [&](const char* key) {
+        const uint64_t a = regionCounter(after, key), b = regionCounter(before, key);
+        return a > b ? a - b : 0;
+    };
+    return {delta("pool_installs"), delta("pool_empty"), delta("pool_refills"), delta("pool_returns"),
+            delta("pool_full")};
+}
+
 // The measured window: the receiver's threads start, the sender sends for
 // spec.seconds, the receiver drains (until nothing arrives for 20 ms, at most
 // drainSeconds) and stops. Fills the window's time, CPU and faults into r.
@@ -153,6 +172,7 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         std::vector<std::unique_ptr<Meter>> meters;
         for (size_t i = 0; i < rx->lanes(); i++)
             meters.push_back(std::make_unique<Meter>(t0, spec.seconds + spec.drainSeconds + 0.1, traffic.payload));
+        const nlohmann::json before = rx->details();
         window(spec, *rx, *gen, meters, r);
         r.error = gen->error();
         r.sent = gen->sent();
@@ -160,6 +180,8 @@ RunResult runOne(const RunSpec& spec, const TrafficConfig& traffic, const RxConf
         r.pinnedBytes = rx->pinnedBytes();
         r.residentBytes = rx->residentBytes();
         r.details = rx->details();
+        r.route = rx->route();
+        r.pool = poolWindow(before, r.details);
     } catch (const std::exception& e) {
         r.error = e.what();
         fprintf(stderr, "npf-bench: %s: %s\n", spec.kind.c_str(), e.what());
@@ -171,6 +193,12 @@ nlohmann::ordered_json RunResult::toJson() const
 {
     nlohmann::ordered_json j;
     j["contender"] = kind;
+    j["route"] = route;
+    j["poolInWindow"] = {{"taken", pool.taken},
+                         {"fresh", pool.fresh},
+                         {"refills", pool.refills},
+                         {"returned", pool.returned},
+                         {"freed", pool.freed}};
     j["udpCsum"] = udpCsum;
     j["seconds"] = seconds;
     j["sent"] = sent;

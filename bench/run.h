@@ -37,8 +37,21 @@ struct RunSpec {
     double drainSeconds = 0.1;
 };
 
+// What an npf region's page pool did inside the window (the region's
+// pool_* counters at its end less those at its start): where the fault
+// path's pages came from. Zero for contenders without a pool.
+struct PoolWindow {
+    uint64_t taken = 0;    // pool_installs: pages moved from the pool into the region
+    uint64_t fresh = 0;    // pool_empty: fresh pages allocated into the pool
+    uint64_t refills = 0;  // pool_refills: installs that had to allocate first
+    uint64_t returned = 0; // pool_returns: evicted pages moved back in
+    uint64_t freed = 0;    // pool_full: evicted pages freed instead
+};
+
 struct RunResult {
     std::string kind;
+    std::string route; // Receiver::route()
+    PoolWindow pool;
     bool udpCsum = true;
     uint64_t sent = 0, received = 0, bytes = 0, bad = 0, lostCompletions = 0;
     double seconds = 0, offeredPps = 0, pps = 0, steadyPps = 0;

@@ -112,6 +112,7 @@ public:
     }
     uint64_t pinnedBytes() const override { return 0; }
     uint64_t residentBytes() const override { return residentOf(mem_.p, mem_.len); }
+    std::string route() const override { return "socket"; }
     nlohmann::json details() const override
     {
         const UdpSnmp now = udpSnmp();

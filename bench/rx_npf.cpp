@@ -86,6 +86,7 @@ public:
     }
     uint64_t pinnedBytes() const override { return eng_->stats().pinnedBytes; }
     uint64_t residentBytes() const override { return eng_->stats().residentPages * NPF_PAGE_SIZE; }
+    std::string route() const override { return nlohmann::json::parse(eng_->statsJson()).value("route", ""); }
     // The engine's own stats JSON (what `npfctl stats` shows): counters and
     // per-stage latency quantiles, snake_case names.
     nlohmann::json details() const override

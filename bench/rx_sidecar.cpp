@@ -396,6 +396,7 @@ public:
     uint64_t pinnedBytes() const override { return pinned_; }
     uint64_t residentBytes() const override { return resident_; }
     nlohmann::json details() const override { return details_; }
+    std::string route() const override { return details_.value("route", "client-memfd"); }
     double helperCpuSeconds() const override { return final_ ? npfdCpu_ : npfd_.cpuSeconds(); }
 
 private:

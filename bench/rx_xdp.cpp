@@ -127,6 +127,7 @@ public:
         return b;
     }
     uint64_t residentBytes() const override { return copy_ ? cfg_.regionSize : 0; }
+    std::string route() const override { return copy_ ? "pinned" : "umem"; }
     nlohmann::json details() const override
     {
         uint64_t dropped = 0, full = 0, fillEmpty = 0;

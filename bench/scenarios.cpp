@@ -60,6 +60,29 @@ void header(const char* title)
 // One line per contender: rates with the CPU they cost beside them (every
 // thread of the contender's, helpers such as npfd included), loss,
 // app-level latency, memory, and the set-up the window left out.
+// Each contender's route (where its pages come from) and what its page
+// pool did in the window: a run whose pool allocated fresh pages inside it
+// ran at the machine's fresh-page rate there, and says so.
+void routeTable(const std::vector<RunResult>& rs)
+{
+    printf("%-15s %-20s %10s %10s %8s %10s %10s\n", "contender", "route", "pool take", "fresh", "refills",
+           "returned", "freed");
+    std::string fresh;
+    for (auto& r : rs) {
+        if (!r.error.empty() && r.received == 0)
+            continue;
+        const PoolWindow& p = r.pool;
+        printf("%-15s %-20s %10llu %10llu %8llu %10llu %10llu\n", r.kind.c_str(), r.route.c_str(),
+               (unsigned long long)p.taken, (unsigned long long)p.fresh, (unsigned long long)p.refills,
+               (unsigned long long)p.returned, (unsigned long long)p.freed);
+        if (p.fresh)
+            fresh += (fresh.empty() ? "" : ", ") + r.kind + " " + std::to_string(p.fresh);
+    }
+    if (!fresh.empty())
+        printf("(fresh pages allocated inside the window: %s; those installs ran at the fresh-page rate)\n",
+               fresh.c_str());
+}
+
 void throughputTable(const std::vector<RunResult>& rs)
 {
     printf("%-15s %9s %9s %9s %9s %9s %6s %9s %9s %9s %9s %9s %9s\n", "contender", "offered", "recv",
@@ -78,6 +101,7 @@ void throughputTable(const std::vector<RunResult>& rs)
     }
     printf("(set-up, excluded from the window: populate, mlock, pool warm-up, huge pages, npfd; "
            "cpu ns/dg: all the contender's threads per datagram received)\n");
+    routeTable(rs);
 }
 
 Json runsJson(const std::vector<RunResult>& rs)

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -63,7 +64,7 @@ Counters textSummary(const std::string& errPath)
         words >> group;
         while (words >> kv) {
             auto eq = kv.find('=');
-            if (eq != std::string::npos)
+            if (eq != std::string::npos && eq + 1 < kv.size() && std::isdigit(static_cast<unsigned char>(kv[eq + 1])))
                 c[group + "." + kv.substr(0, eq)] = std::stoull(kv.substr(eq + 1));
         }
     }
@@ -263,6 +264,12 @@ TEST_F(EngineE2E, NpfRecvColdReceivesSocatStreamByteForByte)
     EXPECT_EQ(got.size(), want.size()) << readFile(err);
     EXPECT_TRUE(got == want) << "npf-recv output differs from the file socat sent";
     std::string e = readFile(err);
+    // The summary names where the cold region's pages came from: the default
+    // route moves each one in from the page pool.
+    Counters c = textSummary(err);
+    EXPECT_NE(e.find(" route=pool-4k "), std::string::npos) << e;
+    EXPECT_GE(c["pages.pool_taken"], size / 4096) << e;
+    EXPECT_LE(c["pages.pool_fresh"], c["pages.pool_taken"]) << e;
     std::printf("[ numbers  ] socat: %zu datagrams in %.3f s = %.0f/s; %s", datagrams, sendSec, datagrams / sendSec,
                 e.substr(std::min(e.size(), e.find("npf-recv: "))).c_str());
 }

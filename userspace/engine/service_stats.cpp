@@ -126,6 +126,14 @@ std::string Service::statsJson() const
 {
     counters::Json j = counters::engineStatsJson(stats(), cfg_.ifname, ::getpid(), monotonicNs());
     counters::addRegionStats(j, regionStats());
+    // Each region's route (Region::route), "a,b" when they differ.
+    std::string routes;
+    regions_.forEach([&](const Region& region) {
+        const std::string r = region.route();
+        if (("," + routes + ",").find("," + r + ",") == std::string::npos)
+            routes += (routes.empty() ? "" : ",") + r;
+    });
+    j["route"] = routes;
     return j.dump();
 }
 

@@ -92,6 +92,7 @@ int PagePool::refill(uint64_t n) noexcept
     uint64_t done = 0;
     const long rc = pushFrom(src, want, &done, backoff);
     c_->add<&RegionStats::poolEmpty>(done);
+    c_->add<&RegionStats::poolRefills>();
     return static_cast<int>(rc);
 }
 

@@ -237,6 +237,15 @@ void Region::mapMemfd(ClientMemory* client)
 // The resident bits are cleared by state_'s destructor, first of the parts.
 Region::~Region() = default;
 
+const char* Region::route() const noexcept
+{
+    if (pool_)
+        return geo_.pageShift > 12 ? "pool-2m-thp" : "pool-4k";
+    if (adopted_)
+        return hugetlb_ ? "client-hugetlbfs-2m" : "client-memfd-4k";
+    return hugetlb_ ? "hugetlbfs-2m" : "memfd-4k";
+}
+
 void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
 {
     // A client's thread installs (and allocates) the pages whenever it keeps

@@ -161,6 +161,12 @@ public:
     // Pages of the pool now, and its capacity (0 without one).
     uint64_t poolPages() const noexcept { return pool_.available(); }
     uint64_t poolCapacity() const noexcept { return pool_.capacity(); }
+    // Where its pages come from and how they go in, in a word or three:
+    // "pool-4k" / "pool-2m-thp" (private anonymous memory, UFFDIO_MOVE of
+    // the pool's recycled pages), "memfd-4k" (shmem, UFFDIO_COPY of a page
+    // the kernel allocates), "hugetlbfs-2m" (from the huge page pool), and
+    // "client-memfd-4k" / "client-hugetlbfs-2m" (an npfd client's memory).
+    const char* route() const noexcept;
     const uint64_t* residentBitmap() const noexcept { return state_.residentBitmap(); }
     size_t residentBitmapWords() const noexcept { return PageState::bitmapWords(geo_.size); }
     bool writeProtectFence() const noexcept { return wp_; }

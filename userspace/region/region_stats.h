@@ -20,13 +20,13 @@ struct RegionStats {
     uint64_t copyCalls = 0, eexist = 0, prefetched = 0, evicted = 0, spilled = 0;
     uint64_t discarded = 0, releases = 0, restored = 0, evictBlocked = 0, graceWaits = 0, errors = 0;
     uint64_t vanished = 0, clientFaults = 0, clientIgnored = 0, clientGone = 0;
-    uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0;
+    uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0, poolRefills = 0;
     uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0, clientSlow = 0;
     uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0, protectCapped = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 36> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 37> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -56,6 +56,8 @@ inline constexpr std::array<CounterDef<RegionStats>, 36> kRegionCounters = {{
     {"pool_installs", &RegionStats::poolInstalls, "pages", "pages installed by moving a page of the pool in"},
     {"pool_returns", &RegionStats::poolReturns, "pages", "evicted pages moved back into the pool"},
     {"pool_empty", &RegionStats::poolEmpty, "pages", "fresh pages allocated because the pool was empty"},
+    {"pool_refills", &RegionStats::poolRefills, "calls",
+     "times an install found the pool short and allocated fresh pages into it (pool_empty of them)"},
     {"pool_full", &RegionStats::poolFull, "pages",
      "evicted pages freed instead of pooled: the pool was full, or the page would not move"},
     {"client_installs", &RegionStats::clientInstalls, "pages",
@@ -67,8 +69,9 @@ inline constexpr std::array<CounterDef<RegionStats>, 36> kRegionCounters = {{
     {"client_late", &RegionStats::clientLate, "jobs",
      "installs into the client's mapping that missed their deadline: not started in time, held up in the client's mm or cgroup, or (2 MiB) not answered by its thread"},
     {"client_slow", &RegionStats::clientSlow, "jobs",
-     "installs into the client's mapping that ended in time but after half their deadline: the client got no more for "
-     "a while (100 ms, doubling to 3.2 s while it stays slow or late), its pages went through npfd's mapping"},
+     "installs into the client's mapping that ended in time but after half their deadline: past four deadlines of such "
+     "time (earned back at 2 % of the time), the client got no more for a while (100 ms, doubling to 3.2 s while it "
+     "stays slow or late), its pages went through npfd's mapping"},
     {"fast_path_faults", &RegionStats::fastPathFaults, "datagrams",
      "a client's region: a worker's store found its page gone from npfd's mapping (punched by the client, or "
      "installed by the client's thread and not mapped yet): handed to the pager"},
