@@ -506,6 +506,7 @@ int run(const Options& o)
                      .pageSize = sz.page,
                      .regionMemory = o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
                                      : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
+                                     : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
                                                                  : npf::RegionMemory::Auto,
                      .prefetchDepth = o.prefetch,
                      .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
@@ -559,10 +560,12 @@ int main(int argc, char** argv)
                    "the whole region without one; /proc/sys/vm/nr_hugepages)")
         ->check(CLI::IsMember({"4K", "2M"}));
     app.add_option("--region-memory", o.regionMemory,
-                   "where the region's pages come from: pool (private memory and a pool of pages moved in and "
-                   "out with UFFDIO_MOVE, Linux 6.8), memfd (shmem, or hugetlbfs for 2M: a fresh page per "
-                   "install), auto (pool where the kernel has it; default)")
-        ->check(CLI::IsMember({"auto", "pool", "memfd"}));
+                   "where the region's pages come from: anon (4K: private memory, a page copied in per "
+                   "install and freed per eviction), pool (private memory and a pool of pages moved in and "
+                   "out with UFFDIO_MOVE, Linux 6.8), memfd (shmem, or hugetlbfs for 2M), auto (4K: anon or "
+                   "pool, whichever is cheaper on this host, measured once; 2M: pool where the kernel has it, "
+                   "else memfd; default)")
+        ->check(CLI::IsMember({"auto", "anon", "pool", "memfd"}));
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize,
                    "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")

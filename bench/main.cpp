@@ -95,7 +95,7 @@ void addOptions(CLI::App& app, Args& a)
     app.add_option("-s,--scenario", a.scenarios,
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum (default all; steady "
                    "runs first)");
-    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-memfd, npf-2m, "
+    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-pool, npf-memfd, npf-2m, "
                                               "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-own, npf-sidecar-2m, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
                                               "recvmmsg, io_uring)")
         ->delimiter(',');
@@ -171,6 +171,7 @@ int run(Args& a, const std::vector<std::string>& list)
     std::signal(SIGTERM, onSignal);
     Json out = header(o);
     const npf::bench::PageRates start = pageRates(o, "now");
+    o.installBoundPerSec = start.touchedPerSec;
     printf("(the limits of the fault path on this machine right now; every contender's set-up is done before its "
            "measured window)\n");
     const Json sc = runScenarios(list, o);

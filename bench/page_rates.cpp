@@ -78,8 +78,9 @@ void copyIn(int uffd, uint8_t* dst, const uint8_t* src, uint64_t len)
 
 // `pages` pages installed with UFFDIO_COPY into a MISSING-registered window,
 // kRun at a time, each run freed again with MADV_DONTNEED: the kernel hands
-// the same few pages back, so this is the rate of recycled pages.
-double recycledRate(uint64_t pages)
+// the same few pages back, so this is the rate of recycled pages. With
+// `touch`, each page is read once through the window before it is freed.
+double recycledRate(uint64_t pages, bool touch)
 {
     Fd uffd = userfaultfd();
     const uint64_t runBytes = kRun * kPage;
@@ -94,6 +95,9 @@ double recycledRate(uint64_t pages)
     for (uint64_t run = 0; run * kRun < pages; run++) {
         uint8_t* dst = window.as<uint8_t>() + (run % kWindowRuns) * runBytes;
         copyIn(uffd.get(), dst, image.as<uint8_t>(), runBytes);
+        if (touch)
+            for (uint64_t i = 0; i < kRun; i++)
+                (void)static_cast<volatile uint8_t*>(dst)[i * kPage + 64]; // a volatile read: not elided
         if (::madvise(dst, runBytes, MADV_DONTNEED) < 0)
             throwErrno("MADV_DONTNEED in the recycled-page probe");
     }
@@ -107,7 +111,9 @@ nlohmann::ordered_json PageRates::toJson() const
     nlohmann::ordered_json j{{"cpu", cpu},
                              {"pages", pages},
                              {"freshMPagesPerSec", freshPerSec / 1e6},
-                             {"recycledMPagesPerSec", recycledPerSec / 1e6}};
+                             {"recycledMPagesPerSec", recycledPerSec / 1e6},
+                             {"touchedMPagesPerSec", touchedPerSec / 1e6},
+                             {"firstTouchNs", firstTouchNs()}};
     if (!error.empty())
         j["error"] = error;
     return j;
@@ -115,9 +121,11 @@ nlohmann::ordered_json PageRates::toJson() const
 
 std::string PageRates::line() const
 {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "fresh %.3f M pages/s, recycled %.3f M pages/s", freshPerSec / 1e6,
-                  recycledPerSec / 1e6);
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "fresh %.3f M pages/s, recycled %.3f M pages/s, recycled + first touch %.3f M pages/s "
+                  "(a first touch %.1f us)",
+                  freshPerSec / 1e6, recycledPerSec / 1e6, touchedPerSec / 1e6, firstTouchNs() / 1e3);
     return error.empty() ? buf : std::string(buf) + " (" + error + ")";
 }
 
@@ -131,7 +139,8 @@ PageRates measurePageRates(uint64_t bytes, int cpu)
             npf::pinThread(cpu, "npf-bench page-rate probe");
         try {
             r.freshPerSec = freshRate(r.pages);
-            r.recycledPerSec = recycledRate(r.pages);
+            r.recycledPerSec = recycledRate(r.pages, false);
+            r.touchedPerSec = recycledRate(r.pages, true);
         } catch (const std::exception& e) {
             r.error = e.what();
         }

@@ -39,7 +39,9 @@ public:
                         .pagerBusyPoll = cfg.pagerBusyPoll,
                         .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
         if (kind == "npf-memfd") {
-            ec.regionMemory = RegionMemory::Memfd; // the route before the page pool: a fresh page per install
+            ec.regionMemory = RegionMemory::Memfd; // shmem: a page per install, punched out
+        } else if (kind == "npf-pool") {
+            ec.regionMemory = RegionMemory::PagePool; // 4 KiB pages moved in from a pool and back
         } else if (kind == "npf-2m") {
             ec.pageSize = 2ull << 20; // transparent huge pages from the region's page pool
             ec.regionMemory = RegionMemory::PagePool;
@@ -139,7 +141,7 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",           "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
+    static const std::vector<std::string> k{"npf",           "npf-pool",        "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
                                             "npf-rtc",       "npf-2m-rtc",      "npf-sidecar",    "npf-sidecar-own",
                                             "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault",  "blocking",
                                             "xdp-drop",      "static-pinned",   "recvmmsg",       "io_uring"};
@@ -148,7 +150,7 @@ const std::vector<std::string>& receiverKinds()
 
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    if (kind == "npf" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
+    if (kind == "npf" || kind == "npf-pool" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
         kind == "npf-2m-rtc" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")

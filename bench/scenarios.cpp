@@ -174,7 +174,7 @@ void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
     char note[96] = "control unchecked: no steady-state static-pinned in this run";
     if (c.verdict == ControlCheck::Verdict::Ok)
         snprintf(note, sizeof note, "control ok: %.2fx its steady-state CPU per datagram", c.cpuRatio);
-    for (const char* k : {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc"})
+    for (const char* k : {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc"})
         if (const RunResult* n = find(rs, k)) {
             r[k] = n->pps / p->pps;
             printf("%s / static-pinned: received pps %.3f (%s)\n", k, n->pps / p->pps, note);
@@ -268,7 +268,7 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch",
+                       {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch",
                         "drop-on-fault", "blocking", "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
@@ -306,7 +306,7 @@ Json pressure(const Options& o)
 {
     const uint64_t budget = o.region / 4;
     auto rs = runTable("memory pressure: working set 4x the resident budget", o,
-                       {"npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m",
+                       {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m",
                         "npf-noprefetch", "drop-on-fault", "static-pinned"},
                        o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
@@ -332,13 +332,33 @@ Json pressure(const Options& o)
     return j;
 }
 
+// The fault path's bound at 4 KiB: one datagram per page here, so the
+// start's rate of recycled pages each read once by the receiver
+// (PageRates::touchedPerSec), and each 4 KiB contender's share of it.
+void installBound(const std::vector<RunResult>& rs, const Options& o, Json& j)
+{
+    if (o.installBoundPerSec <= 0)
+        return;
+    const double bound = o.installBoundPerSec; // datagrams/s: one per page
+    j["boundPps"] = bound;
+    printf("bound (4 KiB, one datagram per page): recycled pages + a first touch, %.3f M/s at the start;", bound / 1e6);
+    Json share = Json::object();
+    for (const RunResult& r : rs)
+        if (r.route.find("4k") != std::string::npos) {
+            share[r.kind] = r.pps / bound;
+            printf(" %s %.2fx", r.kind.c_str(), r.pps / bound);
+        }
+    printf("\n");
+    j["vsBound"] = share;
+}
+
 // 4. Every packet faults: one datagram per page, budget far below the region.
 Json faultpath(const Options& o)
 {
     const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
-                       {"npf-noprefetch", "npf", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
+                       {"npf-noprefetch", "npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
                         "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
@@ -360,6 +380,7 @@ Json faultpath(const Options& o)
                stageUs(r.details, "fault_total", "p50_ns"), stageUs(r.details, "fault_total", "p99_ns"), "1 core");
     }
     Json j{{"payload", o.payload}, {"regionMiB", mib(region)}, {"budgetMiB", mib(budget)}, {"runs", runs}};
+    installBound(rs, o, j);
     pagesVsPinned(rs, o, j);
     sidecarVsNpf(rs, j);
     return j;

@@ -24,6 +24,9 @@ struct Options {
     uint32_t pagers = 1;                // npf, npf-2m: pager threads (EngineConfig::pagerThreads)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
     double controlSteadyCpuNs = 0;      // static-pinned's CPU per datagram in this run's steady state (0: none)
+    // The 4 KiB install bound of this run's start (PageRates::touchedPerSec:
+    // recycled pages, each read once by the receiver); 0: not measured.
+    double installBoundPerSec = 0;
     std::string outDir = "bench-results";
     bool verbose = false;
 };

@@ -39,13 +39,19 @@ enum class FaultPolicy {
 // Where a region's pages come from (docs/architecture.md, "Where a region's
 // pages come from").
 enum class RegionMemory {
-    Auto,     // PagePool for 4 KiB pages where the kernel has UFFDIO_MOVE (Linux 6.8), else Memfd
+    // 4 KiB pages: Anonymous. 2 MiB pages: PagePool where the kernel has
+    // UFFDIO_MOVE (Linux 6.8) and transparent huge pages, else Memfd.
+    Auto,
     // Private anonymous memory and a pool of pages faulted in once at start,
     // moved into the region to install and back out to evict (UFFDIO_MOVE):
     // no page allocated or freed in the steady state. 2 MiB pages are then
     // transparent huge pages (MADV_HUGEPAGE), not hugetlbfs.
     PagePool,
-    Memfd,    // a memfd: shmem, or hugetlbfs for 2 MiB pages
+    Memfd,     // a memfd: shmem, or hugetlbfs for 2 MiB pages
+    // Private anonymous memory, 4 KiB pages: each install copies the page in
+    // (UFFDIO_COPY, the kernel takes a page off its free lists), each
+    // eviction frees it (MADV_DONTNEED). Not for 2 MiB pages.
+    Anonymous,
 };
 
 struct EngineConfig {

@@ -138,14 +138,17 @@ const char *npf_strerror_last(void);
 /* npf_engine_opts.region_memory: where the region's pages come from
  * (npf::RegionMemory; docs/architecture.md, "Where a region's pages come
  * from"). */
-/* A page pool where the kernel has UFFDIO_MOVE (Linux 6.8; for 2 MiB pages,
- * where it offers transparent huge pages), else a memfd. */
+/* 4 KiB pages: ANON. 2 MiB pages: a page pool where the kernel has
+ * UFFDIO_MOVE (Linux 6.8) and transparent huge pages, else a memfd. */
 #define NPF_REGION_MEMORY_AUTO  0
 /* Private memory and a pool of pages moved in and out: nothing allocated
  * once the pool is warm. 2 MiB pages are transparent huge pages. */
 #define NPF_REGION_MEMORY_POOL  1
 /* A memfd: a fresh shmem page per install, or hugetlbfs for 2 MiB pages. */
 #define NPF_REGION_MEMORY_MEMFD 2
+/* Private memory, 4 KiB pages: each install copies a page in (the kernel
+ * takes it off its free lists), each eviction frees it. */
+#define NPF_REGION_MEMORY_ANON  3
 
 /* The in-process engine's options (npf::EngineConfig's common ones). */
 struct npf_engine_opts {

@@ -53,8 +53,8 @@ TEST_F(EngineE2E, CApiRegionMemoryPicksWhereTheRegionComesFrom)
 {
     Rig rig;
     const std::string ifname = rig.rxIf();
-    // (AUTO is POOL or MEMFD by what the kernel offers: npf::Engine's tests.)
-    for (const uint32_t memory : {NPF_REGION_MEMORY_POOL, NPF_REGION_MEMORY_MEMFD}) {
+    // (AUTO is ANON, POOL or MEMFD by what the host offers: npf::Engine's tests.)
+    for (const uint32_t memory : {NPF_REGION_MEMORY_POOL, NPF_REGION_MEMORY_MEMFD, NPF_REGION_MEMORY_ANON}) {
         SCOPED_TRACE("region_memory " + std::to_string(memory));
         npf_engine_opts o = engineOpts(ifname.c_str());
         o.region_memory = memory;
@@ -65,6 +65,11 @@ TEST_F(EngineE2E, CApiRegionMemoryPicksWhereTheRegionComesFrom)
         // A memfd's mapping is named after it; the pool's private memory is anonymous.
         EXPECT_EQ(line.find("/memfd:") != std::string::npos, memory == NPF_REGION_MEMORY_MEMFD) << line;
     }
+    npf_engine_opts o = engineOpts(ifname.c_str());
+    o.region_memory = 4; // none of them
+    CtxInNs bad(rig, o);
+    EXPECT_NE(bad.rc(), 0);
+    EXPECT_NE(std::string(npf_strerror_last()).find("_ANON"), std::string::npos) << npf_strerror_last();
 }
 
 } // namespace

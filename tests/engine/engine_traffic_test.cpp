@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.h"
+#include "region/page_pool.h"
+#include "region/route_probe.h"
 #include "region/uffd.h"
 #include "huge_pages.h"
 
@@ -67,7 +69,24 @@ protected:
                 .regionMemory = GetParam().memory, .runToCompletion = GetParam().runToCompletion,
                 .pagerThreads = GetParam().pagers};
     }
-    bool pooled() const { return GetParam().memory == RegionMemory::Auto && userfaultfdHasMove(); }
+    // Pages moved in from the region's page pool and back: asked for, or
+    // Auto's pick (2 MiB: where the kernel has THP; 4 KiB: where the pool's
+    // cycle is the cheaper one on this host, region/route_probe.h).
+    bool pooled() const
+    {
+        const bool autoPool = huge() ? transparentHugePagesOffered() : routes4k().poolFaster();
+        return userfaultfdHasMove() && (GetParam().memory == RegionMemory::PagePool ||
+                                        (GetParam().memory == RegionMemory::Auto && autoPool));
+    }
+    // The route Region::route() names for this case.
+    std::string route() const
+    {
+        if (GetParam().memory == RegionMemory::Memfd)
+            return huge() ? "hugetlbfs-2m" : "memfd-4k";
+        if (pooled())
+            return huge() ? "pool-2m-thp" : "pool-4k";
+        return huge() ? "hugetlbfs-2m" : "anon-4k";
+    }
     // The hugetlbfs pages a 2 MiB memfd case needs (none otherwise); skip() says why a case cannot run.
     void reserve(uint64_t pages)
     {
@@ -85,12 +104,15 @@ INSTANTIATE_TEST_SUITE_P(PageSize, EnginePages,
                                            PagesCase{2ull << 20, 2}, PagesCase{4096, 1, RegionMemory::Memfd},
                                            PagesCase{2ull << 20, 1, RegionMemory::Memfd},
                                            PagesCase{2ull << 20, 2, RegionMemory::Memfd},
+                                           PagesCase{4096, 1, RegionMemory::PagePool},
                                            PagesCase{4096, 1, RegionMemory::Auto, true},
                                            PagesCase{2ull << 20, 1, RegionMemory::Auto, true}),
                          [](const auto& i) {
                              return std::string(i.param.pageSize == 4096 ? "4K" : "2M") +
                                     (i.param.pagers > 1 ? "_" + std::to_string(i.param.pagers) + "pagers" : "") +
-                                    (i.param.memory == RegionMemory::Memfd ? "_memfd" : "") +
+                                    (i.param.memory == RegionMemory::Memfd      ? "_memfd"
+                                     : i.param.memory == RegionMemory::PagePool ? "_pool"
+                                                                                : "") +
                                     (i.param.runToCompletion ? "_runToCompletion" : "");
                          });
 
@@ -242,7 +264,9 @@ TEST_P(EnginePages, BudgetFarBelowDataStaysWithinBudget)
         << "resident pages peaked at " << maxResident.load() << " (" << samples.load() << " samples)";
     EXPECT_GT(s.evicted * (pageSize() / 4096), count * 1472ull / 4096 / 2) << "most of the data must have been evicted";
     EXPECT_GT(s.restored, 0u);
-    const auto region = nlohmann::json::parse(eng->statsJson())["region"];
+    const auto stats = nlohmann::json::parse(eng->statsJson());
+    const auto region = stats["region"];
+    EXPECT_EQ(stats["route"], route()) << "where the pages came from";
     if (pooled()) { // pages came from the pool and went back to it
         EXPECT_GT(region["pool_installs"].get<uint64_t>(), 0u) << region.dump();
         EXPECT_GT(region["pool_returns"].get<uint64_t>(), 0u) << region.dump();

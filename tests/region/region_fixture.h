@@ -131,12 +131,13 @@ inline RegionConfig withEpochs(EpochDomain& epochs, RegionConfig c = smallConfig
 }
 
 // Where the region under test keeps its pages: its memfd, or private
-// anonymous memory with a page pool (RegionConfig::pagePool).
-enum class Memory { Memfd, Pool };
+// anonymous memory, pages copied in or moved in from a page pool
+// (RegionConfig::backing).
+enum class Memory { Memfd, Anonymous, Pool };
 
 inline std::string memoryName(const ::testing::TestParamInfo<Memory>& i)
 {
-    return i.param == Memory::Pool ? "Pool" : "Memfd";
+    return i.param == Memory::Pool ? "Pool" : i.param == Memory::Anonymous ? "Anonymous" : "Memfd";
 }
 
 // Tests that run once per kind of memory.
@@ -145,13 +146,15 @@ protected:
     static RegionConfig config(uint64_t size = 64ull << 20)
     {
         RegionConfig c = smallConfig(size);
-        c.pagePool = GetParam() == Memory::Pool;
+        c.backing = GetParam() == Memory::Pool        ? RegionBacking::Pool
+                    : GetParam() == Memory::Anonymous ? RegionBacking::Anonymous
+                                                      : RegionBacking::Memfd;
         return c;
     }
 };
 
 #define NPF_ON_EACH_MEMORY(suite) \
-    INSTANTIATE_TEST_SUITE_P(Memory, suite, ::testing::Values(Memory::Memfd, Memory::Pool), memoryName)
+    INSTANTIATE_TEST_SUITE_P(Memory, suite, ::testing::Values(Memory::Memfd, Memory::Anonymous, Memory::Pool), memoryName)
 
 // Bytes of the region's pages present in its mapping now (mincore): what it
 // holds, memfd or anonymous memory alike.

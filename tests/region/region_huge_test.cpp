@@ -31,7 +31,23 @@ protected:
     }
     std::optional<HugePages> reserved_;
 };
-NPF_ON_EACH_MEMORY(RegionHuge);
+// 2 MiB pages on anonymous memory come from a page pool only (a 2 MiB
+// UFFDIO_COPY would install 512 small pages): Anonymous is refused below.
+INSTANTIATE_TEST_SUITE_P(Memory, RegionHuge, ::testing::Values(Memory::Memfd, Memory::Pool), memoryName);
+
+TEST(RegionHugeAnonymous, IsRefusedWithAReason)
+{
+    RegionConfig c = smallConfig(8 * kHuge);
+    c.pageSize = kHuge;
+    c.backing = RegionBacking::Anonymous;
+    try {
+        Region r(c);
+        FAIL() << "a 2 MiB region on anonymous memory without a pool was built";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EINVAL);
+        EXPECT_NE(std::string(e.what()).find("page pool"), std::string::npos) << e.what();
+    }
+}
 
 // hugetlbfs: n pages reserved for the test; the pool: nothing to reserve.
 #define NPF_NEED_HUGE(n)                                \

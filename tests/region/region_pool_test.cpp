@@ -28,7 +28,7 @@ protected:
         RegionConfig c = smallConfig(pages * pg());
         c.pageSize = pg();
         c.residentBudget = budgetPages * pg();
-        c.pagePool = true;
+        c.backing = RegionBacking::Pool;
         c.maxBatchPages = 16;
         return c;
     }

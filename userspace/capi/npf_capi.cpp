@@ -70,9 +70,12 @@ npf::EngineConfig engineConfig(const npf_engine_opts& o)
     case NPF_REGION_MEMORY_MEMFD:
         cfg.regionMemory = npf::RegionMemory::Memfd;
         break;
+    case NPF_REGION_MEMORY_ANON:
+        cfg.regionMemory = npf::RegionMemory::Anonymous;
+        break;
     default:
         throw std::invalid_argument("npf_engine_opts.region_memory " + std::to_string(o.region_memory) +
-                                    " is none of NPF_REGION_MEMORY_AUTO, _POOL, _MEMFD");
+                                    " is none of NPF_REGION_MEMORY_AUTO, _POOL, _MEMFD, _ANON");
     }
     return cfg;
 }

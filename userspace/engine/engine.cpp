@@ -5,6 +5,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/flow_impl.h"
+#include "region/route_probe.h"
 #include "sys/error.h"
 #include "sys/log.h"
 
@@ -21,6 +22,28 @@ RegionGeometry checkRegion(const EngineConfig& cfg)
     return g;
 }
 
+// Where the region's pages live (RegionMemory says what each one is).
+RegionBacking regionBacking(const EngineConfig& cfg)
+{
+    const bool huge = cfg.pageSize != NPF_PAGE_SIZE;
+    switch (cfg.regionMemory) {
+    case RegionMemory::Auto:
+        if (!huge) // whichever cycle is cheaper on this host (region/route_probe.h)
+            return routes4k().poolFaster() ? RegionBacking::Pool : RegionBacking::Anonymous;
+        return userfaultfdHasMove() && transparentHugePagesOffered() ? RegionBacking::Pool : RegionBacking::Memfd;
+    case RegionMemory::PagePool:
+        return RegionBacking::Pool;
+    case RegionMemory::Anonymous:
+        if (huge)
+            throw ArgumentError("engine on " + cfg.ifname +
+                                ": anonymous region memory takes 4 KiB pages (2 MiB pages: the page pool, or a memfd)");
+        return RegionBacking::Anonymous;
+    case RegionMemory::Memfd:
+        break;
+    }
+    return RegionBacking::Memfd;
+}
+
 } // namespace
 
 Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
@@ -33,9 +56,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
-    rc.pagePool = cfg.regionMemory == RegionMemory::PagePool ||
-                  (cfg.regionMemory == RegionMemory::Auto && userfaultfdHasMove() &&
-                   (cfg.pageSize == NPF_PAGE_SIZE || transparentHugePagesOffered()));
+    rc.backing = regionBacking(cfg);
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

@@ -114,7 +114,10 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
 {
     const std::string& who = cfg_.name;
     const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
-    const bool anon = cfg_.pagePool && !client;
+    const bool anon = cfg_.backing != RegionBacking::Memfd && !client;
+    if (huge && anon && cfg_.backing == RegionBacking::Anonymous)
+        throwErrno(EINVAL, "region " + who + ": 2 MiB pages on anonymous memory come from a page pool "
+                               "(RegionBacking::Pool): a 2 MiB UFFDIO_COPY would install 512 small pages");
     if (anon)
         map_ = mapAnonymous(geo_.size, bytes(1), "region " + who + " (" + sizeStr(geo_.size) + ")");
     else
@@ -153,9 +156,10 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     if (client)
         uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0),
                             "alias of region " + who);
-    if (anon && (uffd_.features() & UFFD_FEATURE_MOVE))
+    const bool pooled = anon && cfg_.backing == RegionBacking::Pool;
+    if (pooled && (uffd_.features() & UFFD_FEATURE_MOVE))
         pool_ = PagePool(uffd_, *c_, uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, geo_.pageShift, who);
-    else if (anon)
+    else if (pooled)
         NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
                  "instead of recycled", who.c_str());
 
@@ -241,6 +245,8 @@ const char* Region::route() const noexcept
 {
     if (pool_)
         return geo_.pageShift > 12 ? "pool-2m-thp" : "pool-4k";
+    if (!memfd_)
+        return geo_.pageShift > 12 ? "anon-2m-thp" : "anon-4k";
     if (adopted_)
         return hugetlb_ ? "client-hugetlbfs-2m" : "client-memfd-4k";
     return hugetlb_ ? "hugetlbfs-2m" : "memfd-4k";

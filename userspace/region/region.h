@@ -3,10 +3,10 @@
 // pager operations that own residency: packet patches, CPU faults, prefetch,
 // protection of posted buffers, release, and eviction under a budget.
 //
-// An in-process region may instead be private anonymous memory with a pool
-// of recycled pages (RegionConfig::pagePool, PagePool): installs move a pool
-// page in, evictions move the page back, and no page is allocated or freed
-// in the steady state.
+// An in-process region may instead be private anonymous memory
+// (RegionConfig::backing): pages copied in (UFFDIO_COPY) and freed
+// (MADV_DONTNEED), or moved in from a pool of recycled pages and back out
+// (PagePool), so that no page is allocated or freed in the steady state.
 //
 // The memory is the region's own memfd, or a client's (npfd): the client
 // created and mapped it, registered its mapping with its own userfaultfd and
@@ -65,6 +65,17 @@
 
 namespace npf {
 
+// Where an in-process region's pages live (docs/architecture.md, "Where a
+// region's pages come from").
+enum class RegionBacking {
+    Memfd,     // a memfd: shmem (UFFDIO_COPY in, punched out), or hugetlbfs for 2 MiB pages
+    Anonymous, // private anonymous memory, 4 KiB pages: UFFDIO_COPY in, MADV_DONTNEED out
+    // Private anonymous memory and a page pool (PagePool): pages moved in
+    // and out with UFFDIO_MOVE (Linux 6.8; without it they are copied in and
+    // freed). 2 MiB pages are then transparent huge pages, not hugetlbfs.
+    Pool,
+};
+
 struct RegionConfig {
     uint64_t size = 1ull << 30;        // bytes, a multiple of pageSize
     // NPF_PAGE_SIZE or kHugePageSize: the unit of residency, installs,
@@ -94,12 +105,9 @@ struct RegionConfig {
     // faults meanwhile, and every other region's writers cannot block on a
     // fault (a client's memory is guarded, see fastStore).
     std::chrono::milliseconds graceLimit{100};
-    // Private anonymous memory and a page pool (PagePool) instead of a
-    // memfd: pages are moved in and out with UFFDIO_MOVE (Linux 6.8; without
-    // it they are copied in and freed). 2 MiB pages are then transparent
-    // huge pages, not hugetlbfs. Not for a client's memory, which is shared
-    // between two processes (MOVE works within one).
-    bool pagePool = false;
+    // Where the pages live (RegionBacking). Not for a client's memory, which
+    // is always its memfd (shared between two processes).
+    RegionBacking backing = RegionBacking::Memfd;
     uint32_t poolBatches = 4; // the pool's pages: this many install batches
     // A client's memory with 4 KiB pages (npfd): pages are copied into the
     // client's mapping through its userfaultfd (ClientInstaller), so its
@@ -157,13 +165,15 @@ public:
     uint64_t pages() const noexcept { return geo_.pages(); } // of pageSize()
     uint64_t pageSize() const noexcept { return uint64_t{1} << geo_.pageShift; }
     int uffdFd() const noexcept { return uffd_.fd(); } // poll for POLLIN, then serviceFaults()
-    int memfd() const noexcept { return memfd_.get(); } // -1 with a page pool
+    int memfd() const noexcept { return memfd_.get(); } // -1 on anonymous memory
     // Pages of the pool now, and its capacity (0 without one).
     uint64_t poolPages() const noexcept { return pool_.available(); }
     uint64_t poolCapacity() const noexcept { return pool_.capacity(); }
     // Where its pages come from and how they go in, in a word or three:
-    // "pool-4k" / "pool-2m-thp" (private anonymous memory, UFFDIO_MOVE of
-    // the pool's recycled pages), "memfd-4k" (shmem, UFFDIO_COPY of a page
+    // "anon-4k" (private anonymous memory, UFFDIO_COPY of a page the kernel
+    // allocates, MADV_DONTNEED to evict), "pool-4k" / "pool-2m-thp" (the
+    // same memory, UFFDIO_MOVE of the pool's recycled pages; "anon-2m-thp"
+    // where the kernel cannot move them), "memfd-4k" (shmem, UFFDIO_COPY of a page
     // the kernel allocates), "hugetlbfs-2m" (from the huge page pool), and
     // "client-memfd-4k" / "client-hugetlbfs-2m" (an npfd client's memory).
     const char* route() const noexcept;
