@@ -243,10 +243,11 @@ Region::~Region() = default;
 
 const char* Region::route() const noexcept
 {
+    const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
     if (pool_)
-        return geo_.pageShift > 12 ? "pool-2m-thp" : "pool-4k";
+        return huge ? "pool-2m-thp" : "pool-4k";
     if (!memfd_)
-        return geo_.pageShift > 12 ? "anon-2m-thp" : "anon-4k";
+        return huge ? "anon-2m-thp" : "anon-4k";
     if (adopted_)
         return hugetlb_ ? "client-hugetlbfs-2m" : "client-memfd-4k";
     return hugetlb_ ? "hugetlbfs-2m" : "memfd-4k";

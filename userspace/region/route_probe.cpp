@@ -37,10 +37,18 @@ void writeImages(uint8_t* images, uint64_t step)
         std::memset(images + p * kPage + 64, static_cast<int>(step), kPiece);
 }
 
-void check(long rc, const char* what)
+// Runs op(done, left, &got) until the whole run is through: an ioctl that
+// stops short (EAGAIN, a partial count) goes on where it stopped.
+template <class Op>
+void wholeRun(const char* what, Op&& op)
 {
-    if (rc < 0)
-        throwErrno(static_cast<int>(-rc), what);
+    for (uint64_t done = 0; done < kRun * kPage;) {
+        int64_t got = 0;
+        const long rc = op(done, kRun * kPage - done, &got);
+        if (rc < 0 && rc != -EAGAIN)
+            throwErrno(static_cast<int>(-rc), what);
+        done += static_cast<uint64_t>(std::max<int64_t>(got, 0));
+    }
 }
 
 // One route's steady cycle, ns per page: kResident runs warm up, the window
@@ -71,13 +79,9 @@ double copyCycle()
     return cycle(
         [&](uint64_t run, uint64_t step) {
             writeImages(staging.as<uint8_t>(), step);
-            for (int64_t done = 0, got = 0; done < static_cast<int64_t>(kRun * kPage); done += got) {
-                got = 0;
-                const long rc = uffd.copy(runAt(window, run) + done, staging.as<uint8_t>() + done,
-                                          kRun * kPage - static_cast<uint64_t>(done), &got);
-                if (rc != -EAGAIN)
-                    check(rc, "UFFDIO_COPY in the 4 KiB route probe");
-            }
+            wholeRun("UFFDIO_COPY in the 4 KiB route probe", [&](uint64_t done, uint64_t left, int64_t* got) {
+                return uffd.copy(runAt(window, run) + done, staging.as<uint8_t>() + done, left, got);
+            });
         },
         [&](uint64_t run) {
             if (::madvise(runAt(window, run), kRun * kPage, MADV_DONTNEED) != 0)
@@ -98,12 +102,9 @@ double poolCycle()
     uffd.registerRange(pool.get(), pool.size(), UFFDIO_REGISTER_MODE_MISSING, "the 4 KiB route probe's pool");
     uint64_t top = capacity; // pages [0, top) of the pool hold pages
     auto move = [&](uint8_t* dst, uint8_t* src) {
-        for (int64_t done = 0, got = 0; done < static_cast<int64_t>(kRun * kPage); done += got) {
-            got = 0;
-            const long rc = uffd.move(dst + done, src + done, kRun * kPage - static_cast<uint64_t>(done), &got);
-            if (rc != -EAGAIN)
-                check(rc, "UFFDIO_MOVE in the 4 KiB route probe");
-        }
+        wholeRun("UFFDIO_MOVE in the 4 KiB route probe", [&](uint64_t done, uint64_t left, int64_t* got) {
+            return uffd.move(dst + done, src + done, left, got);
+        });
     };
     return cycle(
         [&](uint64_t run, uint64_t step) {
