@@ -66,7 +66,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 struct Options {
     std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
     std::string region = "64M", budget = "0", bufSize = "2048", pageSize = "4K"; // sizes: see parseSizes
-    std::string regionMemory = "auto";
+    std::string regionMemory = "auto", reserve = "0";
     uint16_t port = 0;
     uint32_t queues = 0, prefetch = 256, pagers = 1;
     uint64_t count = 0;
@@ -82,6 +82,7 @@ struct Options {
 struct Sizes {
     uint64_t region = 0; // whole pages
     uint64_t budget = 0;
+    uint64_t reserve = 0; // whole pages, at most the region
     uint32_t buf = 0;
     uint64_t page = NPF_PAGE_SIZE;
 };
@@ -100,6 +101,7 @@ Sizes parseSizes(const Options& o)
     if (s.region > kMaxRegion)
         throw std::invalid_argument("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
     s.budget = parseSize("--budget", o.budget);
+    s.reserve = std::min((parseSize("--reserve", o.reserve) + s.page - 1) / s.page * s.page, s.region);
     const uint64_t maxBuf = std::min<uint64_t>(s.region, UINT32_MAX);
     const uint64_t buf = parseSize("--buf-size", o.bufSize);
     if (buf == 0 || buf > maxBuf)
@@ -185,7 +187,7 @@ struct Summary {
     // Where the region's pages came from: its route (Region::route) and its
     // page pool's counters, from the engine's stats JSON ("" / 0: not there).
     std::string route;
-    uint64_t poolTaken = 0, poolFresh = 0, poolRefills = 0, poolReturned = 0, poolFreed = 0;
+    uint64_t poolTaken = 0, poolFresh = 0, poolRefills = 0, poolReturned = 0, poolFreed = 0, reserveFreed = 0;
 
     uint64_t written() const { return t.ok + t.truncated; }
     // Completed, but npf-recv stopped (--count, a signal) before polling them.
@@ -251,9 +253,9 @@ void printText(const Summary& m)
             double(s.pinnedBytes) / (1 << 20));
     fprintf(stderr,
             "  pages    route=%s pool_taken=%llu pool_fresh=%llu pool_refills=%llu pool_returned=%llu "
-            "pool_freed=%llu  # where the region's pages came from%s\n",
+            "pool_freed=%llu reserve_freed=%llu  # where the region's pages came from%s\n",
             m.route.empty() ? "unknown" : m.route.c_str(), ull(m.poolTaken), ull(m.poolFresh), ull(m.poolRefills),
-            ull(m.poolReturned), ull(m.poolFreed),
+            ull(m.poolReturned), ull(m.poolFreed), ull(m.reserveFreed),
             m.poolFresh ? ": fresh pages were allocated while receiving (the machine's fresh-page rate)" : "");
     fprintf(stderr,
             "  latency  fault_n=%llu fault_p50_us=%.1f fault_p99_us=%.1f fault_p999_us=%.1f fast_n=%llu "
@@ -414,6 +416,7 @@ void readPages(const nlohmann::json& j, Summary& m)
     m.poolRefills = at("pool_refills");
     m.poolReturned = at("pool_returns");
     m.poolFreed = at("pool_full");
+    m.reserveFreed = at("reserve_freed");
 }
 
 // The exit summary: the tally, the flow's accounting, the engine's counters
@@ -483,6 +486,8 @@ int run(const Options& o)
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
+    if (o.connect && sz.reserve)
+        throw std::invalid_argument("--reserve: through npfd (--connect) the region's pages are the client's memfd");
     if (o.connect && o.runToCompletion)
         throw std::invalid_argument("--run-to-completion: through npfd (--connect) the fast path is npfd's workers'");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
@@ -508,6 +513,7 @@ int run(const Options& o)
                                      : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
                                      : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
                                                                  : npf::RegionMemory::Auto,
+                     .reserve = sz.reserve,
                      .prefetchDepth = o.prefetch,
                      .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
                      .verifyUdpChecksum = !o.noUdpCsum,
@@ -566,6 +572,11 @@ int main(int argc, char** argv)
                    "pool, whichever is cheaper on this host, measured once; 2M: pool where the kernel has it, "
                    "else memfd; default)")
         ->check(CLI::IsMember({"auto", "anon", "pool", "memfd"}));
+    app.add_option("--reserve", o.reserve,
+                   "pages allocated at start and kept for the region, e.g. 256M (at most the region): a cold "
+                   "region's first installs take them instead of fresh pages from the kernel (not with "
+                   "--region-memory memfd); 0 = none")
+        ->type_name("SIZE");
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize,
                    "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")

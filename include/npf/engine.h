@@ -67,6 +67,14 @@ struct EngineConfig {
     // and prefetch then move 2 MiB at a time.
     uint64_t pageSize = 4096;
     RegionMemory regionMemory = RegionMemory::Auto;
+    // Bytes of pages allocated when the engine starts and kept for the
+    // region, as the kernel's huge page pool is kept for hugetlbfs: a cold
+    // region's first installs take them instead of fresh pages from the
+    // kernel (on a VM with free page reporting, 10 us or more each): with
+    // PagePool they fill the pool; with Anonymous a run of them is freed
+    // just before each install copies as many in, so that the copy takes
+    // recycled pages. Refused with Memfd. At most the region's size; 0 = none.
+    uint64_t reserve = 0;
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off
     // A seq whose datagram was provably dropped (docs/architecture.md, "When a

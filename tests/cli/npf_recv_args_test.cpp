@@ -113,6 +113,16 @@ TEST(NpfRecvArgs, RunToCompletionThroughNpfdExits2)
                      "workers'\n");
 }
 
+// A reserve is pages of npf-recv's own region: through npfd the region is
+// the client's memfd, so asking for one there is a usage error too.
+TEST(NpfRecvArgs, ReserveThroughNpfdExits2)
+{
+    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --reserve 1M");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_EQ(r.err, "npf-recv: error: --reserve: through npfd (--connect) the region's pages are the client's "
+                     "memfd\n");
+}
+
 // Everything npf-recv does before it looks the interface up creates nothing,
 // as long as bpffs is mounted already (else it would mount it).
 TEST(NpfRecvArgs, MissingInterfaceExits4)

@@ -295,6 +295,41 @@ TEST_F(EngineE2E, NpfRecvFromAPagePoolCountsThePoolsPages)
     EXPECT_GE(std::stoull(e.substr(at + 12)), (4u << 20) / 4096) << "every page of the 4 MiB came out of the pool";
 }
 
+// --reserve: pages faulted in before npf-recv says it is ready. On the copy
+// route a run of them is freed before each copy (reserve_freed): the 4 MiB
+// stream's buffers (4096 datagrams of 1 KiB in 2 KiB buffers: 2048 pages)
+// take all of an 8 MiB reserve (prefetch runs past the stream's end); in
+// the pool a 16 MiB reserve is the pool, and no fresh page goes into it.
+TEST_F(EngineE2E, NpfRecvTakesAColdRegionsPagesFromItsReserve)
+{
+    Rig rig;
+    const std::string e = coldSocat(rig, {"--region-memory", "anon", "--reserve", "8M"});
+    EXPECT_NE(e.find(" route=anon-4k "), std::string::npos) << e;
+    EXPECT_NE(e.find(" reserve_freed=2048 "), std::string::npos) << e;
+    if (!userfaultfdHasMove())
+        return;
+    const std::string p = coldSocat(rig, {"--region-memory", "pool", "--reserve", "16M"});
+    EXPECT_NE(p.find(" route=pool-4k "), std::string::npos) << p;
+    EXPECT_NE(p.find(" pool_fresh=0 pool_refills=0 "), std::string::npos) << p;
+    EXPECT_NE(p.find(" reserve_freed=0 "), std::string::npos) << p;
+}
+
+// A memfd's pages are not the engine's to reserve: refused, with the way to
+// reserve 2 MiB pages said.
+TEST_F(EngineE2E, NpfRecvRefusesAReserveInAMemfd)
+{
+    Rig rig;
+    TempDir dir;
+    const std::string err = dir.path + "/err";
+    std::vector<std::string> args = recvArgs(rig, "/dev/null", true);
+    args.insert(args.end(), {"--region-memory", "memfd", "--reserve", "1M"});
+    Child recv(rig.veth().rxNs().path(), args, err, false);
+    int st = -1;
+    ASSERT_TRUE(recv.wait(int(test::kDeadline.count()), &st));
+    EXPECT_EQ(st, 2) << readFile(err);
+    EXPECT_NE(readFile(err).find("nr_hugepages"), std::string::npos) << readFile(err);
+}
+
 // Issue 7: more datagrams arrive than npf-recv has buffers posted (it is
 // stopped while they arrive), so XDP drops the rest as drop_rnr; the exit
 // summary accounts for every datagram sent, exactly (the rig's namespaces

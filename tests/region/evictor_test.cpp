@@ -57,7 +57,7 @@ struct EvictTarget : PageTarget {
     }
 
     const RegionParts parts{uffd, io, state, spill, planned, c, name};
-    CopyInstaller copier{parts, staging, noPool, batch};
+    CopyInstaller copier{parts, staging, noPool, noReserve, batch};
     FakeHost host;
     Evictor evictor{parts, host, batch};
     std::vector<uint8_t> content;

@@ -19,7 +19,7 @@ namespace {
 
 struct CopyTarget : PageTarget {
     explicit CopyTarget(uint32_t batchPages, uint64_t pages = 64) : PageTarget(pages, NPF_PAGE_SHIFT, batchPages) {}
-    CopyInstaller installer{RegionParts{uffd, io, state, spill, planned, c, name}, staging, noPool, batch};
+    CopyInstaller installer{RegionParts{uffd, io, state, spill, planned, c, name}, staging, noPool, noReserve, batch};
 };
 
 TEST(CopyInstaller, CopiesOneRunOfConsecutivePagesPerIoctl)

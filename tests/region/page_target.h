@@ -14,6 +14,7 @@
 #include "region/install_batch.h"
 #include "region/page_io.h"
 #include "region/page_pool.h"
+#include "region/page_reserve.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
@@ -102,7 +103,8 @@ struct PageTarget {
     SpillFile spill;
     PageState state;
     MmapArea staging;
-    PagePool noPool; // empty: installs copy
+    PagePool noPool;       // empty: installs copy
+    PageReserve noReserve; // empty: copies take what the kernel gives
     PageIo io;
     PatchPlan planned;
     RegionCounters c;

@@ -153,3 +153,61 @@ TEST_P(RegionPool, RecycledPagesNeverShowTheirOldContent)
 
 } // namespace
 } // namespace npf::test
+
+namespace npf::test {
+namespace {
+
+// A reserve (RegionConfig::reservePages) fills the pool when the region is
+// built: a cold region's first installs, as many as the reserve, take no
+// fresh page; the pool then refills as before. Contents byte for byte.
+TEST_P(RegionPool, AReserveIsInThePoolBeforeTheFirstInstall)
+{
+    const uint64_t pages = pg() == kPg ? 512 : 8, reserve = pages / 2;
+    RegionConfig c = config(pages, 0);
+    c.reservePages = reserve;
+    Region r(c);
+    ASSERT_EQ(r.poolCapacity(), std::max<uint64_t>(reserve, 4 * r.geometry().batchPages));
+    ASSERT_EQ(r.poolPages(), r.poolCapacity()) << "faulted in when the region is built";
+    auto content = randomBytes(r.size(), 11);
+    writePages(r, content, 0, reserve);
+    RegionStats s = r.stats();
+    EXPECT_EQ(s.poolInstalls, reserve);
+    EXPECT_EQ(s.poolEmpty, 0u) << "the reserve's installs took no fresh page";
+    EXPECT_EQ(s.reserveFreed, 0u) << "a pool's reserve stays in the pool";
+    writePages(r, content, reserve, pages);
+    s = r.stats();
+    EXPECT_EQ(s.pagesInstalled, pages);
+    EXPECT_GT(s.poolEmpty, 0u) << "past the reserve, fresh pages";
+    EXPECT_EQ(s.errors, 0u);
+    std::thread app([&] { EXPECT_EQ(std::memcmp(r.base(), content.data(), content.size()), 0); });
+    app.join();
+}
+
+// The copy route's reserve (PageReserve): a run of it is freed just before
+// each copy (reserve_freed), as many pages as are copied in, until it is
+// used up; then installs go on taking pages from the kernel.
+TEST(RegionReserve, TheCopyRouteFreesItsReserveARunBeforeEachCopy)
+{
+    NPF_REQUIRE_UFFD();
+    const uint64_t pages = 256, reserve = 100;
+    RegionConfig c = smallConfig(pages * kPg);
+    c.backing = RegionBacking::Anonymous;
+    c.reservePages = reserve;
+    c.maxBatchPages = 16;
+    Region r(c);
+    EXPECT_EQ(r.route(), "anon-4k");
+    auto content = randomBytes(r.size(), 13);
+    writePages(r, content, 0, 10);
+    EXPECT_EQ(r.stats().reserveFreed, 10u) << "one page freed per page copied in";
+    writePages(r, content, 10, pages);
+    const RegionStats s = r.stats();
+    EXPECT_EQ(s.reserveFreed, reserve) << "used up once, never more";
+    EXPECT_EQ(s.pagesInstalled, pages);
+    EXPECT_EQ(s.poolInstalls, 0u);
+    EXPECT_EQ(s.errors, 0u);
+    std::thread app([&] { EXPECT_EQ(std::memcmp(r.base(), content.data(), content.size()), 0); });
+    app.join();
+}
+
+} // namespace
+} // namespace npf::test

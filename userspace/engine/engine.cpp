@@ -26,6 +26,10 @@ RegionGeometry checkRegion(const EngineConfig& cfg)
 RegionBacking regionBacking(const EngineConfig& cfg)
 {
     const bool huge = cfg.pageSize != NPF_PAGE_SIZE;
+    if (cfg.reserve && cfg.regionMemory == RegionMemory::Memfd)
+        throw ArgumentError("engine on " + cfg.ifname + ": a reserve is for private memory (region memory Auto, "
+                            "PagePool or Anonymous); a memfd's 2 MiB pages are reserved in the kernel's huge page "
+                            "pool (/proc/sys/vm/nr_hugepages)");
     switch (cfg.regionMemory) {
     case RegionMemory::Auto:
         if (!huge) // whichever cycle is cheaper on this host (region/route_probe.h)
@@ -57,6 +61,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
     rc.backing = regionBacking(cfg);
+    rc.reservePages = std::min(cfg.reserve, cfg.regionSize) / cfg.pageSize;
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

@@ -73,26 +73,28 @@ void Pager::loop() noexcept
     pthread_setname_np(pthread_self(), name.c_str());
     const std::vector<int>& cpus = ctx_.cfg.pagerCpus;
     pinThread(shard_.index < cpus.size() ? cpus[shard_.index] : -1, "npf pager");
+    (void)shortSlice(kSliceNs);
     std::vector<pollfd> fds;
     bool busy = false;
+    bool prefetching = false; // a flow has more to prefetch: come back at once
     bool syncPending = false; // a sync() came during the last round: run the next one at once
     while (!stop_.load(std::memory_order_acquire)) {
         rounds_.bump();
         const uint64_t asked = syncsAsked();
-        waitForWork(fds, busy || syncPending);
+        waitForWork(fds, busy || prefetching || syncPending);
         share_.serveFaults(); // first: a thread is blocked on each of them
         share_.protectClients();
         busy = drainBackupRings();
         faultPath_.drainDeferred();
-        prefetcher_.run(busy);
         if (shard_.lead())
             settler_.step(*settleSource_);
         const uint64_t now = monotonicNs();
-        publish(now);
+        publish(now); // what this round placed, before prefetch takes its slice
         if (shard_.lead() && !housekeeper_.round(now)) {
             stopSyncs(); // the interface is gone
             return;
         }
+        prefetching = prefetcher_.run(busy);
         syncPending = roundDone(asked);
     }
     if (shard_.lead())

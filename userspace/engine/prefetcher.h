@@ -15,10 +15,19 @@ public:
     // `busy`: the backup rings are full. Then 4 KiB pages are not prefetched
     // (the datagrams bring them in at the same cost per page) and 2 MiB ones
     // one a round, so the backup rings keep draining.
-    void run(bool busy) noexcept;
+    // Otherwise a round prefetches for at most kSliceNs (a fresh 4 KiB page
+    // can cost 10 us on a VM: 256 buffers ahead are milliseconds), so that a
+    // datagram that faults meanwhile waits for a slice, not for the whole
+    // prefetch. Returns true if a flow has more to prefetch: the pager comes
+    // back at once.
+    bool run(bool busy) noexcept;
+    static constexpr uint64_t kSliceNs = 50'000;
+    // Pages installed by one call between two looks at the clock.
+    static constexpr uint64_t kChunkPages = 8;
 
 private:
-    void ahead(ServedFlow& f, bool busy) noexcept;
+    // True if f has more to prefetch after this round.
+    bool ahead(ServedFlow& f, bool busy, uint64_t deadline) noexcept;
 
     const PagerContext& ctx_;
     const RegionShare& share_;

@@ -7,6 +7,7 @@
 #include "region/client_installer.h"
 #include "region/page_io.h"
 #include "region/page_pool.h"
+#include "region/page_reserve.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_internal.h"
@@ -48,6 +49,7 @@ void CopyInstaller::install(const InstallBatch& b, BatchTiming* t) noexcept
                 n = std::min<size_t>(n, remote_->images());
                 installRun(rest.sub(k, n), remote_->buffer(), Via::Remote, t);
             } else {
+                reserve_.release(n);
                 installRun(rest.sub(k, n), staging_.as<uint8_t>(), Via::Copy, t);
             }
         }

@@ -23,6 +23,7 @@ namespace npf {
 
 class ClientInstaller;
 class PagePool;
+class PageReserve;
 class RemoteInstaller;
 
 class CopyInstaller {
@@ -31,9 +32,12 @@ public:
     // up to batchPages pages per ioctl (staging holds that many images),
     // moving pages from `pool` while it has some (an empty PagePool: never).
     // Keeps references: the region's parts, filled in before the first install.
-    CopyInstaller(const RegionParts& parts, const MmapArea& staging, PagePool& pool, uint32_t batchPages) noexcept
+    // Before each copy into our mapping, frees as many pages of `reserve`.
+    CopyInstaller(const RegionParts& parts, const MmapArea& staging, PagePool& pool, PageReserve& reserve,
+                  uint32_t batchPages) noexcept
         : uffd_(parts.uffd), io_(parts.io), state_(parts.state), spill_(parts.spill), plan_(parts.plan),
-          staging_(staging), pool_(pool), batchPages_(batchPages), c_(parts.counters), name_(parts.name)
+          staging_(staging), pool_(pool), reserve_(reserve), batchPages_(batchPages), c_(parts.counters),
+          name_(parts.name)
     {
     }
 
@@ -99,6 +103,7 @@ private:
     const PatchPlan& plan_;
     const MmapArea& staging_;
     PagePool& pool_;
+    PageReserve& reserve_;
     ClientInstaller* client_ = nullptr;
     uint64_t clientBase_ = 0;
     RemoteInstaller* remote_ = nullptr;

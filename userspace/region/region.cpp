@@ -109,7 +109,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory client) : Region(cfg, &clie
 Region::Region(const RegionConfig& cfg, ClientMemory* client)
     : cfg_(cfg), geo_(checkedGeometry(cfg_)),
       c_(std::make_unique<RegionCounters>()),
-      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, pool_, geo_.batchPages),
+      parts_{uffd_, io_, state_, spill_, plan_, *c_, cfg_.name}, copy_(parts_, staging_, pool_, reserve_, geo_.batchPages),
       continue_(parts_, alias_), evictor_(parts_, *this, geo_.batchPages)
 {
     const std::string& who = cfg_.name;
@@ -158,7 +158,12 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
                             "alias of region " + who);
     const bool pooled = anon && cfg_.backing == RegionBacking::Pool;
     if (pooled && (uffd_.features() & UFFD_FEATURE_MOVE))
-        pool_ = PagePool(uffd_, *c_, uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, geo_.pageShift, who);
+        pool_ = PagePool(uffd_, *c_,
+                         std::max(uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages,
+                                  std::min(cfg_.reservePages, geo_.pages())),
+                         geo_.pageShift, who);
+    else if (anon && cfg_.reservePages && !pooled)
+        reserve_ = PageReserve(*c_, std::min(cfg_.reservePages, geo_.pages()), who);
     else if (pooled)
         NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
                  "instead of recycled", who.c_str());

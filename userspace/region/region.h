@@ -51,6 +51,7 @@
 #include "region/geometry.h"
 #include "region/page_io.h"
 #include "region/page_pool.h"
+#include "region/page_reserve.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
 #include "region/region_stats.h"
@@ -109,6 +110,12 @@ struct RegionConfig {
     // is always its memfd (shared between two processes).
     RegionBacking backing = RegionBacking::Memfd;
     uint32_t poolBatches = 4; // the pool's pages: this many install batches
+    // Pages faulted in when the region is built and kept for its installs
+    // (a reservation, as the kernel's huge page pool is for hugetlbfs), at
+    // most the region's. Pool: the pool holds max(this, poolBatches
+    // batches). Anonymous: a PageReserve, freed a run before each copy.
+    // Memfd: ignored (the engine refuses it). 0: none.
+    uint64_t reservePages = 0;
     // A client's memory with 4 KiB pages (npfd): pages are copied into the
     // client's mapping through its userfaultfd (ClientInstaller), so its
     // memory cgroup is charged, on a thread of the region's own that the
@@ -361,6 +368,7 @@ private:
     PageIo io_;
     std::unique_ptr<RegionCounters> c_;
     PagePool pool_;
+    PageReserve reserve_; // Anonymous with reservePages
 
     // Built in the initializer list with references to the parts above,
     // which the constructor's body fills in.

@@ -23,10 +23,11 @@ struct RegionStats {
     uint64_t moveCalls = 0, poolInstalls = 0, poolReturns = 0, poolEmpty = 0, poolFull = 0, poolRefills = 0;
     uint64_t clientInstalls = 0, clientFallbacks = 0, clientLate = 0, clientSlow = 0;
     uint64_t fastPathFaults = 0, fastPathFaultsInGrace = 0, graceTimeouts = 0, protectCapped = 0;
+    uint64_t reserveFreed = 0;
     uint64_t residentPages = 0;
 };
 
-inline constexpr std::array<CounterDef<RegionStats>, 37> kRegionCounters = {{
+inline constexpr std::array<CounterDef<RegionStats>, 38> kRegionCounters = {{
     {"packet_batches", &RegionStats::packetBatches, "calls", "batches of fault-path payloads placed"},
     {"patches", &RegionStats::patches, "patches", "patches applied"},
     {"patch_bytes", &RegionStats::patchBytes, "bytes", "bytes written by patches"},
@@ -84,6 +85,9 @@ inline constexpr std::array<CounterDef<RegionStats>, 37> kRegionCounters = {{
     {"protect_capped", &RegionStats::protectCapped, "buffers",
      "posted buffers left unprotected from eviction: protecting them would have held more pages than the resident "
      "budget leaves (their pages may be evicted before their datagram comes; the fault path places it)"},
+    {"reserve_freed", &RegionStats::reserveFreed, "pages",
+     "pages of the region's reserve (anonymous memory) freed just before an install copied as many in, so that "
+     "it took recycled pages instead of fresh ones"},
 }};
 static_assert(counters_detail::wellFormed(kRegionCounters) && counters_detail::unitsNamed(kRegionCounters),
               "kRegionCounters: names snake_case and unique, each member once");
