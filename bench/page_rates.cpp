@@ -76,25 +76,47 @@ void copyIn(int uffd, uint8_t* dst, const uint8_t* src, uint64_t len)
     }
 }
 
+// A MISSING-registered window of `pages` pages, and a run's image.
+struct CopyWindow {
+    Fd uffd;
+    MmapArea window, image;
+    CopyWindow(uint64_t pages, const char* what);
+};
+
+CopyWindow::CopyWindow(uint64_t pages, const char* what)
+    : uffd(userfaultfd()), window(anonymous(pages * kPage, what)), image(anonymous(kRun * kPage, what))
+{
+    std::memset(image.get(), 0x5a, kRun * kPage);
+    uffdio_register reg{.range = {.start = uint64_t(window.get()), .len = window.size()},
+                        .mode = UFFDIO_REGISTER_MODE_MISSING, .ioctls = 0};
+    if (::ioctl(uffd.get(), UFFDIO_REGISTER, &reg) < 0)
+        throwErrno(std::string("UFFDIO_REGISTER ") + what + " (MISSING)");
+}
+
+// `pages` pages copied in, kRun at a time, each into a page of its own of
+// a window that frees none until the end.
+double copiedRate(uint64_t pages)
+{
+    const uint64_t whole = (pages + kRun - 1) / kRun * kRun;
+    CopyWindow w(whole, "the copied-page probe's window");
+    const uint64_t t0 = monotonicNs();
+    for (uint64_t run = 0; run * kRun < whole; run++)
+        copyIn(w.uffd.get(), w.window.as<uint8_t>() + run * kRun * kPage, w.image.as<uint8_t>(), kRun * kPage);
+    return perSecond(whole, t0);
+}
+
 // `pages` pages installed with UFFDIO_COPY into a MISSING-registered window,
 // kRun at a time, each run freed again with MADV_DONTNEED: the kernel hands
 // the same few pages back, so this is the rate of recycled pages. With
 // `touch`, each page is read once through the window before it is freed.
 double recycledRate(uint64_t pages, bool touch)
 {
-    Fd uffd = userfaultfd();
     const uint64_t runBytes = kRun * kPage;
-    MmapArea window = anonymous(kWindowRuns * runBytes, "the recycled-page probe's window");
-    MmapArea image = anonymous(runBytes, "the recycled-page probe's source");
-    std::memset(image.get(), 0x5a, runBytes);
-    uffdio_register reg{.range = {.start = uint64_t(window.get()), .len = window.size()},
-                        .mode = UFFDIO_REGISTER_MODE_MISSING, .ioctls = 0};
-    if (::ioctl(uffd.get(), UFFDIO_REGISTER, &reg) < 0)
-        throwErrno("UFFDIO_REGISTER the recycled-page probe's window (MISSING)");
+    CopyWindow w(kWindowRuns * kRun, "the recycled-page probe's window");
     const uint64_t t0 = monotonicNs();
     for (uint64_t run = 0; run * kRun < pages; run++) {
-        uint8_t* dst = window.as<uint8_t>() + (run % kWindowRuns) * runBytes;
-        copyIn(uffd.get(), dst, image.as<uint8_t>(), runBytes);
+        uint8_t* dst = w.window.as<uint8_t>() + (run % kWindowRuns) * runBytes;
+        copyIn(w.uffd.get(), dst, w.image.as<uint8_t>(), runBytes);
         if (touch)
             for (uint64_t i = 0; i < kRun; i++)
                 (void)static_cast<volatile uint8_t*>(dst)[i * kPage + 64]; // a volatile read: not elided
@@ -111,6 +133,7 @@ nlohmann::ordered_json PageRates::toJson() const
     nlohmann::ordered_json j{{"cpu", cpu},
                              {"pages", pages},
                              {"freshMPagesPerSec", freshPerSec / 1e6},
+                             {"copiedMPagesPerSec", copiedPerSec / 1e6},
                              {"recycledMPagesPerSec", recycledPerSec / 1e6},
                              {"touchedMPagesPerSec", touchedPerSec / 1e6},
                              {"firstTouchNs", firstTouchNs()}};
@@ -123,9 +146,10 @@ std::string PageRates::line() const
 {
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "fresh %.3f M pages/s, recycled %.3f M pages/s, recycled + first touch %.3f M pages/s "
-                  "(a first touch %.1f us)",
-                  freshPerSec / 1e6, recycledPerSec / 1e6, touchedPerSec / 1e6, firstTouchNs() / 1e3);
+                  "fresh %.3f M pages/s, copied in %.3f M pages/s, recycled %.3f M pages/s, recycled + first touch "
+                  "%.3f M pages/s (a first touch %.1f us)",
+                  freshPerSec / 1e6, copiedPerSec / 1e6, recycledPerSec / 1e6, touchedPerSec / 1e6,
+                  firstTouchNs() / 1e3);
     return error.empty() ? buf : std::string(buf) + " (" + error + ")";
 }
 
@@ -138,6 +162,10 @@ PageRates measurePageRates(uint64_t bytes, int cpu)
         if (cpu >= 0)
             npf::pinThread(cpu, "npf-bench page-rate probe");
         try {
+            // Copied first: the pages the kernel has at hand now, as a
+            // receiver starting now would get them (the fresh probe frees
+            // its pages, which a later probe would get back).
+            r.copiedPerSec = copiedRate(r.pages);
             r.freshPerSec = freshRate(r.pages);
             r.recycledPerSec = recycledRate(r.pages, false);
             r.touchedPerSec = recycledRate(r.pages, true);

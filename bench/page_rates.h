@@ -14,6 +14,11 @@ struct PageRates {
     int cpu = -1;              // where it ran (-1: not pinned)
     uint64_t pages = 0;        // 4 KiB pages per probe
     double freshPerSec = 0;    // mmap, write one byte per page, munmap
+    // UFFDIO_COPY in runs of 64 over a window as large as the probe, never
+    // freed until the end: pages the kernel takes off its free lists for
+    // an install, as npf's copy route does (no page fault per page, which on
+    // a VM can be an exit of its own).
+    double copiedPerSec = 0;
     double recycledPerSec = 0; // UFFDIO_COPY in runs of 64 + MADV_DONTNEED, over a 1 MiB window
     // The same, each page read once through its new mapping between the
     // copy and the free, as a receiver reads what was installed: on a VM
@@ -24,7 +29,7 @@ struct PageRates {
     std::string error;         // a probe failed (no userfaultfd, ...): its rate is 0
 
     nlohmann::ordered_json toJson() const;
-    std::string line() const; // "fresh 0.26 M pages/s, recycled 0.71 M pages/s, recycled + first touch 0.5 M pages/s"
+    std::string line() const; // "fresh 0.26 M pages/s, copied in 0.4 M pages/s, recycled 0.71 M pages/s, ..."
     // ns a receiver's first access to an installed page adds (0: unknown).
     double firstTouchNs() const
     {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "burst.h"
 #include "control_check.h"
 #include "run.h"
 
@@ -592,7 +593,7 @@ const std::map<std::string, std::function<Json(const Options&)>>& table()
 {
     static const std::map<std::string, std::function<Json(const Options&)>> t{
         {"steady", steady}, {"cold", cold},       {"pressure", pressure},
-        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}, {"csum", csum}};
+        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}, {"csum", csum}, {"burst", burst}};
     return t;
 }
 
@@ -600,7 +601,8 @@ const std::map<std::string, std::function<Json(const Options&)>>& table()
 
 const std::vector<std::string>& scenarioNames()
 {
-    static const std::vector<std::string> n{"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum"};
+    static const std::vector<std::string> n{"steady", "cold",    "pressure", "faultpath",
+                                            "stages", "scaling", "csum",     "burst"};
     return n;
 }
 

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -86,6 +87,30 @@ void expectRunFields(const nlohmann::json& j)
     }
 }
 
+// The burst: trafgen into npf-recv, each variant once; npf-recv's summary
+// accounts for every datagram that reached XDP (written, dropped in XDP or
+// completed LOST, nothing in flight or unpolled), names the route, and the
+// bound of the moment is there beside it.
+void expectBurst(const nlohmann::json& b)
+{
+    if (b.contains("skipped")) {
+        std::printf("[ skipped  ] burst: %s\n", b["skipped"].get<std::string>().c_str());
+        return;
+    }
+    ASSERT_EQ(b["runs"].size(), 4u) << b.dump();
+    for (const auto& r : b["runs"]) {
+        ASSERT_FALSE(r.contains("error")) << r.dump();
+        EXPECT_GT(r["reached"].get<uint64_t>(), 0u) << r["variant"];
+        EXPECT_GT(r["written"].get<uint64_t>(), 0u) << r["variant"];
+        EXPECT_EQ(r["otherwiseNotWritten"].get<uint64_t>(), 0u) << r.dump();
+        EXPECT_EQ(r["written"].get<uint64_t>() + r["droppedInXdp"].get<uint64_t>() + r["lost"].get<uint64_t>(),
+                  r["reached"].get<uint64_t>())
+            << r["variant"];
+        EXPECT_FALSE(r["route"].get<std::string>().empty()) << r["variant"];
+        EXPECT_GT(r["bound"].get<double>(), 0.0) << r["variant"];
+    }
+}
+
 TEST(BenchSmoke, QuickRunWritesJson)
 {
     if (!npf::test::isRoot())
@@ -102,7 +127,7 @@ TEST(BenchSmoke, QuickRunWritesJson)
     ASSERT_TRUE(f) << "no JSON written\n" << text;
     nlohmann::json j = nlohmann::json::parse(f); // throws (fails the test) if it does not parse
     ASSERT_TRUE(j.contains("scenarios"));
-    for (const char* s : {"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum"})
+    for (const char* s : {"steady", "cold", "pressure", "faultpath", "stages", "scaling", "csum", "burst"})
         EXPECT_TRUE(j["scenarios"].contains(s)) << s;
     EXPECT_EQ(j["config"]["udpCsum"], true); // correct UDP checksums unless --udp-csum off
     // Every contender of the steady state (and of the checksum on/off runs) received
@@ -130,6 +155,7 @@ TEST(BenchSmoke, QuickRunWritesJson)
     }
     for (const char* s : {"steady", "faultpath"})
         EXPECT_TRUE(j["scenarios"][s].contains("sidecarVsNpf")) << s;
+    expectBurst(j["scenarios"]["burst"]);
     expectPageRates(j, text);
     expectRunFields(j);
     std::filesystem::remove_all(dir);

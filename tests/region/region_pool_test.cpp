@@ -183,13 +183,14 @@ TEST_P(RegionPool, AReserveIsInThePoolBeforeTheFirstInstall)
     app.join();
 }
 
-// The copy route's reserve (PageReserve): a run of it is freed just before
-// each copy (reserve_freed), as many pages as are copied in, until it is
+// The copy route's reserve (PageReserve): freed kFreeAhead pages at a time
+// (reserve_freed), just before the copies that take as many, until it is
 // used up; then installs go on taking pages from the kernel.
-TEST(RegionReserve, TheCopyRouteFreesItsReserveARunBeforeEachCopy)
+TEST(RegionReserve, TheCopyRouteFreesItsReserveAheadOfItsCopies)
 {
     NPF_REQUIRE_UFFD();
-    const uint64_t pages = 256, reserve = 100;
+    constexpr uint64_t kAhead = PageReserve::kFreeAhead;
+    const uint64_t pages = 4 * kAhead, reserve = 2 * kAhead + kAhead / 2;
     RegionConfig c = smallConfig(pages * kPg);
     c.backing = RegionBacking::Anonymous;
     c.reservePages = reserve;
@@ -198,8 +199,12 @@ TEST(RegionReserve, TheCopyRouteFreesItsReserveARunBeforeEachCopy)
     EXPECT_EQ(r.route(), "anon-4k");
     auto content = randomBytes(r.size(), 13);
     writePages(r, content, 0, 10);
-    EXPECT_EQ(r.stats().reserveFreed, 10u) << "one page freed per page copied in";
-    writePages(r, content, 10, pages);
+    EXPECT_EQ(r.stats().reserveFreed, kAhead) << "the first copy freed a run ahead";
+    writePages(r, content, 10, kAhead);
+    EXPECT_EQ(r.stats().reserveFreed, kAhead) << "the copies took what was freed ahead";
+    writePages(r, content, kAhead, kAhead + 1);
+    EXPECT_EQ(r.stats().reserveFreed, 2 * kAhead) << "the next copy freed the next run";
+    writePages(r, content, kAhead + 1, pages);
     const RegionStats s = r.stats();
     EXPECT_EQ(s.reserveFreed, reserve) << "used up once, never more";
     EXPECT_EQ(s.pagesInstalled, pages);

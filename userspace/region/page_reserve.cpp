@@ -25,18 +25,20 @@ PageReserve::PageReserve(RegionCounters& counters, uint64_t pages, const std::st
 
 void PageReserve::release(uint64_t n) noexcept
 {
-    n = std::min(n, left_);
-    if (n == 0)
-        return;
-    // From the top: the reserve's mapping shrinks from its end.
-    uint8_t* at = map_.as<uint8_t>() + (left_ - n) * NPF_PAGE_SIZE;
-    if (::madvise(at, n * NPF_PAGE_SIZE, MADV_DONTNEED) != 0) {
-        NPF_WARN_RL("freeing %llu pages of a region's reserve: %s", static_cast<unsigned long long>(n),
-                    std::strerror(errno));
-        return;
+    while (ahead_ < n && left_ > 0) {
+        // From the top: the reserve's mapping shrinks from its end.
+        const uint64_t k = std::min(std::max(n - ahead_, kFreeAhead), left_);
+        uint8_t* at = map_.as<uint8_t>() + (left_ - k) * NPF_PAGE_SIZE;
+        if (::madvise(at, k * NPF_PAGE_SIZE, MADV_DONTNEED) != 0) {
+            NPF_WARN_RL("freeing %llu pages of a region's reserve: %s", static_cast<unsigned long long>(k),
+                        std::strerror(errno));
+            return;
+        }
+        left_ -= k;
+        ahead_ += k;
+        c_->add<&RegionStats::reserveFreed>(k);
     }
-    left_ -= n;
-    c_->add<&RegionStats::reserveFreed>(n);
+    ahead_ -= std::min(ahead_, n);
 }
 
 } // namespace npf

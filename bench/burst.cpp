@@ -1,0 +1,367 @@
+// The cold ring as a user meets it (issue 38): netsniff-ng's trafgen sends a
+// burst of datagrams flat out from the peer namespace into npf-recv, the
+// program a user runs, on a cold region; npf-recv's --json summary accounts
+// for every one. Beside each run, the bound of the moment: what a receiver
+// could have written if installing the region's pages were its only cost,
+// from the machine's page rates measured just before the run. Variants:
+// the default route, a reserve, 2 MiB pages, 2 MiB pages with a reserve;
+// rounds of all of them in turn, so that the machine's drift falls on all.
+#include "burst.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "npf/abi.h"
+#include "page_rates.h"
+#include "run.h"
+#include "sys/clock.h"
+#include "sys/error.h"
+#include "sys/fd.h"
+
+#ifndef NPF_RECV_PATH
+#define NPF_RECV_PATH ""
+#endif
+
+namespace npf::bench {
+namespace {
+
+constexpr const char* kTrafgen = "/usr/sbin/trafgen";
+constexpr uint32_t kPayload = 1400;  // the issue's datagrams
+constexpr uint32_t kBuf = 2048;      // npf-recv's default buffer: two per 4 KiB page
+constexpr uint16_t kPort = 9000;
+constexpr int kReadyFd = 3;          // npf-recv's --ready-fd in the child
+constexpr double kIdleSeconds = 2.0; // npf-recv stops this long after the last datagram
+
+struct Variant {
+    std::string name;
+    bool huge = false, reserve = false;
+};
+
+const std::vector<Variant>& variants()
+{
+    static const std::vector<Variant> v{
+        {"npf", false, false}, {"npf-reserve", false, true}, {"npf-2m", true, false}, {"npf-2m-reserve", true, true}};
+    return v;
+}
+
+// npf-recv: NPF_RECV_PATH (the build tree's) if it exists, else the one next to npf-bench.
+std::string npfRecvBinary()
+{
+    std::error_code ec;
+    if (const std::string built = NPF_RECV_PATH; !built.empty() && std::filesystem::exists(built, ec))
+        return built;
+    const auto next = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "npf-recv";
+    if (ec || !std::filesystem::exists(next, ec))
+        throwErrno(ENOENT, "find npf-recv (build the npf-recv target)");
+    return next.string();
+}
+
+std::string readFile(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A child process: argv run with stderr (and stdout) to `log`, stdin from
+// /dev/null; with readyFd, its fd kReadyFd is a pipe whose read end
+// ready() reads. Killed with its parent (PR_SET_PDEATHSIG) and on
+// destruction if still running.
+class Child {
+public:
+    Child(std::vector<std::string> args, const std::string& log, bool readyFd)
+    {
+        std::vector<char*> argv;
+        for (auto& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        int p[2] = {-1, -1};
+        if (readyFd && ::pipe2(p, O_CLOEXEC) != 0)
+            throwErrno("ready pipe for " + args[0]);
+        ready_ = Fd(p[0]);
+        Fd writeEnd(p[1]);
+        Fd out(::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+        Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+        if (!out || !null)
+            throwErrno("open " + log + " and /dev/null for " + args[0]);
+        const pid_t parent = ::getpid();
+        pid_ = ::fork();
+        if (pid_ < 0)
+            throwErrno("fork for " + args[0]);
+        if (pid_ == 0) { // async-signal-safe calls only until exec
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent || ::dup2(null.get(), STDIN_FILENO) < 0 ||
+                ::dup2(out.get(), STDOUT_FILENO) < 0 || ::dup2(out.get(), STDERR_FILENO) < 0 ||
+                (writeEnd && ::dup2(writeEnd.get(), kReadyFd) < 0))
+                ::_exit(127);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+    }
+    ~Child()
+    {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    // "ready\n" on the pipe within `seconds`.
+    bool ready(double seconds)
+    {
+        pollfd p{ready_.get(), POLLIN, 0};
+        char buf[8] = {};
+        return ::poll(&p, 1, int(seconds * 1000)) == 1 && ::read(ready_.get(), buf, sizeof buf) >= 6 &&
+               std::string(buf, 6) == "ready\n";
+    }
+    // Exit status within `seconds` (-1: still running; it is killed then).
+    int wait(double seconds)
+    {
+        const uint64_t until = monotonicNs() + uint64_t(seconds * 1e9);
+        int st = 0;
+        while (::waitpid(pid_, &st, WNOHANG) == 0) {
+            if (monotonicNs() > until || g_interrupted)
+                return -1;
+            ::usleep(10000);
+        }
+        pid_ = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+
+private:
+    pid_t pid_ = -1;
+    Fd ready_;
+};
+
+// npf-recv --json's summary: the last line of its stderr that is a JSON object.
+Json summaryOf(const std::string& log)
+{
+    size_t end = log.size();
+    while (end > 0) {
+        const size_t start = log.rfind('\n', end - 1);
+        const size_t from = start == std::string::npos ? 0 : start + 1;
+        if (from < end && log[from] == '{')
+            return Json::parse(log.substr(from, end - from), nullptr, false);
+        if (start == std::string::npos)
+            break;
+        end = start;
+    }
+    return Json();
+}
+
+uint64_t at(const Json& j, std::initializer_list<const char*> path)
+{
+    const Json* p = &j;
+    for (const char* k : path) {
+        if (!p->is_object() || !p->contains(k))
+            return 0;
+        p = &(*p)[k];
+    }
+    return p->is_number() ? p->get<uint64_t>() : 0;
+}
+
+// The bound of the moment: datagrams a receiver could have written if
+// bringing in the region's pages were its only cost. A cold region needs
+// `pages` first installs (one pass over it, or fewer for a short burst) at
+// `perPage` seconds each; `perPage * pages` of the burst's `seconds` go to
+// them at `perPageDatagrams` datagrams a page, the rest arrives into
+// resident pages at the offered rate; and the posted buffers
+// (NPF_POST_RING_SIZE) can hold as many datagrams more, placed after the
+// burst.
+double boundOfTheMoment(uint64_t reached, double seconds, uint64_t pages, double perPage, uint32_t perPageDatagrams)
+{
+    if (reached == 0 || seconds <= 0)
+        return 0;
+    const double rate = double(reached) / seconds, cold = double(pages) * perPage;
+    const double b = cold >= seconds ? seconds / perPage * perPageDatagrams
+                                     : double(pages) * perPageDatagrams + rate * (seconds - cold);
+    return std::min(double(reached), b + NPF_POST_RING_SIZE);
+}
+
+// Seconds per first install of a page of the variant's size, from the
+// machine's rates now, as the pager pays them: 4 KiB, a page copied in
+// from the kernel's free lists (PageRates::copiedPerSec), or with a reserve
+// a recycled one; 2 MiB, 512 of those copied in (the host backs a huge page
+// as 512 small ones), none with a reserve. The receiver's first touch of
+// each page is left out: a worker pays it, on the other CPU.
+double perPageSeconds(const Variant& v, const PageRates& r)
+{
+    if (r.copiedPerSec <= 0 || r.recycledPerSec <= 0)
+        return 0;
+    if (v.huge)
+        return v.reserve ? 0 : 512 / r.copiedPerSec;
+    return v.reserve ? 1 / r.recycledPerSec : 1 / r.copiedPerSec;
+}
+
+struct BurstRun {
+    std::string variant, route, error;
+    bool generatorFailed = false; // trafgen, not npf-recv: the run is made again, once
+    uint32_t retries = 0;
+    uint64_t reached = 0, written = 0, droppedInXdp = 0, lost = 0, otherwise = 0;
+    double sendSeconds = 0, bound = 0, faultP50Us = 0;
+    PageRates rates;
+    Json summary;
+
+    double offeredPps() const { return sendSeconds > 0 ? double(reached) / sendSeconds : 0; }
+    double pct(double x) const { return reached ? 100.0 * x / double(reached) : 0; }
+    Json toJson() const
+    {
+        Json j{{"variant", variant},          {"route", route},
+               {"reached", reached},          {"written", written},
+               {"droppedInXdp", droppedInXdp}, {"lost", lost},
+               {"otherwiseNotWritten", otherwise}, {"sendSeconds", sendSeconds},
+               {"offeredMpps", offeredPps() / 1e6}, {"bound", bound},
+               {"writtenOverBound", bound > 0 ? double(written) / bound : 0},
+               {"faultP50Us", faultP50Us},   {"pageRates", rates.toJson()}, {"retries", retries},
+               {"summary", summary}};
+        if (!error.empty())
+            j["error"] = error;
+        return j;
+    }
+};
+
+std::string trafgenConfig(const TrafficConfig& t, const std::string& dir)
+{
+    const std::string path = dir + "/trafgen.cfg";
+    std::ofstream f(path);
+    f << "{ eth(da=" << t.dstMac << ", sa=" << t.srcMac << "), ipv4(saddr=" << t.srcAddr << ", daddr=" << t.dstAddr
+      << ", ttl=64), udp(sp=40000, dp=" << kPort << "), fill(0x41, " << kPayload << ") }\n";
+    if (!f)
+        throwErrno(EIO, "write " + path);
+    return path;
+}
+
+BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64_t datagrams, uint64_t region,
+                  const std::string& dir, int cpu, const std::string& tag)
+{
+    BurstRun r;
+    r.variant = v.name;
+    r.rates = measurePageRates(16ull << 20, cpu);
+    std::vector<std::string> args = {npfRecvBinary(), rx.ifname, std::to_string(kPort), "--cold", "--region",
+                                     std::to_string(region >> 20) + "M", "--idle", std::to_string(kIdleSeconds),
+                                     "--json", "-o", "/dev/null", "--ready-fd", std::to_string(kReadyFd)};
+    if (v.huge)
+        args.insert(args.end(), {"--page-size", "2M"});
+    if (v.reserve)
+        args.insert(args.end(), {"--reserve", std::to_string(region >> 20) + "M"});
+    const std::string log = dir + "/npf-recv-" + tag + ".log", genLog = dir + "/trafgen-" + tag + ".log";
+    Child recv(args, log, true);
+    if (!recv.ready(60)) {
+        r.error = "npf-recv was not ready within 60 s: " + readFile(log);
+        return r;
+    }
+    const std::string cfg = trafgenConfig(t, dir);
+    const uint64_t t0 = monotonicNs();
+    Child gen({"/usr/bin/nsenter", "--net=" + t.txNsPath, kTrafgen, "--cpus", "1", "-o", t.txIf, "-i", cfg, "-n",
+               std::to_string(datagrams), "-q"},
+              genLog, false);
+    const int gst = gen.wait(120);
+    r.sendSeconds = double(monotonicNs() - t0) * 1e-9;
+    const int st = recv.wait(60);
+    if (gst != 0 || st != 0) {
+        r.generatorFailed = gst != 0;
+        r.error = "trafgen exited " + std::to_string(gst) + " (" + genLog + "), npf-recv " + std::to_string(st) +
+                  " (" + log + ")";
+        return r;
+    }
+    r.summary = summaryOf(readFile(log));
+    if (!r.summary.is_object()) {
+        r.error = "no JSON summary from npf-recv: " + readFile(log);
+        return r;
+    }
+    const Json& s = r.summary;
+    r.reached = at(s, {"reached"});
+    r.written = at(s, {"datagrams"});
+    r.droppedInXdp = at(s, {"not_written", "dropped_in_xdp"});
+    r.lost = at(s, {"not_written", "lost"});
+    r.otherwise = r.reached - std::min(r.reached, r.written + r.droppedInXdp + r.lost);
+    r.route = s.contains("engine") && s["engine"].contains("route") ? s["engine"]["route"].get<std::string>() : "";
+    r.faultP50Us = double(at(s, {"engine", "latency", "fault_total", "p50_ns"})) / 1e3;
+    const uint64_t page = v.huge ? 2ull << 20 : 4096, perPage = page / kBuf;
+    const uint64_t pages = std::min(region / page, (r.reached + perPage - 1) / perPage);
+    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, perPageSeconds(v, r.rates), uint32_t(perPage));
+    return r;
+}
+
+void printRun(const BurstRun& r)
+{
+    if (!r.error.empty()) {
+        printf("%-15s error: %s\n", r.variant.c_str(), r.error.c_str());
+        return;
+    }
+    printf("%-15s %-12s %8.3f %9llu %8.1f%% %8.1f%% %8.1f%% %7.2f %9.0f %8.3f %8.3f\n", r.variant.c_str(),
+           r.route.c_str(), r.offeredPps() / 1e6, (unsigned long long)r.reached, r.pct(double(r.written)),
+           r.pct(double(r.droppedInXdp)), r.pct(r.bound), r.bound > 0 ? double(r.written) / r.bound : 0,
+           r.faultP50Us, r.rates.copiedPerSec / 1e6, r.rates.recycledPerSec / 1e6);
+}
+
+} // namespace
+
+Json burst(const Options& o)
+{
+    printf("\n== burst: trafgen into npf-recv --cold, every datagram accounted ==\n");
+    if (::access(kTrafgen, X_OK) != 0) {
+        printf("skipped: %s missing (netsniff-ng; scripts/deps.sh installs it)\n", kTrafgen);
+        return {{"skipped", std::string(kTrafgen) + " missing"}};
+    }
+    const uint64_t datagrams = o.quick ? 100000 : 1000000, region = o.quick ? 64ull << 20 : 256ull << 20;
+    const uint32_t rounds = o.quick ? 1 : 3;
+    std::vector<Variant> vs;
+    for (const Variant& v : variants())
+        if (o.only.empty() || std::find(o.only.begin(), o.only.end(), v.name) != o.only.end())
+            vs.push_back(v);
+    printf("%llu datagrams of %u B, a %llu MiB region, %u round(s) of %zu variant(s); bound: what the page rates "
+           "of the moment allow (docs/BENCHMARKS.md)\n",
+           (unsigned long long)datagrams, kPayload, (unsigned long long)(region >> 20), rounds, vs.size());
+    printf("%-15s %-12s %8s %9s %9s %9s %9s %7s %9s %8s %8s\n", "variant", "route", "offer M/s", "reached", "written",
+           "xdp drop", "bound", "w/bound", "fault p50", "copy M", "recyc M");
+    std::error_code ec;
+    const std::string dir = o.outDir + "/burst";
+    std::filesystem::create_directories(dir, ec);
+    Env env({});
+    TrafficConfig t = env.traffic();
+    RxConfig rx = env.rx();
+    Json runs = Json::array();
+    std::map<std::string, std::vector<double>> ratio;
+    for (uint32_t round = 0; round < rounds && !g_interrupted; round++)
+        for (const Variant& v : vs) {
+            if (g_interrupted)
+                break;
+            const std::string tag = v.name + "-" + std::to_string(round);
+            BurstRun r = runBurst(v, t, rx, datagrams, region, dir, o.rxCpus.front(), tag);
+            if (r.generatorFailed && !g_interrupted) { // trafgen's failure, not the receiver's: once more
+                printf("%-15s trafgen failed (%s): once more\n", v.name.c_str(), r.error.c_str());
+                r = runBurst(v, t, rx, datagrams, region, dir, o.rxCpus.front(), tag + "-again");
+                r.retries = 1;
+            }
+            printRun(r);
+            fflush(stdout);
+            if (r.error.empty() && r.bound > 0)
+                ratio[v.name].push_back(double(r.written) / r.bound);
+            runs.push_back(r.toJson());
+        }
+    Json summary = Json::object();
+    for (auto& [name, xs] : ratio) {
+        std::sort(xs.begin(), xs.end());
+        summary[name] = {{"writtenOverBoundMin", xs.front()}, {"writtenOverBoundMedian", xs[xs.size() / 2]}};
+        printf("%-15s written / bound: min %.2f, median %.2f over %zu run(s)\n", name.c_str(), xs.front(),
+               xs[xs.size() / 2], xs.size());
+    }
+    return {{"datagrams", datagrams}, {"payload", kPayload}, {"regionBytes", region}, {"rounds", rounds},
+            {"summary", summary}, {"runs", runs}};
+}
+
+} // namespace npf::bench
