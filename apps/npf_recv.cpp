@@ -76,7 +76,7 @@ struct Options {
     bool connect = false;  // --connect: through npfd
     std::string socket;    // its socket ("" = the default)
     double idle = 0, reorderMs = 1.0;
-    bool cold = false, quiet = false, json = false, noUdpCsum = false, runToCompletion = false;
+    bool cold = false, quiet = false, json = false, noUdpCsum = false, runToCompletion = false, busyPoll = false;
     int verbose = 0;
 };
 
@@ -522,6 +522,9 @@ int run(const Options& o)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     if (o.connect && sz.reserve)
         throw std::invalid_argument("--reserve: through npfd (--connect) the region's pages are the client's memfd");
+    if (o.connect && o.busyPoll)
+        throw std::invalid_argument("--pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "
+                                    "--pager-busy-poll)");
     if (o.connect && o.runToCompletion)
         throw std::invalid_argument("--run-to-completion: through npfd (--connect) the fast path is npfd's workers'");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
@@ -553,6 +556,7 @@ int run(const Options& o)
                      .verifyUdpChecksum = !o.noUdpCsum,
                      .runToCompletion = o.runToCompletion,
                      .pagerThreads = o.pagers,
+                     .pagerBusyPoll = o.busyPoll,
                      .spillDir = o.spillDir});
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
     return receive(o, sz, eng, flow, out);
@@ -622,6 +626,9 @@ int main(int argc, char** argv)
     app.add_option("--prefetch", o.prefetch, "posted buffers to populate after a fault (0 = off)");
     app.add_option("--pagers", o.pagers, "pager threads (the fault path; see docs/architecture.md, Pagers)")
         ->check(CLI::Range(1, 64));
+    app.add_flag("--pager-busy-poll", o.busyPoll,
+                 "the pagers spin instead of sleeping: a fault is picked up in microseconds instead of a "
+                 "wakeup, at the cost of a CPU per pager (docs/architecture.md, Pagers)");
     app.add_option("--reorder-ms", o.reorderMs, "a datagram proven dropped completes LOST this many ms after the proof")
         ->check(number(0.001, 3600e3, "in [0.001 - 3600000]"));
     app.add_flag("--no-udp-csum", o.noUdpCsum, "do not verify UDP checksums (see below)");

@@ -123,6 +123,15 @@ TEST(NpfRecvArgs, ReserveThroughNpfdExits2)
                      "memfd\n");
 }
 
+// Through npfd the pagers are npfd's: busy polling them is npfd's option.
+TEST(NpfRecvArgs, PagerBusyPollThroughNpfdExits2)
+{
+    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --pager-busy-poll");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_EQ(r.err, "npf-recv: error: --pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "
+                     "--pager-busy-poll)\n");
+}
+
 // Everything npf-recv does before it looks the interface up creates nothing,
 // as long as bpffs is mounted already (else it would mount it).
 TEST(NpfRecvArgs, MissingInterfaceExits4)
