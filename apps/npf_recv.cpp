@@ -156,6 +156,7 @@ std::string statsJson(const npf::Client& cli)
 {
     nlohmann::ordered_json j = {{"interface", ""}, {"pid", ::getpid()}, {"time_ns", 0}};
     j.update(nlohmann::ordered_json::parse(npf::toJson(cli.stats())));
+    j["route"] = cli.route();
     return j.dump();
 }
 

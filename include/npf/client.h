@@ -80,6 +80,11 @@ public:
     uint8_t* region() const noexcept;
     uint64_t regionSize() const noexcept;
     uint64_t residentBudget() const noexcept; // what npfd granted
+    // Where the region's pages come from, named as Engine::statsJson()'s
+    // "route" names an engine's: "client-memfd-4k" or "client-hugetlbfs-2m"
+    // (this client's memory, installed by npfd through its userfaultfd or
+    // by this client's own thread).
+    const char* route() const noexcept;
     // Returns at once (npfd applies it in order with this client's requests);
     // throws std::system_error(EINVAL) for a range outside the region.
     // Adjoining releases are held back and sent as one request (each costs

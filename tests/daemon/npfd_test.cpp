@@ -95,6 +95,7 @@ TEST_F(NpfdE2E, TwoUnprivilegedClientsReceiveSocatStreamsByteForByte)
     const std::string errB = readFile(dir.path + "/b.err");
     EXPECT_NE(errB.find("evicted="), std::string::npos) << errB;
     EXPECT_EQ(errB.find("evicted=0 "), std::string::npos) << "the cold client's budget never evicted:\n" << errB;
+    EXPECT_NE(errB.find(" route=client-memfd-4k "), std::string::npos) << "its summary names its route:\n" << errB;
     // Both clients are gone; npfd's totals (npfctl stats) still count what they received.
     const uint64_t total = 2 * (size / 1024);
     Counters eng;

@@ -22,6 +22,7 @@
 #include "dataplane/flow_ring.h"
 #include "engine/flow_impl.h"
 #include "ipc/channel.h"
+#include "region/routes.h"
 #include "order/completion_ring.h"
 #include "region/geometry.h"
 #include "region/uffd.h"
@@ -394,6 +395,11 @@ void Client::closeFlow(Flow& f)
 uint8_t* Client::region() const noexcept { return impl_->map.as<uint8_t>(); }
 uint64_t Client::regionSize() const noexcept { return impl_->cfg.regionSize; }
 uint64_t Client::residentBudget() const noexcept { return impl_->budget; }
+
+const char* Client::route() const noexcept
+{
+    return impl_->cfg.pageSize == NPF_PAGE_SIZE ? routes::kClientMemfd4k : routes::kClientHugetlbfs2m;
+}
 
 void Client::release(uint64_t offset, uint64_t len)
 {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "region/region_internal.h"
+#include "region/routes.h"
 #include "sys/error.h"
 #include "sys/log.h"
 
@@ -250,12 +251,12 @@ const char* Region::route() const noexcept
 {
     const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
     if (pool_)
-        return huge ? "pool-2m-thp" : "pool-4k";
+        return huge ? routes::kPool2mThp : routes::kPool4k;
     if (!memfd_)
-        return huge ? "anon-2m-thp" : "anon-4k";
+        return huge ? routes::kAnon2mThp : routes::kAnon4k;
     if (adopted_)
-        return hugetlb_ ? "client-hugetlbfs-2m" : "client-memfd-4k";
-    return hugetlb_ ? "hugetlbfs-2m" : "memfd-4k";
+        return hugetlb_ ? routes::kClientHugetlbfs2m : routes::kClientMemfd4k;
+    return hugetlb_ ? routes::kHugetlbfs2m : routes::kMemfd4k;
 }
 
 void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept

@@ -40,6 +40,8 @@ static_assert(sizeof(SchedAttr) == 48);
 
 bool shortSlice(uint64_t ns) noexcept
 {
+    if (::sched_getscheduler(0) != SCHED_OTHER) // real-time, batch or idle: the caller's choice stands
+        return false;
     errno = 0;
     const int nice = ::getpriority(PRIO_PROCESS, 0); // this thread's (Linux: per thread)
     if (nice == -1 && errno)

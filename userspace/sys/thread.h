@@ -13,7 +13,8 @@ void pinThread(int cpu, const char* who) noexcept;
 // calling thread instead of the default (about 3 ms): a thread others wait
 // for gets an earlier deadline, so when it wakes it runs within about `ns`
 // instead of after a busy thread's whole slice. Needs no privilege; an
-// older kernel ignores it (returns false, quietly).
+// older kernel ignores it. Only for a thread of the normal policy (a
+// real-time, batch or idle one keeps its own): false otherwise, quietly.
 bool shortSlice(uint64_t ns) noexcept;
 
 } // namespace npf
