@@ -25,6 +25,7 @@
 
 #include "npf/abi.h"
 #include "page_rates.h"
+#include "programs.h"
 #include "run.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -56,23 +57,6 @@ const std::vector<Variant>& variants()
     return v;
 }
 
-// npf-recv: NPF_RECV_PATH (the build tree's) if it exists, else the one next to npf-bench.
-std::string npfRecvBinary()
-{
-    std::error_code ec;
-    if (const std::string built = NPF_RECV_PATH; !built.empty() && std::filesystem::exists(built, ec))
-        return built;
-    const auto next = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "npf-recv";
-    if (ec || !std::filesystem::exists(next, ec))
-        throwErrno(ENOENT, "find npf-recv (build the npf-recv target)");
-    return next.string();
-}
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // A child process: argv run with stderr (and stdout) to `log`, stdin from
 // /dev/null; with readyFd, its fd kReadyFd is a pipe whose read end
@@ -250,7 +234,7 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
     BurstRun r;
     r.variant = v.name;
     r.rates = measurePageRates(16ull << 20, cpu);
-    std::vector<std::string> args = {npfRecvBinary(), rx.ifname, std::to_string(kPort), "--cold", "--region",
+    std::vector<std::string> args = {programPath(NPF_RECV_PATH, "npf-recv"), rx.ifname, std::to_string(kPort), "--cold", "--region",
                                      std::to_string(region >> 20) + "M", "--idle", std::to_string(kIdleSeconds),
                                      "--json", "-o", "/dev/null", "--ready-fd", std::to_string(kReadyFd)};
     if (v.huge)

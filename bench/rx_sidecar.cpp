@@ -28,6 +28,7 @@
 #include "flow_loop.h"
 #include "huge_pages.h"
 #include "npf/client.h"
+#include "programs.h"
 #include "receiver.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -50,17 +51,7 @@ constexpr int kReadyFd = 3; // npfd's --ready-fd in the child
 // it exists, else the one next to npf-bench.
 std::string npfdBinary(const std::string& given)
 {
-    if (!given.empty())
-        return given;
-    std::error_code ec;
-    if (const std::string built = NPFD_PATH; !built.empty() && std::filesystem::exists(built, ec))
-        return built;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const auto next = self.parent_path() / "npfd";
-    if (ec || !std::filesystem::exists(next, ec))
-        throwErrno(ENOENT, std::string("find npfd (neither ") + (*NPFD_PATH ? NPFD_PATH : "a build-tree npfd") +
-                               " nor " + next.string() + " exists): build the npfd target");
-    return next.string();
+    return given.empty() ? programPath(NPFD_PATH, "npfd") : given;
 }
 
 // A fresh directory under /tmp, removed with its content.
@@ -85,12 +76,6 @@ public:
 private:
     std::string path_;
 };
-
-std::string readFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // npfd as a child process of the bench, serving cfg.ifname with the npf
 // contender's XDP mode, queues and pager mode. It runs in the network

@@ -61,7 +61,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
     rc.backing = regionBacking(cfg);
-    rc.reservePages = std::min(cfg.reserve, cfg.regionSize) / cfg.pageSize;
+    rc.reservePages = cfg.reserve / cfg.pageSize; // the region takes at most its own
     rc.residentBudget = cfg.residentBudget;
     // Block: XDP must see every page as resident (all to the primary ring),
     // so the region keeps its real bits to itself.

@@ -30,17 +30,12 @@ bool transparentHugePagesOffered()
     return std::strstr(buf, "[never]") == nullptr;
 }
 
-namespace {
-
-// Faults in `pages` pages of 1 << shift bytes at `addr` (writable, so each is a page of its own).
 void populate(uint8_t* addr, uint64_t pages, uint32_t shift) noexcept
 {
     if (::madvise(addr, pages << shift, MADV_POPULATE_WRITE) != 0)
         for (uint64_t i = 0; i < pages; ++i) // kernels before 5.14
             static_cast<volatile uint8_t*>(static_cast<void*>(addr))[i << shift] = 0;
 }
-
-} // namespace
 
 MmapArea mapAnonymous(uint64_t len, uint64_t align, const std::string& what)
 {

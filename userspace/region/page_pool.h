@@ -88,5 +88,9 @@ bool transparentHugePagesOffered();
 // could not be moved), THP asked for when align is 2 MiB and refused
 // otherwise (a 4 KiB page inside a huge folio cannot be moved alone).
 MmapArea mapAnonymous(uint64_t len, uint64_t align, const std::string& what);
+// Faults in `pages` pages of 1 << shift bytes at `addr` (writable, so each
+// is a page of its own): MADV_POPULATE_WRITE, or a write per page before
+// Linux 5.14.
+void populate(uint8_t* addr, uint64_t pages, uint32_t shift) noexcept;
 
 } // namespace npf

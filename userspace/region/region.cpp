@@ -158,13 +158,12 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0),
                             "alias of region " + who);
     const bool pooled = anon && cfg_.backing == RegionBacking::Pool;
+    const uint64_t reserve = std::min(cfg_.reservePages, geo_.pages());
     if (pooled && (uffd_.features() & UFFD_FEATURE_MOVE))
-        pool_ = PagePool(uffd_, *c_,
-                         std::max(uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages,
-                                  std::min(cfg_.reservePages, geo_.pages())),
+        pool_ = PagePool(uffd_, *c_, std::max(uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, reserve),
                          geo_.pageShift, who);
-    else if (anon && cfg_.reservePages && !pooled)
-        reserve_ = PageReserve(*c_, std::min(cfg_.reservePages, geo_.pages()), who);
+    else if (anon && reserve && !pooled)
+        reserve_ = PageReserve(*c_, reserve, who);
     else if (pooled)
         NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
                  "instead of recycled", who.c_str());

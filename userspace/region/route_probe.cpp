@@ -7,16 +7,13 @@
 #include <cstring>
 #include <exception>
 
+#include "npf/abi.h"
 #include "region/page_pool.h"
 #include "region/uffd.h"
 #include "sys/clock.h"
 #include "sys/error.h"
 #include "sys/log.h"
 #include "sys/mmap_area.h"
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
 
 namespace npf {
 namespace {
@@ -96,8 +93,7 @@ double poolCycle()
     // Enough pages for the resident runs and one more, faulted in before the registration.
     const uint64_t capacity = (kResident + 1) * kRun;
     MmapArea pool = mapAnonymous(capacity * kPage, kPage, "the 4 KiB route probe's pool");
-    if (::madvise(pool.get(), pool.size(), MADV_POPULATE_WRITE) != 0)
-        std::memset(pool.get(), 0, pool.size());
+    populate(pool.as<uint8_t>(), capacity, NPF_PAGE_SHIFT);
     uffd.registerRange(window.get(), window.size(), UFFDIO_REGISTER_MODE_MISSING, "the 4 KiB route probe");
     uffd.registerRange(pool.get(), pool.size(), UFFDIO_REGISTER_MODE_MISSING, "the 4 KiB route probe's pool");
     uint64_t top = capacity; // pages [0, top) of the pool hold pages
