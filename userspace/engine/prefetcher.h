@@ -28,6 +28,8 @@ public:
 private:
     // True if f has more to prefetch after this round.
     bool ahead(ServedFlow& f, bool busy, uint64_t deadline) noexcept;
+    // f faulted: its window's missing ranges into f.prefetchRuns; false if none.
+    bool window(ServedFlow& f) noexcept;
 
     const PagerContext& ctx_;
     const RegionShare& share_;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "dataplane/flow_ring.h"
 #include "dataplane/flows.h"
@@ -74,6 +76,13 @@ public:
     std::atomic<uint64_t> settled;
     uint64_t sampled; // pager only: cons read before the grace period started
     std::atomic<bool> faulted{false}; // the pager should prefetch ahead of this flow
+    // Prefetcher only (the owning pager): what is left of the window the
+    // last fault asked for, as region ranges, installed a slice a round;
+    // prefetchRuns[prefetchNext..] are still to go. Each range is gone
+    // through once, so a window larger than the budget (eviction takes back
+    // what the slice before installed) ends all the same.
+    std::vector<std::pair<uint64_t, uint64_t>> prefetchRuns;
+    size_t prefetchNext = 0;
 
 private:
     // syncProtection's state: seqs below protectedTo were looked at; slot
