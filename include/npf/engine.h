@@ -239,9 +239,9 @@ private:
 // The in-process engine of one interface.
 //
 // Privileges: CAP_NET_ADMIN, CAP_BPF (or CAP_SYS_ADMIN) and CAP_PERFMON to
-// attach npf_xdp and bind AF_XDP sockets, CAP_IPC_LOCK (or a large enough
-// RLIMIT_MEMLOCK) for the UMEM; root has them. An unprivileged process
-// receives through npfd instead (npf/client.h). The region's userfaultfd
+// attach npf_xdp, CAP_NET_RAW to create the AF_XDP sockets, CAP_IPC_LOCK (or
+// a large enough RLIMIT_MEMLOCK) for the UMEM; root has them. An unprivileged
+// process receives through npfd instead (npf/client.h). The region's userfaultfd
 // needs CAP_SYS_PTRACE or read-write access to /dev/userfaultfd when
 // vm.unprivileged_userfaultfd is 0 (the default): it is a full one, so that
 // the application's own system calls on the region (recv() into a buffer,
