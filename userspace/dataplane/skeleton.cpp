@@ -2,12 +2,14 @@
 
 #include <string>
 
+#include "dataplane/kernel.h"
 #include "sys/error.h"
 
 namespace npf::dataplane {
 
 Skeleton Skeleton::open(const LoadConfig& cfg)
 {
+    requireKernel(); // a clear line, not a verifier error
     if (cfg.queues == 0 || cfg.queues > NPF_MAX_QUEUES)
         throwErrno(EINVAL, "npf_xdp: " + std::to_string(cfg.queues) + " queues (must be 1 .. " +
                                std::to_string(NPF_MAX_QUEUES) + ")");
