@@ -1,22 +1,43 @@
 #!/usr/bin/env bash
-# Installs the Debian packages npf needs to build, test, package and run
-# (idempotent). Packaging: dpkg-dev (dpkg-shlibdeps, for the .deb's Depends),
-# file (cpack finds the binaries with it), mmdebstrap (tests/install, the
-# image's base). Containers: podman with runc and catatonit (its pod pause
-# image), jq (deploy/seccomp/generate.sh, the seccomp check), python3-yaml
-# (tests/container renders the manifests), libcap2-bin (capsh), curl (probes).
-# Usage: scripts/deps.sh        (as root; does nothing when all are present)
+# Installs the Debian packages npf needs (idempotent), by purpose:
+#   build  what CMake needs to configure and build everything but the tests
+#   demo   build + what scripts/demo.sh runs (ping, socat, nsenter, setpriv, jq)
+#   all    demo + the tests: GoogleTest; trafgen (netsniff-ng), tcpdump, nc;
+#          packaging: dpkg-dev (dpkg-shlibdeps, for the .deb's Depends), file
+#          (cpack finds the binaries with it), mmdebstrap (tests/install, the
+#          image's base); containers: podman with runc and catatonit (its pod
+#          pause image), jq (deploy/seccomp/generate.sh), python3-yaml
+#          (tests/container renders the manifests), libcap2-bin (capsh), curl
+#          (probes); node and npm (tests/deploy validates the manifests
+#          against the Kubernetes schemas); gnuplot (npf-bench --plot).
+# Usage: scripts/deps.sh [build|demo|all]   (default all; as root; does
+#        nothing when all are present)
 set -euo pipefail
 
-pkgs=(
-  build-essential cmake pkg-config git
-  clang llvm libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
-  libcli11-dev nlohmann-json3-dev googletest libgtest-dev liburing-dev prometheus-cpp-dev
-  iproute2 ethtool iputils-ping netcat-openbsd socat netsniff-ng tcpdump util-linux gnuplot-nox
-  libsystemd-dev systemd
-  dpkg-dev file mmdebstrap
-  podman runc catatonit jq python3-yaml libcap2-bin curl
+what=${1:-all}
+build=(
+  build-essential cmake pkg-config
+  clang llvm libbpf-dev libxdp-dev bpftool libelf-dev zlib1g-dev
+  libcli11-dev nlohmann-json3-dev liburing-dev prometheus-cpp-dev libsystemd-dev
 )
+demo=(iproute2 ethtool iputils-ping socat util-linux jq)
+tests=(
+  git googletest libgtest-dev xdp-tools
+  netcat-openbsd netsniff-ng tcpdump gnuplot-nox systemd
+  dpkg-dev file mmdebstrap
+  podman runc catatonit python3-yaml libcap2-bin curl
+)
+case "$what" in
+  build) pkgs=("${build[@]}") ;;
+  demo) pkgs=("${build[@]}" "${demo[@]}") ;;
+  all)
+    pkgs=("${build[@]}" "${demo[@]}" "${tests[@]}")
+    # node and npm from wherever they came (Debian's, or another repository's
+    # nodejs that carries its own npm): Debian's only when there is no npm.
+    command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
+    ;;
+  *) echo "deps: unknown set '$what' (build, demo or all)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -8,10 +8,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build=build cmake_args=() ctest_args=()
+# Release: what users build (CI proves it builds with the tests, -Werror);
+# the sanitizers want debug info.
+build=build type=Release cmake_args=() ctest_args=()
 if [ "${1:-}" = --sanitize ]; then
   shift
-  build=build-sanitize
+  build=build-sanitize type=RelWithDebInfo
   cmake_args=(-DNPF_SANITIZE=ON)
   ctest_args=(-L 'cli|dataplane|counters|public|xsk|order|region|engine|ipc|daemon')
 fi
@@ -19,7 +21,7 @@ fi
 scripts/deps.sh
 mountpoint -q /sys/fs/bpf || mount -t bpf bpf /sys/fs/bpf
 
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cmake_args[@]}" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="$type" -DBUILD_TESTING=ON "${cmake_args[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 cd "$build"
 ctest --output-on-failure --timeout 600 "${ctest_args[@]}" "$@"
