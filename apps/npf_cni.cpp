@@ -241,7 +241,7 @@ int main(int argc, char** argv)
         cmd->add_option("--conf-dir", inst.confDir, "the runtime's CNI configuration directory")
             ->capture_default_str();
     }
-    CLI::App* restoreCmd = app.add_subcommand("restore", "hand every recorded pod to npfd once");
+    app.add_subcommand("restore", "hand every recorded pod to npfd once");
     CLI::App* watchCmd = app.add_subcommand("watch", "hand every recorded pod to npfd each time npfd starts");
     watchCmd->add_option("--retry-ms", retryMs, "how often to try npfd's socket while it is down")
         ->check(CLI::Range(10, 60000));
@@ -274,5 +274,4 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "npf-cni: error: %s\n", e.what());
         return npf::cli::exitCodeFor(e);
     }
-    (void)restoreCmd;
 }

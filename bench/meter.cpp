@@ -57,8 +57,6 @@ bool Meter::onPayload(const uint8_t* p, uint32_t len, uint64_t nowNs) noexcept
         bad_.fetch_add(1, std::memory_order_relaxed);
         return false;
     }
-    if (h.seq > maxSeq_)
-        maxSeq_ = h.seq;
     if (nowNs > h.tstamp)
         lat_.recordSingleWriter(nowNs - h.tstamp);
     return true;

@@ -38,7 +38,6 @@ public:
     uint64_t bytes() const noexcept { return bytes_.load(std::memory_order_relaxed); }
     uint64_t bad() const noexcept { return bad_.load(std::memory_order_relaxed); }
     uint64_t lostReported() const noexcept { return lost_.load(std::memory_order_relaxed); }
-    uint64_t maxSeq() const noexcept { return maxSeq_; }
     uint64_t t0() const noexcept { return t0_; }
     // Snapshot of the 1 ms bins.
     std::vector<uint32_t> bins() const;
@@ -49,7 +48,7 @@ private:
     std::unique_ptr<std::atomic<uint32_t>[]> bins_;
     size_t nbins_;
     std::atomic<uint64_t> packets_{0}, bytes_{0}, bad_{0}, lost_{0};
-    uint64_t maxSeq_ = 0, checked_ = 0;
+    uint64_t checked_ = 0;
     LatencyHistogram lat_;
 };
 

@@ -582,6 +582,38 @@ private:
     uint32_t flows_ = 0;
 };
 
+// Groups of configurations that share npf_flows' content: bare, then one
+// per flow count (with the baseline object's runs where there is one).
+Groups makeGroups(const std::vector<uint32_t>& flowCounts, bool baseline)
+{
+    Groups groups;
+    groups.push_back({Config{.flows = 0, .path = Path::Bare}, Config{.flows = 0, .path = Path::Redirect}});
+    for (uint32_t f : flowCounts) {
+        auto& group = groups.emplace_back();
+        for (bool base : {false, true})
+            for (Path p : {Path::Primary, Path::Backup, Path::NoFlow})
+                if (!base || baseline)
+                    group.push_back(Config{.flows = f, .path = p, .baseline = base});
+    }
+    return groups;
+}
+
+// `calls` timed calls of every configuration, spread over `rounds` that
+// rotate which group, and which configuration in it, goes first.
+void runRounds(Bench& b, Groups& groups, uint32_t calls, uint32_t rounds)
+{
+    for (uint32_t r = 0; r < rounds && !g_stop.load(); r++) {
+        const uint32_t n = calls * (r + 1) / rounds - calls * r / rounds;
+        for (size_t g = 0; g < groups.size(); g++) {
+            auto& group = groups[(g + r) % groups.size()];
+            if (group.front().flows)
+                b.setFlows(group.front().flows);
+            for (size_t j = 0; j < group.size(); j++)
+                b.run(group[(j + r) % group.size()], n);
+        }
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -621,29 +653,10 @@ int main(int argc, char** argv)
 
         const uint64_t t0 = monotonicNs();
         Bench b(repeat, payload, baseline);
-        // Groups of configurations that share npf_flows' content: bare, then one per flow count.
-        Groups groups;
-        groups.push_back({Config{.flows = 0, .path = Path::Bare}, Config{.flows = 0, .path = Path::Redirect}});
-        for (uint32_t f : used) {
-            auto& group = groups.emplace_back();
-            for (bool base : {false, true})
-                for (Path p : {Path::Primary, Path::Backup, Path::NoFlow})
-                    if (!base || !baseline.empty())
-                        group.push_back(Config{.flows = f, .path = p, .baseline = base});
-        }
+        Groups groups = makeGroups(used, !baseline.empty());
         b.setFlows(used.back()); // every ring made before timing starts
         const double setupSec = double(monotonicNs() - t0) / 1e9;
-
-        for (uint32_t r = 0; r < rounds && !g_stop.load(); r++) {
-            const uint32_t n = calls * (r + 1) / rounds - calls * r / rounds;
-            for (size_t g = 0; g < groups.size(); g++) {
-                auto& group = groups[(g + r) % groups.size()]; // rotate the start: no group always first
-                if (group.front().flows)
-                    b.setFlows(group.front().flows);
-                for (size_t j = 0; j < group.size(); j++)
-                    b.run(group[(j + r) % group.size()], n);
-            }
-        }
+        runRounds(b, groups, calls, rounds);
         if (g_stop.load())
             throw std::runtime_error("interrupted");
 

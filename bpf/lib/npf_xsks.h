@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* npf_xsks, the AF_XDP socket map: npf_xdp redirects into it; npfctl's
- * npf_xsk_probe (userspace/ctl/xsk_probe.bpf.c) reads an instance's pinned
+ * npf_xsk_probe (userspace/dataplane/xsk_probe.bpf.c) reads an instance's pinned
  * one through its own definition, which must match. */
 #ifndef NPF_BPF_XSKS_H
 #define NPF_BPF_XSKS_H

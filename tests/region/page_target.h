@@ -17,7 +17,6 @@
 #include "region/page_reserve.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
-#include "region/region_internal.h"
 #include "region/spill.h"
 #include "region_fixture.h"
 

@@ -94,7 +94,6 @@ public:
     // node's NIC). Datagrams reach the region from any interface's pagers.
     Iface& faultServer(uint64_t netns) noexcept;
     EpochDomain& epochs() noexcept { return epochs_; }
-    Quotas& quotas() noexcept { return quotas_; }
     FlowClaims& flowClaims() noexcept { return claims_; }
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
     // Every service's counters and every client's flows, between two

@@ -3,7 +3,7 @@
 //                   read the posts of claimed seqs
 //   any of them     publish() completions (serialised by publishMu_)
 //   pager           settles claims: sampled (its own), settled (read by publishers)
-// The application's side (posting, polling) is Flow::Impl (flow.h).
+// The application's side (posting, polling) is Flow::Impl (flow_impl.h).
 #pragma once
 
 #include <atomic>
@@ -71,7 +71,7 @@ public:
     // Seqs below `settled` were claimed by XDP, an RCU grace period has
     // passed since, and every RX ring has released what it held after it:
     // one of them still missing was dropped, so it may complete LOST (see
-    // Pager::settleClaims). (Using cons itself would time out datagrams that
+    // ClaimSettler, claim_settler.h). (Using cons itself would time out datagrams that
     // are merely in flight between XDP and a ring, or queued behind a busy CPU.)
     std::atomic<uint64_t> settled;
     uint64_t sampled; // pager only: cons read before the grace period started

@@ -9,7 +9,6 @@
 #include "region/page_io.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
-#include "region/region_internal.h"
 #include "region/spill.h"
 #include "region/uffd.h"
 #include "sys/clock.h"

@@ -10,7 +10,6 @@
 #include "region/page_reserve.h"
 #include "region/page_state.h"
 #include "region/patch_plan.h"
-#include "region/region_internal.h"
 #include "region/remote_installer.h"
 #include "region/spill.h"
 #include "region/uffd.h"

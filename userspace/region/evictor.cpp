@@ -6,7 +6,6 @@
 
 #include "region/page_io.h"
 #include "region/page_state.h"
-#include "region/region_internal.h"
 #include "region/spill.h"
 #include "sys/log.h"
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "region/region_internal.h"
+#include "region/nothrow_alloc.h"
 #include "region/routes.h"
 #include "sys/error.h"
 #include "sys/log.h"
@@ -124,49 +124,16 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     else
         mapMemfd(client);
     uffd_ = openUffd(huge, client != nullptr, anon, who);
-    // 2 MiB hugetlbfs pages are installed with UFFDIO_CONTINUE: MINOR mode
-    // as well, so that a page in the page cache but not yet mapped here
-    // still faults.
+    // 2 MiB hugetlbfs pages are installed with UFFDIO_CONTINUE.
     hugetlb_ = huge && !anon;
-    const bool minor = hugetlb_;
-    const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0);
     // The memfd mapped again: CONTINUE's writes for 2 MiB pages, and every
-    // write of ours into a client's memory (PageIo). Over a client's memory
-    // it is registered MISSING (SIGBUS mode): a write into a hole the client
-    // punched fails under the fault guard instead of allocating a page.
+    // write of ours into a client's memory (PageIo).
     if (hugetlb_ || client) {
         alias_ = MmapArea::map(geo_.size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd_.get(), 0,
                                "alias of region " + who);
     }
-    wp_ = cfg_.writeProtectFence &&
-          (uffd_.features() & (anon ? UFFD_FEATURE_PAGEFAULT_FLAG_WP : UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
-    if (wp_) {
-        try {
-            uffd_.registerRange(base(), geo_.size, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
-        } catch (const std::system_error& e) {
-            NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
-                     who.c_str(), e.what());
-            wp_ = false;
-        }
-    }
-    if (!wp_)
-        uffd_.registerRange(base(), geo_.size, modes, "region " + who);
-    // 2 MiB pages: MINOR too, so that a write into a page of the page cache
-    // the alias does not map yet is mapped by our own UFFDIO_CONTINUE
-    // (PageIo::write) rather than by the kernel's fault path.
-    if (client)
-        uffd_.registerRange(alias_.get(), geo_.size, UFFDIO_REGISTER_MODE_MISSING | (minor ? UFFDIO_REGISTER_MODE_MINOR : 0),
-                            "alias of region " + who);
-    const bool pooled = anon && cfg_.backing == RegionBacking::Pool;
-    const uint64_t reserve = std::min(cfg_.reservePages, geo_.pages());
-    if (pooled && (uffd_.features() & UFFD_FEATURE_MOVE))
-        pool_ = PagePool(uffd_, *c_, std::max(uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, reserve),
-                         geo_.pageShift, who);
-    else if (anon && reserve && !pooled)
-        reserve_ = PageReserve(*c_, reserve, who);
-    else if (pooled)
-        NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
-                 "instead of recycled", who.c_str());
+    registerRanges(client != nullptr, anon);
+    makePageSource(anon);
 
     if (client && client->spill)
         spill_ = SpillFile::adopt(std::move(client->spill), geo_.size, "region " + who);
@@ -193,23 +160,8 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
     scratchEnd_.reserve(4096);
     scratchStatus_.reserve(4096);
     msgs_.resize(64);
-    if (client && client->uffd)
-        adoptClientUffd(std::move(client->uffd), client->base);
-    if (clientUffd_ && !huge && cfg_.clientInstallWait.count() > 0) {
-        clientInstaller_ = std::make_unique<ClientInstaller>(clientUffd_, bytes(geo_.batchPages),
-                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
-                                                             "the client of region " + who);
-        copy_.throughClient(clientInstaller_.get(), clientBase_);
-    }
-    // 2 MiB pages are charged to the hugetlb cgroup of the task that
-    // allocates them, whichever mapping they go into: the client's own
-    // thread must, through its install area.
-    if (client && client->installArea && huge && cfg_.clientInstallWait.count() > 0) {
-        remoteInstaller_ = std::make_unique<RemoteInstaller>(std::move(client->installArea), bytes(1), geo_.batchPages,
-                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
-                                                             "the client of region " + who);
-        copy_.throughRemote(remoteInstaller_.get());
-    }
+    if (client)
+        adoptClient(*client);
     NPF_DEBUG("region %s: %llu pages of %s, budget %llu pages, pool %llu pages, write-protect fence %s%s%s",
               who.c_str(), static_cast<unsigned long long>(geo_.pages()), huge ? "2 MiB" : "4 KiB",
               static_cast<unsigned long long>(geo_.budgetPages), static_cast<unsigned long long>(pool_.capacity()),
@@ -219,6 +171,79 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
               : clientWp_    ? ", client memory, fence covers the client"
                              : ", client memory, client not fenced",
               clientInstaller_ ? ", installs into the client's mapping" : "");
+}
+
+// The region (and over a client's memory, its alias) registered with the
+// userfaultfd: MISSING; MINOR too for 2 MiB hugetlbfs pages, so that a page
+// in the page cache but not yet mapped here still faults; WP where the
+// kernel has it and the fence is asked for.
+void Region::registerRanges(bool client, bool anon)
+{
+    const std::string& who = cfg_.name;
+    const uint64_t modes = UFFDIO_REGISTER_MODE_MISSING | (hugetlb_ ? UFFDIO_REGISTER_MODE_MINOR : 0);
+    wp_ = cfg_.writeProtectFence &&
+          (uffd_.features() & (anon ? UFFD_FEATURE_PAGEFAULT_FLAG_WP : UFFD_FEATURE_WP_HUGETLBFS_SHMEM));
+    if (wp_) {
+        try {
+            uffd_.registerRange(base(), geo_.size, modes | UFFDIO_REGISTER_MODE_WP, "region " + who);
+        } catch (const std::system_error& e) {
+            NPF_WARN("region %s: write-protect registration refused (%s); eviction relies on grace periods only",
+                     who.c_str(), e.what());
+            wp_ = false;
+        }
+    }
+    if (!wp_)
+        uffd_.registerRange(base(), geo_.size, modes, "region " + who);
+    // Over a client's memory the alias is registered MISSING (SIGBUS mode):
+    // a write into a hole the client punched fails under the fault guard
+    // instead of allocating a page. 2 MiB pages: MINOR too, so that a write
+    // into a page of the page cache the alias does not map yet is mapped by
+    // our own UFFDIO_CONTINUE (PageIo::write) rather than by the kernel's
+    // fault path.
+    if (client)
+        uffd_.registerRange(alias_.get(), geo_.size, modes, "alias of region " + who);
+}
+
+// Where anonymous memory's pages come from besides the kernel's free lists
+// at each install: the page pool (UFFDIO_MOVE), or a reserve.
+void Region::makePageSource(bool anon)
+{
+    const std::string& who = cfg_.name;
+    const bool pooled = anon && cfg_.backing == RegionBacking::Pool;
+    const uint64_t reserve = std::min(cfg_.reservePages, geo_.pages());
+    if (pooled && (uffd_.features() & UFFD_FEATURE_MOVE))
+        pool_ = PagePool(uffd_, *c_, std::max(uint64_t{std::max(cfg_.poolBatches, 1u)} * geo_.batchPages, reserve),
+                         geo_.pageShift, who);
+    else if (anon && reserve && !pooled)
+        reserve_ = PageReserve(*c_, reserve, who);
+    else if (pooled)
+        NPF_WARN("region %s: the kernel has no UFFDIO_MOVE (Linux 6.8): pages are allocated for every install "
+                 "instead of recycled", who.c_str());
+}
+
+// A client's userfaultfd, and the installers that put pages into its
+// mapping through it (4 KiB) or through its own thread (2 MiB).
+void Region::adoptClient(ClientMemory& client)
+{
+    const std::string& who = cfg_.name;
+    const bool huge = geo_.pageShift != NPF_PAGE_SHIFT;
+    if (client.uffd)
+        adoptClientUffd(std::move(client.uffd), client.base);
+    if (clientUffd_ && !huge && cfg_.clientInstallWait.count() > 0) {
+        clientInstaller_ = std::make_unique<ClientInstaller>(clientUffd_, bytes(geo_.batchPages),
+                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
+                                                             "the client of region " + who);
+        copy_.throughClient(clientInstaller_.get(), clientBase_);
+    }
+    // 2 MiB pages are charged to the hugetlb cgroup of the task that
+    // allocates them, whichever mapping they go into: the client's own
+    // thread must, through its install area.
+    if (client.installArea && huge && cfg_.clientInstallWait.count() > 0) {
+        remoteInstaller_ = std::make_unique<RemoteInstaller>(std::move(client.installArea), bytes(1), geo_.batchPages,
+                                                             cfg_.clientInstallWait, CoolDown(cfg_.clientCoolDown, cfg_.clientSlowForgiven),
+                                                             "the client of region " + who);
+        copy_.throughRemote(remoteInstaller_.get());
+    }
 }
 
 // The region's memfd (its own, or a client's) mapped.
@@ -279,6 +304,54 @@ void Region::installPages(const InstallBatch& b, BatchTiming* t) noexcept
     }
 }
 
+// The pieces [b, e) of the plan, all in `page`, which is present: written
+// in place; true when they are settled (written, or failed in `results`),
+// false when the page vanished (a client punched it) and must be installed.
+bool Region::patchPresent(uint64_t page, size_t b, size_t e, std::span<int> results) noexcept
+{
+    auto pieces = plan_.pieces();
+    const int rc = io_.patch(plan_, page, b, e);
+    if (rc == -EFAULT) {
+        // A client's page it punched behind our back: gone, with its
+        // content. Installed again like any missing page (by the client's
+        // thread, or by an ioctl of ours that fails cleanly when no page can
+        // be had).
+        vanished(page);
+        return false;
+    }
+    if (rc) {
+        c_->add<&RegionStats::errors>();
+        NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
+                    static_cast<unsigned long long>(page), std::strerror(-rc));
+        for (size_t k = b; k < e; ++k)
+            results[pieces[k].patch] = rc;
+        return true;
+    }
+    state_.setReferenced(page);
+    // Present and written: a worker that faulted on it before it was
+    // installed again may have cleared its bits late.
+    if (adopted_ && !state_.isResident(bytes(page), bytes(1)))
+        state_.setResident(page);
+    c_->add<&RegionStats::patchesToResident>(e - b);
+    return true;
+}
+
+// `page` and its pieces [b, e) go on the list of pages to install (or, when
+// the list cannot grow, fail with -ENOMEM in `results`).
+void Region::queueInstall(uint64_t page, size_t b, size_t e, std::span<int> results) noexcept
+{
+    bool ok = pushBack(scratchPages_, page);
+    if (ok && !(ok = pushBack(scratchBegin_, b)))
+        scratchPages_.pop_back();
+    if (ok && !(ok = pushBack(scratchEnd_, e))) {
+        scratchPages_.pop_back();
+        scratchBegin_.pop_back();
+    }
+    if (!ok)
+        for (size_t k = b; k < e; ++k)
+            results[plan_.pieces()[k].patch] = -ENOMEM;
+}
+
 int Region::applyPatches(std::span<const Patch> patches, std::span<int> results, BatchTiming* t) noexcept
 {
     if (results.size() < patches.size())
@@ -299,42 +372,8 @@ int Region::applyPatches(std::span<const Patch> patches, std::span<int> results,
         state_.newContent(page);
         for (size_t k = b; k < e; ++k)
             state_.unrelease(bytes(page) + pieces[k].pageOff, pieces[k].len);
-        if (state_.present(page)) {
-            int prc = io_.patch(plan_, page, b, e);
-            if (prc == -EFAULT) {
-                // A client's page it punched behind our back: gone, with
-                // its content. Installed again below like any missing page
-                // (by the client's thread, or by an ioctl of ours that
-                // fails cleanly when no page can be had).
-                vanished(page);
-                prc = 0;
-            } else if (prc) {
-                c_->add<&RegionStats::errors>();
-                NPF_WARN_RL("region %s: writing a payload into page %llu: %s", cfg_.name.c_str(),
-                            static_cast<unsigned long long>(page), std::strerror(-prc));
-                for (size_t k = b; k < e; ++k)
-                    results[pieces[k].patch] = prc;
-                continue;
-            } else {
-                state_.setReferenced(page);
-                // Present and written: a worker that faulted on it before
-                // it was installed again may have cleared its bits late.
-                if (adopted_ && !state_.isResident(bytes(page), bytes(1)))
-                    state_.setResident(page);
-                c_->add<&RegionStats::patchesToResident>(e - b);
-                continue;
-            }
-        }
-        bool ok = pushBack(scratchPages_, page);
-        if (ok && !(ok = pushBack(scratchBegin_, b)))
-            scratchPages_.pop_back();
-        if (ok && !(ok = pushBack(scratchEnd_, e))) {
-            scratchPages_.pop_back();
-            scratchBegin_.pop_back();
-        }
-        if (!ok)
-            for (size_t k = b; k < e; ++k)
-                results[pieces[k].patch] = -ENOMEM;
+        if (!state_.present(page) || !patchPresent(page, b, e, results))
+            queueInstall(page, b, e, results);
     }
     size_t n = scratchPages_.size();
     if (!ensureSize(scratchStatus_, n))

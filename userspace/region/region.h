@@ -296,6 +296,14 @@ public:
 private:
     Region(const RegionConfig& cfg, ClientMemory* client);
     void mapMemfd(ClientMemory* client);
+    // The constructor's steps (region.cpp): uffd registration, the pool or
+    // reserve, a client's uffd and installers.
+    void registerRanges(bool client, bool anon);
+    void makePageSource(bool anon);
+    void adoptClient(ClientMemory& client);
+    // applyPatches' steps: a present page written in place; a missing one listed to install.
+    bool patchPresent(uint64_t page, size_t b, size_t e, std::span<int> results) noexcept;
+    void queueInstall(uint64_t page, size_t b, size_t e, std::span<int> results) noexcept;
     // region_client.cpp: checks and seals the client's memfd, adopts its uffd.
     void adoptMemfd(Fd memfd);
     void adoptClientUffd(Fd uffd, uint64_t base);

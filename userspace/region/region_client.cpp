@@ -18,8 +18,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "region/nothrow_alloc.h"
 #include "region/region.h"
-#include "region/region_internal.h"
 #include "sys/error.h"
 #include "sys/log.h"
 #include "sys/reopen.h"

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "region/region.h"
-#include "region/region_internal.h"
 #include "sys/log.h"
 
 namespace npf {

@@ -139,7 +139,6 @@ public:
     // Frames waiting in the primary ring; safe from any thread (e.g. the
     // pager checking an idle worker before ending a grace period).
     uint32_t primaryBacklog() const noexcept { return primary_.rxBacklog(); }
-    uint32_t backupBacklog() const noexcept { return backup_.rxBacklog(); }
     // The RX producer indexes now, and whether both rings have released
     // every frame produced before them (any thread).
     struct RxMark {

@@ -127,12 +127,6 @@ void Umem::recycle(const uint64_t* addrs, uint32_t n) noexcept
     counters_.recycled.store(counters_.recycled.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
-uint32_t Umem::fillQueued() noexcept
-{
-    std::lock_guard lk(fillLock_);
-    return fill_.queued();
-}
-
 bool Umem::fillNeedsWakeup() noexcept { return fill_.needsWakeup(); }
 
 } // namespace npf::xsk

@@ -55,8 +55,6 @@ public:
     // Thread-safe; never fails (frames that do not fit wait in a stash and go
     // first next time, which cannot happen with fillSize >= 2 * frameCount).
     void recycle(const uint64_t* addrs, uint32_t n) noexcept;
-    // Entries the kernel has not consumed from the fill ring (may overstate, see ring.h).
-    uint32_t fillQueued() noexcept;
     // True if the kernel asked to be woken up to consume the fill ring.
     bool fillNeedsWakeup() noexcept;
 

@@ -1,4 +1,5 @@
-// Internals shared by the region's parts: allocation that cannot throw.
+// Growing a vector without throwing (false on allocation failure): for the
+// region's parts that run where an exception cannot go (the pager, noexcept paths).
 #pragma once
 
 #include <cerrno>
