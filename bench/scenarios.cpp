@@ -5,6 +5,9 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <vector>
+
+#include "npf/counters.h"
 
 #include "burst.h"
 #include "control_check.h"
@@ -415,8 +418,11 @@ Json stages(const Options& o)
                           {"two pages, busy-polling pager", 3000, 2048, 3100, true}};
     Json out = Json::array();
     // Per datagram; the first five add up to fault_total.
-    const char* stageNames[] = {"steer_to_pickup", "pickup_to_image",           "image_to_copy",
-                                "copy_to_complete", "fault_complete_to_publish", "fault_total"};
+    std::vector<const char*> stageNames;
+    for (auto member : npf::kFaultStages)
+        for (const npf::LatencyDef& d : npf::kEngineLatencies)
+            if (d.member == member)
+                stageNames.push_back(d.name);
     printf("%-42s", "stage (us) p50 / p99 / p99.9");
     for (auto* s : stageNames)
         printf(" %25s", s);

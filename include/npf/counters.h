@@ -103,13 +103,21 @@ inline constexpr std::array<LatencyDef, 8> kEngineLatencies = {{
     {"steer_to_pickup", &EngineStats::steerToPickup, "fault path: steered by XDP -> picked up by the pager"},
     {"pickup_to_image", &EngineStats::pickupToImage, "fault path: picked up -> its page image ready"},
     {"image_to_copy", &EngineStats::imageToCopy, "fault path: its page image ready -> UFFDIO_COPY done"},
-    {"complete_to_publish", &EngineStats::copyToPublish, "seq complete -> completion published (every completion)"},
+    {"complete_to_publish", &EngineStats::completeToPublish,
+     "seq complete -> completion published (every completion)"},
     {"fault_total", &EngineStats::faultTotal, "fault path: steered by XDP -> completion published"},
     {"fast_total", &EngineStats::fastTotal, "fast path: steered by XDP -> placed by a worker"},
     {"copy_to_complete", &EngineStats::copyToComplete, "fault path: its UFFDIO_COPY done -> its seq completed"},
     {"fault_complete_to_publish", &EngineStats::faultCompleteToPublish,
      "fault path: its seq completed -> its completion published"},
 }};
+
+// The fault path's stages of a datagram in order, then their total (the
+// first five add up to it): what the pager measures, and how npf-bench's
+// fault-path table lists them (names: kEngineLatencies).
+inline constexpr std::array<EngineStats::Latency EngineStats::*, 6> kFaultStages = {
+    &EngineStats::steerToPickup,  &EngineStats::pickupToImage,          &EngineStats::imageToCopy,
+    &EngineStats::copyToComplete, &EngineStats::faultCompleteToPublish, &EngineStats::faultTotal};
 
 // The fields of one histogram, as JSON keys.
 struct QuantileDef {

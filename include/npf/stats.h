@@ -29,7 +29,7 @@ struct EngineStats {
         uint64_t count = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
         bool operator==(const Latency&) const = default;
     };
-    Latency steerToPickup, pickupToImage, imageToCopy, copyToPublish, faultTotal, fastTotal;
+    Latency steerToPickup, pickupToImage, imageToCopy, completeToPublish, faultTotal, fastTotal;
     Latency copyToComplete, faultCompleteToPublish; // fault path, per datagram (kEngineLatencies)
     bool operator==(const EngineStats&) const = default;
 };

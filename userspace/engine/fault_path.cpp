@@ -1,6 +1,7 @@
 #include "engine/fault_path.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cstring>
 
 #include "sys/clock.h"
@@ -223,12 +224,12 @@ void FaultPath::notePublished(uint64_t publishNs) noexcept
 void FaultPath::record(const Timeline& t, uint64_t published) noexcept
 {
     auto span = [](uint64_t from, uint64_t to) { return to > from ? to - from : 0; };
-    lat_.steerToPickup.recordSingleWriter(span(t.steered, t.pickup));
-    lat_.pickupToImage.recordSingleWriter(span(t.pickup, t.image));
-    lat_.imageToCopy.recordSingleWriter(span(t.image, t.copy));
-    lat_.copyToComplete.recordSingleWriter(span(t.copy, t.complete));
-    lat_.completeToPublish.recordSingleWriter(span(t.complete, published));
-    lat_.faultTotal.recordSingleWriter(span(t.steered, published));
+    // The stages' ends: steered, picked up, image ready, copied, completed, published.
+    const uint64_t marks[] = {t.steered, t.pickup, t.image, t.copy, t.complete, published};
+    static_assert(std::size(marks) == kFaultStages.size(), "a stage between each two marks, and the total");
+    for (size_t i = 0; i + 1 < std::size(marks); i++)
+        lat_[i].recordSingleWriter(span(marks[i], marks[i + 1]));
+    lat_.back().recordSingleWriter(span(marks[0], published));
 }
 
 } // namespace npf

@@ -6,6 +6,7 @@
 // thread's.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "engine/pager_context.h"
 #include "engine/region_share.h"
 #include "engine/served_flow.h"
+#include "npf/counters.h"
 #include "region/region.h"
 #include "sys/latency_histogram.h"
 #include "xsk/queue.h"
@@ -37,12 +39,11 @@ public:
     // was evicted meanwhile.
     DeferredQueue& deferred() noexcept { return deferred_; }
 
-    // Each placed datagram XDP stamped, once per stage: the stages of a
-    // datagram add up to its faultTotal (steered -> its completion seen
-    // published). Written by the pager only.
-    struct Latencies {
-        LatencyHistogram steerToPickup, pickupToImage, imageToCopy, copyToComplete, completeToPublish, faultTotal;
-    };
+    // Each placed datagram XDP stamped, once per stage of kFaultStages
+    // (npf/counters.h), in its order: the stages of a datagram add up to
+    // the last, its total (steered -> its completion seen published).
+    // Written by the pager only.
+    using Latencies = std::array<LatencyHistogram, kFaultStages.size()>;
     const Latencies& latencies() const noexcept { return lat_; }
     const EngineTally& counters() const noexcept { return counters_; }
     // Pager::publish, after publishing every flow from `publishNs` on: the

@@ -24,15 +24,6 @@ EngineStats::Latency latency(const LatencyHistogram& h)
 
 } // namespace
 
-void addCompletions(EngineStats& s, const SequencerStats& q) noexcept
-{
-    s.completedOk += q.ok;
-    s.completedTruncated += q.truncated;
-    s.completedLost += q.lost;
-    s.completedBadCsum += q.badCsum;
-    s.late += q.stale;
-}
-
 void addRegionCounters(EngineStats& s, const RegionStats& r, uint64_t pageSize) noexcept
 {
     s.cpuFaults += r.cpuFaults + r.clientFaults; // its own mapping's and its client's
@@ -51,12 +42,8 @@ EngineStats Service::stats() const
     for (const auto& p : pagers_) {
         p->counters().addTo(s);
         const FaultPath::Latencies& l = p->latencies();
-        fault.steerToPickup.merge(l.steerToPickup);
-        fault.pickupToImage.merge(l.pickupToImage);
-        fault.imageToCopy.merge(l.imageToCopy);
-        fault.copyToComplete.merge(l.copyToComplete);
-        fault.completeToPublish.merge(l.completeToPublish);
-        fault.faultTotal.merge(l.faultTotal);
+        for (size_t i = 0; i < fault.size(); i++)
+            fault[i].merge(l[i]);
     }
     for (const auto& w : workers_) {
         w->counters().addTo(s);
@@ -78,13 +65,9 @@ EngineStats Service::stats() const
                              qs.kernelBackup.rx_dropped + qs.kernelBackup.rx_ring_full;
     }
     regions_.forEach([&](const Region& region) { addRegionCounters(s, region.stats(), region.pageSize()); });
-    s.steerToPickup = latency(fault.steerToPickup);
-    s.pickupToImage = latency(fault.pickupToImage);
-    s.imageToCopy = latency(fault.imageToCopy);
-    s.copyToComplete = latency(fault.copyToComplete);
-    s.faultCompleteToPublish = latency(fault.completeToPublish);
-    s.copyToPublish = latency(completions.latency);
-    s.faultTotal = latency(fault.faultTotal);
+    for (size_t i = 0; i < fault.size(); i++)
+        s.*kFaultStages[i] = latency(fault[i]);
+    s.completeToPublish = latency(completions.latency);
     s.fastTotal = latency(fast);
     return s;
 }
@@ -110,12 +93,8 @@ FlowStats Service::flowStats(const ServedFlow& f) const
     FlowStats s;
     for (size_t i = 0; i < s.xdp.size(); i++)
         s.xdp[i] = now[i] - f.xdpAtOpen[i];
-    s.completedOk = q.ok;
-    s.completedTruncated = q.truncated;
-    s.completedBadCsum = q.badCsum;
-    s.completedLost = q.lost;
+    addCompletions(s, q);
     s.lostUnarrived = q.lostTimeout;
-    s.late = q.stale;
     s.rejected = q.duplicates + q.outOfWindow;
     const uint64_t claimed = s.claimed(), completed = s.completed();
     s.inFlight = claimed > completed ? claimed - completed : 0;

@@ -12,7 +12,17 @@
 
 namespace npf {
 
-void addCompletions(EngineStats& s, const SequencerStats& q) noexcept;
+// The sequencers' published completions, by status, and late arrivals: the
+// same fields of EngineStats and FlowStats (the one mapping of them).
+template <typename Stats>
+void addCompletions(Stats& s, const SequencerStats& q) noexcept
+{
+    s.completedOk += q.ok;
+    s.completedTruncated += q.truncated;
+    s.completedLost += q.lost;
+    s.completedBadCsum += q.badCsum;
+    s.late += q.stale;
+}
 // `pageSize`: the region's; resident pages count in 4 KiB pages.
 void addRegionCounters(EngineStats& s, const RegionStats& r, uint64_t pageSize) noexcept;
 
