@@ -187,6 +187,7 @@ struct Summary {
     npf::EngineStats s;
     Outside outside;       // exit - start
     uint64_t regionSize = 0;
+    uint64_t budget = 0;   // the region's resident budget, bytes (0: unlimited); through npfd, what it granted
     // Where the region's pages came from: its route (Region::route) and its
     // page pool's counters, from the engine's stats JSON ("" / 0: not there).
     std::string route;
@@ -251,8 +252,11 @@ void printText(const Summary& m)
     else
         fprintf(stderr, "  outside  unavailable: %s\n", m.outside.error.c_str());
     fprintf(stderr, "  engine   %s\n", npf::formatCounters(s, kEngineLine).c_str());
-    fprintf(stderr, "  memory   resident_mib=%.1f region_mib=%llu pinned_mib=%.1f\n",
-            double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), ull(m.regionSize >> 20),
+    char budget[32] = "unlimited";
+    if (m.budget)
+        std::snprintf(budget, sizeof budget, "%.1f", double(m.budget) / (1 << 20));
+    fprintf(stderr, "  memory   resident_mib=%.1f budget_mib=%s region_mib=%llu pinned_mib=%.1f\n",
+            double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), budget, ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
     fprintf(stderr,
             "  pages    route=%s pool_taken=%llu pool_fresh=%llu pool_refills=%llu pool_returned=%llu "
@@ -301,6 +305,7 @@ void printJson(const Summary& m, const std::string& engineJson)
         j["outside"] = {{"if_rx_dropped", m.outside.link.dropped}, {"if_rx_missed", m.outside.link.missed}};
     else
         j["outside"] = nullptr;
+    j["budget_bytes"] = m.budget; // 0: unlimited
     j["engine"] = nlohmann::ordered_json::parse(engineJson);
     fprintf(stderr, "%s\n", j.dump().c_str());
 }
@@ -457,9 +462,10 @@ void readPages(const nlohmann::json& j, Summary& m)
 // The exit summary: the tally, the flow's accounting, the engine's counters
 // and the interface's drops since `start`, as text or JSON on stderr.
 template <typename Source>
-void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outside& start, const Tally& t)
+void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outside& start, const Tally& t,
+               uint64_t budget)
 {
-    Summary m{.t = t, .regionSize = eng.regionSize()};
+    Summary m{.t = t, .regionSize = eng.regionSize(), .budget = budget};
     try {
         m.f = flow.stats();
     } catch (const std::exception& e) {
@@ -491,9 +497,12 @@ void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outsi
 template <typename Source>
 int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, const OutFd& out)
 {
-    const bool client = std::is_same_v<Source, npf::Client>;
+    constexpr bool client = std::is_same_v<Source, npf::Client>;
     const Outside start = readOutside(eng, o.ifname);
     const uint64_t regionSize = eng.regionSize();
+    uint64_t budget = sz.budget; // 0: unlimited
+    if constexpr (client)
+        budget = eng.residentBudget(); // what npfd granted
     Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
         eng.populate(0, std::min<uint64_t>(regionSize, poster.depth() * sz.buf));
@@ -501,14 +510,15 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     NPF_INFO("npf-recv: %s port %u: %llu buffers of %u bytes posted in a %llu MiB region (%s), budget %s%s",
              o.ifname.c_str(), o.port, static_cast<unsigned long long>(poster.depth()), sz.buf,
              static_cast<unsigned long long>(regionSize >> 20), o.cold ? "cold" : "warm",
-             sz.budget ? o.budget.c_str() : "unlimited", client ? " (through npfd)" : "");
+             budget ? (std::to_string(budget >> 10) + " KiB").c_str() : "unlimited",
+             client ? (sz.budget ? " (through npfd)" : " (through npfd: its default for the rule)") : "");
     if (o.readyFd >= 0)
         signalReady(o.readyFd);
 
     Tally t;
     const Ending ending = pollLoop(o, flow, eng.region(), poster, out, client, t);
     if (!o.quiet)
-        summarize(o, eng, flow, start, t);
+        summarize(o, eng, flow, start, t, budget);
     if (ending == Ending::SourceGone)
         return npf::exit_codes::kExitNoDevice;
     return ending == Ending::WriteFailed ? npf::exit_codes::kExitFailure : npf::exit_codes::kExitOk;
@@ -576,27 +586,14 @@ CLI::Validator number(double lo, double hi, const std::string& desc)
         desc);
 }
 
-} // namespace
-
-int main(int argc, char** argv)
+// The region's options: its size, budget, pages and where they come from.
+void addRegionOptions(CLI::App& app, Options& o)
 {
-    Options o;
-    CLI::App app{"npf-recv: receive UDP datagrams into pageable memory through npf, payloads to a file or stdout"};
-    // The libnpf this program runs with (npf/version.h), like every npf program's line.
-    app.set_version_flag("--version", std::string("npf-recv ") + npf_version() + " (npf ABI " +
-                                          std::to_string(npf_abi_version()) + ")");
-    app.add_option("interface", o.ifname, "interface to receive on")->required();
-    app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
-    app.add_option("--addr", o.addr, "only datagrams to this destination address");
-    app.add_option("-o,--output", o.output, "write payloads here ('-' = stdout)");
-    const double kMax = std::numeric_limits<double>::max();
-    app.add_option("-n,--count", o.count,
-                   "stop after this many datagrams, written or not (lost, bad checksum); 0 = no limit")
-        ->check(number(0, kMax, ">= 0"));
-    app.add_option("--idle", o.idle, "stop after this many seconds without datagrams (once one arrived)")
-        ->check(number(0, kMax, ">= 0"));
     app.add_flag("--cold", o.cold, "start with nothing resident (every first datagram faults)");
-    app.add_option("--budget", o.budget, "resident budget of the region, e.g. 4M (0 = unlimited)")->type_name("SIZE");
+    app.add_option("--budget", o.budget,
+                   "resident budget of the region, e.g. 4M (0 = unlimited; with --connect: npfd's default, "
+                   "the rule's fair share)")
+        ->type_name("SIZE");
     app.add_option("--region", o.region, "region size, e.g. 64M, 1G (at most 1T; rounded up to whole pages)")
         ->type_name("SIZE");
     app.add_option("--page-size", o.pageSize,
@@ -620,6 +617,22 @@ int main(int argc, char** argv)
     app.add_option("--buf-size", o.bufSize,
                    "bytes per posted buffer, e.g. 2048, 9K (smaller than a datagram: TRUNCATED)")
         ->type_name("SIZE");
+}
+
+// Every option and the help's footer.
+void addOptions(CLI::App& app, Options& o)
+{
+    app.add_option("interface", o.ifname, "interface to receive on")->required();
+    app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
+    app.add_option("--addr", o.addr, "only datagrams to this destination address");
+    app.add_option("-o,--output", o.output, "write payloads here ('-' = stdout)");
+    const double kMax = std::numeric_limits<double>::max();
+    app.add_option("-n,--count", o.count,
+                   "stop after this many datagrams, written or not (lost, bad checksum); 0 = no limit")
+        ->check(number(0, kMax, ">= 0"));
+    app.add_option("--idle", o.idle, "stop after this many seconds without datagrams (once one arrived)")
+        ->check(number(0, kMax, ">= 0"));
+    addRegionOptions(app, o);
     app.add_option("--mode", o.mode, "XDP mode if npf-recv attaches the program")
         ->check(CLI::IsMember({"native", "skb"}));
     app.add_option("--queues", o.queues, "RX queues to serve (0 = all)")
@@ -656,6 +669,18 @@ int main(int argc, char** argv)
                "On every exit (count, idle, SIGINT/SIGTERM) a summary on stderr accounts for every datagram of\n"
                "the flow that reached XDP: written, or lost, bad checksum, dropped in XDP, passed to the\n"
                "kernel, in flight, not polled (docs/cli.md, Accounting).");
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    Options o;
+    CLI::App app{"npf-recv: receive UDP datagrams into pageable memory through npf, payloads to a file or stdout"};
+    // The libnpf this program runs with (npf/version.h), like every npf program's line.
+    app.set_version_flag("--version", std::string("npf-recv ") + npf_version() + " (npf ABI " +
+                                          std::to_string(npf_abi_version()) + ")");
+    addOptions(app, o);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

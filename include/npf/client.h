@@ -38,10 +38,12 @@ struct ClientConfig {
     // writes to an 8 MiB install area: this process's hugetlb cgroup (its
     // pod's hugepages-2Mi) pays for its resident pages.
     uint64_t pageSize = 4096;
-    // Bytes of the region npfd keeps resident; 0 = the most npfd's rule
-    // allows this client, up to regionSize. The rule's limit is shared by
-    // every connection it admits: a process that opens several clients
-    // should give each its share.
+    // Bytes of the region npfd keeps resident; 0 = npfd's default for the
+    // client's rule: its fair share, the rule's resident_bytes divided by
+    // its connections (or what the rule's other connections leave free, if
+    // less; root's rule: what is free), up to regionSize, so that every
+    // connection the rule admits gets in with the default. Ask for more to
+    // get more, up to what the rule has free (the hello reply says it).
     uint64_t residentBudget = 0;
     std::string name;                   // shown in npfd's log
     std::chrono::milliseconds timeout{10000}; // for each request to npfd

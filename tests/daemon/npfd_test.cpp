@@ -19,8 +19,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -107,6 +109,41 @@ TEST_F(NpfdE2E, TwoUnprivilegedClientsReceiveSocatStreamsByteForByte)
     const std::string log = npfd.log();
     EXPECT_NE(log.find("uid 65534"), std::string::npos) << log;
     EXPECT_NE(log.find("port " + std::to_string(coldPort)), std::string::npos) << log;
+}
+
+// The README's sidecar shape: two npf-recv --connect clients with default
+// options under one rule with the sidecar manifest's 64 MiB of budget for
+// all its connections (4 of them here). Each gets the rule's fair share,
+// not the whole of it, so the second gets in too; both receive byte for byte.
+TEST_F(NpfdE2E, TwoDefaultClientsOfOneRuleBothGetIn)
+{
+    Rig rig;
+    TempDir dir;
+    Npfd npfd(rig, dir,
+              NpfdOptions{.clients = R"([{"uid": 65534, "ports": ["7400-7499"], "region_bytes": 268435456,
+                                         "resident_bytes": 67108864, "flows": 8, "connections": 4}])"});
+    const size_t size = 1 << 20;
+    const std::string n = std::to_string(size / 1024);
+    std::vector<std::unique_ptr<Child>> clients;
+    for (int i = 0; i < 2; ++i) {
+        writeStream(dir.path + "/" + std::to_string(i) + ".in", size, uint32_t(10 + i));
+        clients.push_back(startClientRecv(rig, npfd, uint16_t(kFirstPort + 10 + i),
+                                          dir.path + "/" + std::to_string(i) + ".out",
+                                          dir.path + "/" + std::to_string(i) + ".err", {"-n", n, "--idle", "3"}));
+    }
+    for (int i = 0; i < 2; ++i)
+        ASSERT_TRUE(clients[i]->ready()) << "client " << i << ":\n"
+                                         << readFile(dir.path + "/" + std::to_string(i) + ".err");
+    for (int i = 0; i < 2; ++i) {
+        const std::string p = dir.path + "/" + std::to_string(i);
+        EXPECT_EQ(socatSend(rig, p + ".in", uint16_t(kFirstPort + 10 + i)), 0);
+        int st = -1;
+        ASSERT_TRUE(clients[i]->wait(int(test::kDeadline.count()), &st)) << readFile(p + ".err");
+        EXPECT_EQ(st, 0) << readFile(p + ".err");
+        EXPECT_TRUE(readFile(p + ".out") == readFile(p + ".in")) << "client " << i << "'s output differs";
+        // 64 MiB shared by the rule's 4 connections.
+        EXPECT_NE(readFile(p + ".err").find(" budget_mib=16.0 "), std::string::npos) << readFile(p + ".err");
+    }
 }
 
 TEST_F(NpfdE2E, KillingOneClientMidStreamDoesNotDisturbTheOther)

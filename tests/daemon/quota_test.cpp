@@ -2,6 +2,9 @@
 // root, no npfd).
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 #include "daemon/quota.h"
 
 namespace npf::daemon {
@@ -52,6 +55,52 @@ TEST(Quotas, ARulesLimitsAreTotalsOverItsConnections)
     b.reset();
     c.reset();
     EXPECT_EQ(q.use(&r).connections, 0u);
+}
+
+// A client that asks no budget gets the rule's fair share, so every
+// connection the rule allows gets in with default options.
+TEST(Quotas, EveryConnectionARuleAllowsCanTakeTheDefaultBudget)
+{
+    Quotas q;
+    const daemon::ClientRule r = rule(4, 1 << 30, 64 << 20, 8);
+    std::string why;
+    std::vector<Quotas::Lease> leases;
+    for (int i = 0; i < 4; ++i) {
+        std::optional<Quotas::Lease> l = q.admit(&r, &why);
+        ASSERT_TRUE(l) << i << ": " << why;
+        EXPECT_EQ(l->defaultBudget(), 16u << 20) << i;
+        EXPECT_EQ(l->free().residentBytes, (64u - 16u * i) << 20) << i;
+        EXPECT_TRUE(l->takeRegion(64 << 20, l->defaultBudget(), &why)) << i << ": " << why;
+        leases.push_back(std::move(*l));
+    }
+    EXPECT_EQ(q.use(&r).residentBytes, 64u << 20);
+
+    // One that asked for more leaves the next less than its share: the
+    // default is what is free then, and a connection with nothing free is
+    // refused its region, saying what the others hold.
+    leases.clear();
+    std::optional<Quotas::Lease> big = q.admit(&r, &why), next = q.admit(&r, &why);
+    ASSERT_TRUE(big && next);
+    ASSERT_TRUE(big->takeRegion(64 << 20, 56 << 20, &why)) << why;
+    EXPECT_EQ(next->defaultBudget(), 8u << 20);
+    EXPECT_EQ(next->free().regionBytes, (1u << 30) - (64u << 20));
+    EXPECT_EQ(next->free().flows, 8u);
+    ASSERT_TRUE(next->takeRegion(64 << 20, 8 << 20, &why)) << why;
+    std::optional<Quotas::Lease> third = q.admit(&r, &why);
+    ASSERT_TRUE(third);
+    EXPECT_EQ(third->defaultBudget(), 0u);
+    EXPECT_FALSE(third->takeRegion(64 << 20, 4096, &why));
+    EXPECT_NE(why.find("they hold 67108864 bytes"), std::string::npos) << why;
+}
+
+// Root's rule sets no limits: its default is all there is, not a share of it.
+TEST(Quotas, RootsDefaultBudgetIsNotAShare)
+{
+    Quotas q;
+    std::string why;
+    std::optional<Quotas::Lease> l = q.admit(&rootRule(), &why);
+    ASSERT_TRUE(l) << why;
+    EXPECT_EQ(l->defaultBudget(), std::numeric_limits<uint64_t>::max());
 }
 
 TEST(Quotas, APodRulesLimitsAreEachPodsOwn)

@@ -227,6 +227,10 @@ TEST(Protocol, ReplyFieldErrors)
         {R"({"type":"ok","id":1,"protocol":1,"abi":2,"daemon_pid":9,"ifaces":["eth0"],"limits":{}})",
          "region_bytes"},
         {R"({"type":"ok","id":1,"protocol":1,"abi":2,"daemon_pid":9,"ifaces":["eth0"],"limits":[]})", "limits"},
+        {R"({"type":"ok","id":1,"protocol":1,"abi":2,"daemon_pid":9,"ifaces":[],"limits":{"region_bytes":1,)"
+         R"("resident_bytes":1,"flows":1},"free":{"region_bytes":1}})", "resident_bytes"},
+        {R"({"type":"ok","id":1,"protocol":1,"abi":2,"daemon_pid":9,"ifaces":[],"limits":{"region_bytes":1,)"
+         R"("resident_bytes":1,"flows":1},"default_budget":-1})", "default_budget"},
     });
     expectFieldErrors<OpenFlowReply>({
         {R"({"type":"ok","id":3,"flow":1,"gen":1,"port":0,"ring_size":4096,"completion_entries":8192})", "port"},
@@ -346,6 +350,15 @@ TEST(Protocol, RepliesRoundTrip)
     EXPECT_EQ(h2.limits.regionBytes, h.limits.regionBytes);
     EXPECT_EQ(h2.limits.residentBytes, h.limits.residentBytes);
     EXPECT_EQ(h2.limits.flows, 64u);
+    EXPECT_FALSE(h2.defaultBudget) << "none sent: an npfd before 2026-12";
+    h.free = {1ull << 29, 16ull << 20, 7};
+    h.defaultBudget = 0; // none free: a budget of 0, not "none sent"
+    h2 = roundTrip(h, 1);
+    EXPECT_EQ(h2.free.regionBytes, 1ull << 29);
+    EXPECT_EQ(h2.free.residentBytes, 16ull << 20);
+    EXPECT_EQ(h2.free.flows, 7u);
+    ASSERT_TRUE(h2.defaultBudget);
+    EXPECT_EQ(*h2.defaultBudget, 0u);
 
     EXPECT_EQ(roundTrip(RegionReply{7}, 2).region, 7u);
 
@@ -442,7 +455,8 @@ TEST(Protocol, LargestRepliesFitOneMessage)
     h.daemonPid = 1;
     for (size_t i = 0; i < kMaxIfaces; ++i)
         h.ifaces.push_back("iface-name-" + std::to_string(i));
-    h.limits = {~0ull, ~0ull, ~0u};
+    h.limits = h.free = {~0ull, ~0ull, ~0u};
+    h.defaultBudget = ~0ull;
     EXPECT_LE(h.encode(~0u).size(), kMaxMessage);
     ErrorReply e{ErrorCode::Internal, 255, std::string(kMaxText, 'm')};
     EXPECT_LE(e.encode(~0u).size(), kMaxMessage);

@@ -266,9 +266,14 @@ void Client::Impl::connect()
     if (h.protocol != hello.protocol) // npfd speaks to each client in the client's version
         throwErrno(EPROTO, "npf client: npfd answered a protocol " + std::to_string(hello.protocol) +
                                " hello in protocol " + std::to_string(h.protocol) + ": not an npfd this client knows");
-    budget = cfg.residentBudget ? cfg.residentBudget : h.limits.residentBytes;
-    if (budget > cfg.regionSize)
-        budget = cfg.regionSize;
+    // Asked none: npfd's default for this rule (its fair share), or from an
+    // npfd that names none, the rule's whole limit.
+    budget = cfg.residentBudget;
+    if (!budget) {
+        budget = h.defaultBudget.value_or(h.limits.residentBytes);
+        budget = std::max<uint64_t>(std::min(budget, cfg.regionSize) / cfg.pageSize * cfg.pageSize, cfg.pageSize);
+    }
+    budget = std::min(budget, cfg.regionSize);
     releaseBatch = std::max<uint64_t>(cfg.pageSize, std::min<uint64_t>(budget / 16, kReleaseBatchMax));
     // The mapping is registered with a fresh userfaultfd each time: npfd
     // gets it, and this process keeps no copy (were npfd to die, the

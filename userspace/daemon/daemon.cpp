@@ -57,25 +57,6 @@ void ensureFdLimit(const DaemonConfig& c)
                  static_cast<unsigned long long>(lim.rlim_max));
 }
 
-// npfd's last word on a connection it is about to close: an error with id 0
-// (the client's Channel takes it as the answer to whatever it sent), then
-// what the client sent is read and dropped: a connection closed with unread
-// data makes the client's next recv() fail with ECONNRESET before it gets to
-// the error (which stays queued: Channel reads on).
-void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
-{
-    try {
-        (void)ipc::sendMessage(fd, ipc::ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
-    } catch (const std::exception&) {
-    }
-    for (int i = 0; i < 16; ++i)
-        try {
-            if (ipc::recvMessage(fd).status != ipc::IoStatus::Ok)
-                return;
-        } catch (const std::exception&) {
-        }
-}
-
 // A rule whose connections are bounded by its share rather than by its own
 // `connections` (a pod rule's, per pod, add up): said once, at start, so that
 // a refusal surprises no operator.
@@ -322,7 +303,7 @@ void Daemon::accept(int listenFd, const std::shared_ptr<const ipc::PodInfo>& pod
             return;
         if (sessions_.size() >= opt_.config.maxConnections) {
             NPF_WARN_RL("npfd: a client was refused: all max_connections (%u) are open", opt_.config.maxConnections);
-            lastWord(fd.get(), ErrorCode::NoSpace, EMFILE,
+            ipc::lastWord(fd.get(), ErrorCode::NoSpace, EMFILE,
                      "npfd has all its max_connections (" + std::to_string(opt_.config.maxConnections) +
                          ") open: try again later");
             continue;
@@ -342,7 +323,7 @@ void Daemon::accept(int listenFd, const std::shared_ptr<const ipc::PodInfo>& pod
         if (!lease) {
             NPF_WARN_RL("npfd: pid %d uid %u%s refused: %s", peer.cred.pid, peer.cred.uid,
                         pod ? (" of " + pod->describe()).c_str() : "", why.c_str());
-            lastWord(fd.get(), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
+            ipc::lastWord(fd.get(), rule ? ErrorCode::NoSpace : ErrorCode::NotAllowed, rule ? EUSERS : EACCES, why);
             continue;
         }
         const int raw = fd.get();
@@ -369,31 +350,20 @@ void Daemon::handleRequests(int fd) noexcept
     // One request, then the other clients' turn: epoll reports this socket
     // again while it has more, after the others that are ready. A client
     // whose populate is in progress waits for it (workSlices()).
-    while (!s.working()) {
-        ipc::RecvResult r;
-        try {
-            r = ipc::recvMessage(fd);
-        } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
-            lastWord(fd, ErrorCode::BadMessage, EMSGSIZE, e.what());
-            drop(fd, e.what());
-            return;
-        }
-        if (r.status == ipc::IoStatus::WouldBlock)
-            return;
-        if (r.status == ipc::IoStatus::Eof) {
-            drop(fd, "hung up");
-            return;
-        }
-        health_->beat();
-        if (!s.handle(std::move(r.message))) {
-            drop(fd, "disconnected");
-            return;
-        }
-        if (s.working()) {
-            setEvents(fd, 0); // its next requests wait in its socket
-            working_.push_back(fd);
-        }
+    if (s.working())
         return;
+    const Session::Step step = s.serveOne();
+    if (step == Session::Step::Idle)
+        return;
+    if (step != Session::Step::Gone)
+        health_->beat();
+    if (step != Session::Step::Served) {
+        drop(fd, s.ending().c_str());
+        return;
+    }
+    if (s.working()) {
+        setEvents(fd, 0); // its next requests wait in its socket
+        working_.push_back(fd);
     }
 }
 
@@ -449,7 +419,7 @@ void Daemon::dropPod(const std::string& container) noexcept
         if (s->pod() && s->pod()->container == container)
             gone.push_back(fd);
     for (int fd : gone) {
-        lastWord(fd, ErrorCode::NotAllowed, ENOENT, "this client's pod was deleted");
+        ipc::lastWord(fd, ErrorCode::NotAllowed, ENOENT, "this client's pod was deleted");
         drop(fd, "lost its pod");
     }
 }
@@ -471,7 +441,7 @@ int Daemon::closeSilent(int cap) noexcept
         auto it = sessions_.find(fd);
         if (it == sessions_.end() || it->second->helloDone())
             continue;
-        lastWord(fd, ErrorCode::BadMessage, ETIMEDOUT,
+        ipc::lastWord(fd, ErrorCode::BadMessage, ETIMEDOUT,
                  "no hello within " + std::to_string(opt_.config.helloTimeoutMs) + " ms (hello_timeout_ms): closed");
         drop(fd, "said no hello in time");
     }

@@ -1,9 +1,12 @@
 #include "daemon/quota.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace npf::daemon {
 namespace {
+
+constexpr uint64_t kPage = 4096;
 
 std::string bytes(uint64_t n) { return std::to_string(n) + " bytes"; }
 
@@ -97,6 +100,23 @@ void Quotas::Lease::giveFlow() noexcept
         return;
     --use().flows;
     --flows_;
+}
+
+Quotas::Use Quotas::Lease::free() const
+{
+    const Use u = used();
+    const ClientRule& r = *rule_;
+    return {r.connections - std::min(r.connections, u.connections), r.regionBytes - u.regionBytes,
+            r.residentBytes - u.residentBytes, r.flows - std::min(r.flows, u.flows)};
+}
+
+uint64_t Quotas::Lease::defaultBudget() const
+{
+    const uint64_t free = this->free().residentBytes;
+    if (rule_ == &rootRule())
+        return free;
+    const uint64_t share = rule_->residentBytes / std::max<uint32_t>(1, rule_->connections) / kPage * kPage;
+    return std::min(free, std::max(share, kPage));
 }
 
 std::string Quotas::full(const ClientRule* rule, const std::string& pod, const Use& u) const

@@ -55,6 +55,16 @@ public:
         void giveRegion() noexcept;
         bool takeFlow(std::string* why);
         void giveFlow() noexcept;
+        // What the rule's totals (a pod rule's: the pod's) leave free now,
+        // this connection's holdings taken out (the hello reply's "free").
+        Use free() const;
+        // The budget of a region whose client asks none: the rule's
+        // resident limit shared equally by the connections it allows
+        // (resident_bytes / connections), or what is free if that is less;
+        // root's rule, which sets no limits, gets what is free. So every
+        // connection a rule admits can take its default; a client that
+        // wants more asks for it.
+        uint64_t defaultBudget() const;
 
     private:
         friend class Quotas;
@@ -64,6 +74,7 @@ public:
         }
         void giveAll() noexcept;
         Use& use() { return q_->of(rule_, pod_); }
+        Use used() const { return q_->use(rule_, pod_); }
         std::string holder() const; // "its connections", or a pod rule's "the pod's connections"
 
         Quotas* q_ = nullptr;

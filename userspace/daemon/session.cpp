@@ -66,6 +66,28 @@ std::string Session::describe() const
            ")";
 }
 
+Session::Step Session::serveOne() noexcept
+{
+    ipc::RecvResult r;
+    try {
+        r = ipc::recvMessage(fd_.get());
+    } catch (const std::exception& e) { // oversized, too many descriptors: the message is gone
+        ipc::lastWord(fd_.get(), ErrorCode::BadMessage, EMSGSIZE, e.what());
+        ending_ = e.what();
+        return Step::Gone;
+    }
+    if (r.status == ipc::IoStatus::WouldBlock)
+        return Step::Idle;
+    if (r.status == ipc::IoStatus::Eof) {
+        ending_ = "hung up";
+        return Step::Gone;
+    }
+    if (handle(std::move(r.message)))
+        return Step::Served;
+    ending_ = "disconnected";
+    return Step::Ended;
+}
+
 bool Session::handle(ipc::WireMessage msg) noexcept
 {
     uint32_t id = 0;
@@ -75,10 +97,11 @@ bool Session::handle(ipc::WireMessage msg) noexcept
     try {
         ipc::Message m = ipc::parse(msg.bytes);
         id = m.id;
-        out = reply(m, msg.fds, outFds);
+        Call c{m.id, msg.fds, outFds};
+        out = serve(m, c);
         if (out.empty())
             return true; // a populate: work() replies
-        keep = m.type != "bye";
+        keep = m.type != ipc::ByeRequest::kType;
     } catch (const ProtocolError& e) {
         ipc::ErrorReply r = ipc::ErrorReply::from(e);
         out = r.encode(id ? id : e.id());
@@ -93,6 +116,47 @@ bool Session::handle(ipc::WireMessage msg) noexcept
         NPF_WARN("%s: %s", describe().c_str(), e.what());
     }
     return send(out, outFds) && keep;
+}
+
+// Decodes the request once, has its handler act on it, encodes the reply
+// ("" for a populate in progress: work() replies). A request that carries
+// descriptors it should not is refused before it is read.
+template <typename Req, auto Handler>
+std::string Session::serveAs(const ipc::Message& m, Call& c)
+{
+    if (Req::kFds == 0 && !c.fds.empty())
+        throw ProtocolError(ErrorCode::BadFd, m.type + " takes no descriptors, got " + std::to_string(c.fds.size()));
+    const auto reply = (this->*Handler)(Req::decode(m), c);
+    if constexpr (requires { reply.has_value(); })
+        return reply ? reply->encode(m.id) : std::string();
+    else
+        return reply.encode(m.id);
+}
+
+// Every request type npfd serves, and its handler: the one place a type is
+// dispatched.
+const Session::Route Session::kRoutes[] = {
+    {ipc::HelloRequest::kType, &Session::serveAs<ipc::HelloRequest, &Session::hello>},
+    {ipc::RegionRequest::kType, &Session::serveAs<ipc::RegionRequest, &Session::region>},
+    {ipc::OpenFlowRequest::kType, &Session::serveAs<ipc::OpenFlowRequest, &Session::openFlow>},
+    {ipc::CloseFlowRequest::kType, &Session::serveAs<ipc::CloseFlowRequest, &Session::closeFlow>},
+    {ipc::ReleaseRequest::kType, &Session::serveAs<ipc::ReleaseRequest, &Session::release>},
+    {ipc::PopulateRequest::kType, &Session::serveAs<ipc::PopulateRequest, &Session::populate>},
+    {ipc::StatsRequest::kType, &Session::serveAs<ipc::StatsRequest, &Session::stats>},
+    {ipc::FlowStatsRequest::kType, &Session::serveAs<ipc::FlowStatsRequest, &Session::flowStats>},
+    {ipc::ByeRequest::kType, &Session::serveAs<ipc::ByeRequest, &Session::bye>},
+};
+
+std::string Session::serve(const ipc::Message& m, Call& c)
+{
+    if (d_.stopping())
+        throw ProtocolError(ErrorCode::ShuttingDown, "npfd is stopping");
+    if (!helloDone_ && m.type != ipc::HelloRequest::kType)
+        throw ProtocolError(ErrorCode::BadMessage, "the first request must be hello, not " + m.type);
+    for (const Route& r : kRoutes)
+        if (m.type == r.type)
+            return (this->*r.serve)(m, c);
+    throw ProtocolError(ErrorCode::BadMessage, "unknown request type '" + m.type + "'");
 }
 
 bool Session::send(const std::string& out, const std::vector<int>& fds) noexcept
@@ -148,84 +212,55 @@ Session::Work Session::work(bool* keep) noexcept
     return Work::Done;
 }
 
-std::string Session::reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds)
-{
-    if (d_.stopping())
-        throw ProtocolError(ErrorCode::ShuttingDown, "npfd is stopping", 0, m.id);
-    if (!helloDone_ && m.type != ipc::HelloRequest::kType)
-        throw ProtocolError(ErrorCode::BadMessage, "the first request must be hello, not " + m.type, 0, m.id);
-    if (m.type == ipc::HelloRequest::kType)
-        return hello(m);
-    if (m.type == ipc::RegionRequest::kType)
-        return region(m, fds);
-    if (!fds.empty())
-        throw ProtocolError(ErrorCode::BadFd, m.type + " takes no descriptors, got " + std::to_string(fds.size()), 0,
-                            m.id);
-    if (m.type == ipc::OpenFlowRequest::kType)
-        return openFlow(m, outFds);
-    if (m.type == ipc::CloseFlowRequest::kType)
-        return closeFlow(m);
-    if (m.type == ipc::ReleaseRequest::kType)
-        return pages(m, true);
-    if (m.type == ipc::PopulateRequest::kType)
-        return pages(m, false);
-    if (m.type == ipc::StatsRequest::kType)
-        return stats(m);
-    if (m.type == ipc::FlowStatsRequest::kType)
-        return flowStats(m);
-    if (m.type == ipc::ByeRequest::kType)
-        return ipc::OkReply{}.encode(m.id);
-    throw ProtocolError(ErrorCode::BadMessage, "unknown request type '" + m.type + "'", 0, m.id);
-}
-
-std::string Session::hello(const ipc::Message& m)
+ipc::HelloReply Session::hello(const ipc::HelloRequest& h, Call&)
 {
     if (helloDone_)
-        throw ProtocolError(ErrorCode::BadMessage, "hello sent twice", 0, m.id);
-    ipc::HelloRequest h = ipc::HelloRequest::decode(m);
+        throw ProtocolError(ErrorCode::BadMessage, "hello sent twice");
     const uint32_t protocol = ipc::negotiate(h);
     name_ = h.name;
     if (!rule_)
         throw ProtocolError(ErrorCode::NotAllowed,
                             "uid " + std::to_string(cred_.uid) + " gid " + std::to_string(cred_.gid) +
                                 " matches no client rule of npfd's config",
-                            EACCES, m.id);
+                            EACCES);
     helloDone_ = true;
     ipc::HelloReply r = ipc::helloReplyFor(protocol);
     r.daemonPid = static_cast<uint32_t>(::getpid());
     r.ifaces = d_.ifacesIn(netns_);
     r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
+    const Quotas::Use free = lease_.free();
+    r.free = {free.regionBytes, free.residentBytes, free.flows};
+    r.defaultBudget = lease_.defaultBudget();
     NPF_INFO("%s: hello%s (protocol %u, library ABI %u)", describe().c_str(),
              name_.empty() ? "" : (" from " + name_).c_str(), protocol, h.abi);
-    return r.encode(m.id);
+    return r;
 }
 
-std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
+ipc::RegionReply Session::region(const ipc::RegionRequest& rq, Call& c)
 {
-    ipc::RegionRequest rq = ipc::RegionRequest::decode(m);
+    std::vector<Fd>& fds = c.fds;
     if (region_)
-        throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it", 0, m.id);
+        throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it");
     // [2], [3]: the spill file, the install area.
     if (fds.size() < 2 || fds.size() > 4 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
         !std::all_of(fds.begin() + 2, fds.end(), [](const Fd& f) { return ipc::isMemfd(f.get()); }))
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd and an install area "
-                            "memfd",
-                            0, m.id);
+                            "memfd");
     RegionGeometry geo;
     std::string bad;
     switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
     case RegionGeometry::Error::None:
         break;
     case RegionGeometry::Error::TooLarge:
-        throw ProtocolError(ErrorCode::TooLarge, "region " + bad, 0, m.id);
+        throw ProtocolError(ErrorCode::TooLarge, "region " + bad);
     default:
-        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL, m.id);
+        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL);
     }
     // The rule's totals first: the bitmap and the page state below cost
     // npfd memory in proportion to the size.
     if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
-        throw ProtocolError(ErrorCode::TooLarge, why, 0, m.id);
+        throw ProtocolError(ErrorCode::TooLarge, why);
     struct GiveBack { // unless the region is made
         Quotas::Lease& l;
         bool keep = false;
@@ -248,9 +283,8 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
                              fds.size() == 4 ? std::move(fds[3]) : Fd()});
     } catch (const std::system_error& e) {
         if (e.code().value() == ENOMEM) // 2 MiB pages: the huge page pool is short
-            throw ProtocolError(ErrorCode::NoSpace, e.what(), ENOMEM, m.id);
-        throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(),
-                            e.code().value(), m.id);
+            throw ProtocolError(ErrorCode::NoSpace, e.what(), ENOMEM);
+        throw ProtocolError(ErrorCode::BadFd, std::string("the region's descriptors: ") + e.what(), e.code().value());
     }
     giveBack.keep = true;
     bitmap_.emplace(std::move(bitmap));
@@ -261,22 +295,20 @@ std::string Session::region(const ipc::Message& m, std::vector<Fd>& fds)
              describe().c_str(), static_cast<unsigned long long>(rq.size >> 20),
              static_cast<unsigned long long>(rq.budget >> 20), geo.huge() ? "2 MiB" : "4 KiB",
              faultServer_->label.c_str());
-    return ipc::RegionReply{static_cast<uint32_t>(id_)}.encode(m.id);
+    return ipc::RegionReply{static_cast<uint32_t>(id_)};
 }
 
-std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
+// The interface an open_flow names ("": the only one npfd serves in the
+// client's network namespace).
+Iface& Session::flowIface(const std::string& name) const
 {
-    ipc::OpenFlowRequest rq = ipc::OpenFlowRequest::decode(m);
-    if (!region_)
-        throw ProtocolError(ErrorCode::NoRegion, "open_flow before region", 0, m.id);
-    std::string ifname = rq.iface;
+    std::string ifname = name;
     if (ifname.empty()) {
         const std::vector<std::string> here = d_.ifacesIn(netns_);
         if (here.size() != 1)
             throw ProtocolError(ErrorCode::BadMessage,
                                 here.empty() ? "npfd serves no interface in this client's network namespace"
-                                             : "npfd serves several interfaces here: name one",
-                                0, m.id);
+                                             : "npfd serves several interfaces here: name one");
         ifname = here.front();
     }
     Iface* itf = d_.iface(ifname, netns_);
@@ -284,27 +316,42 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
         throw ProtocolError(ErrorCode::NotAllowed,
                             "npfd serves no " + ifname + " in this client's network namespace (it serves " +
                                 d_.describeIfaces() + ")",
-                            ENODEV, m.id);
-    Service* svc = itf->service.get();
-    const std::string& iface = itf->label;
-    // A pod's client receives on its pod's addresses only: "any" means the
-    // pod's first address (the kubelet's pod IP), another address is refused.
-    if (pod_ && rq.addr.empty())
-        rq.addr = pod_->addrs.front();
+                            ENODEV);
+    return *itf;
+}
+
+// The flow an open_flow asks for, if this client may have it: a port and
+// address its rule allows, a pod client's on its pod's addresses only ("any"
+// means the pod's first address, the kubelet's pod IP).
+dataplane::FlowSpec Session::allowedFlow(uint16_t port, std::string addr) const
+{
+    if (pod_ && addr.empty())
+        addr = pod_->addrs.front();
     dataplane::FlowSpec spec;
     try {
-        spec = dataplane::parseFlowSpec(std::to_string(rq.port), rq.addr);
+        spec = dataplane::parseFlowSpec(std::to_string(port), addr);
     } catch (const std::exception& e) {
-        throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL, m.id);
+        throw ProtocolError(ErrorCode::BadMessage, e.what(), EINVAL);
     }
-    if (pod_ && !pod_->owns(rq.addr))
+    if (pod_ && !pod_->owns(addr))
         throw ProtocolError(ErrorCode::NotAllowed,
                             dataplane::toString(spec) + ": a client of " + pod_->describe() +
-                                " opens flows on its pod's own addresses (" + pod_->addrList() + "), not " + rq.addr,
-                            EACCES, m.id);
-    if (!rule_->allowsPort(rq.port) || !rule_->allowsAddr(rq.addr))
-        throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client", EACCES,
-                            m.id);
+                                " opens flows on its pod's own addresses (" + pod_->addrList() + "), not " + addr,
+                            EACCES);
+    if (!rule_->allowsPort(port) || !rule_->allowsAddr(addr))
+        throw ProtocolError(ErrorCode::NotAllowed, dataplane::toString(spec) + " is not allowed for this client",
+                            EACCES);
+    return spec;
+}
+
+ipc::OpenFlowReply Session::openFlow(const ipc::OpenFlowRequest& rq, Call& c)
+{
+    if (!region_)
+        throw ProtocolError(ErrorCode::NoRegion, "open_flow before region");
+    Iface* itf = &flowIface(rq.iface);
+    Service* svc = itf->service.get();
+    const std::string& iface = itf->label;
+    const dataplane::FlowSpec spec = allowedFlow(rq.port, rq.addr);
     // The refusal names no other client (a tenant learns nothing of
     // another); npfd's log does, for the operator.
     if (const Session* owner = d_.flowClaims().claim(*itf, spec, this)) {
@@ -314,8 +361,7 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
         throw ProtocolError(ErrorCode::Busy,
                             dataplane::toString(spec) + " on " + iface + " is held by " +
                                 (owner == this ? std::string("this connection") : std::string("another client")) +
-                                " (the same address, or a wildcard and an address, of the port)",
-                            0, m.id);
+                                " (the same address, or a wildcard and an address, of the port)");
     }
     struct Undo { // unless the flow is opened
         Session& s;
@@ -332,7 +378,7 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
         }
     } undo{*this, *itf, spec};
     if (std::string why; !lease_.takeFlow(&why))
-        throw ProtocolError(ErrorCode::NoSpace, why, 0, m.id);
+        throw ProtocolError(ErrorCode::NoSpace, why);
     undo.leased = true;
     ServedFlow* flow = nullptr;
     try {
@@ -340,7 +386,7 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
         flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
     } catch (const StateError& e) {
         throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
-                            e.code().value(), m.id);
+                            e.code().value());
     }
     flows_.push_back({itf, flow, spec});
     undo.keep = true;
@@ -350,8 +396,8 @@ std::string Session::openFlow(const ipc::Message& m, std::vector<int>& outFds)
     r.gen = flow->gen;
     r.port = spec.port;
     r.completionEntries = flow->ring.size();
-    outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
-    return r.encode(m.id);
+    c.outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
+    return r;
 }
 
 void Session::close(OpenFlow& f) noexcept
@@ -363,47 +409,49 @@ void Session::close(OpenFlow& f) noexcept
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
 }
 
-const Session::OpenFlow& Session::ownFlow(uint32_t id, uint32_t requestId) const
+const Session::OpenFlow& Session::ownFlow(uint32_t id) const
 {
     for (const OpenFlow& f : flows_)
         if (f.flow->id == id)
             return f;
     // The same answer whoever holds the id, if anyone: nothing about another
     // client's flow is told.
-    throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(id) + " on this connection", 0, requestId);
+    throw ProtocolError(ErrorCode::NoFlow, "no flow " + std::to_string(id) + " on this connection");
 }
 
-std::string Session::closeFlow(const ipc::Message& m)
+ipc::OkReply Session::closeFlow(const ipc::CloseFlowRequest& rq, Call&)
 {
-    ipc::CloseFlowRequest rq = ipc::CloseFlowRequest::decode(m);
-    const OpenFlow& f = ownFlow(rq.flow, m.id);
+    const OpenFlow& f = ownFlow(rq.flow);
     const auto it = flows_.begin() + (&f - flows_.data());
     close(*it);
     flows_.erase(it);
-    return ipc::OkReply{}.encode(m.id);
+    return {};
 }
 
-std::string Session::pages(const ipc::Message& m, bool release)
+ipc::OkReply Session::bye(const ipc::ByeRequest&, Call&) { return {}; }
+
+// [offset, offset + len) of the region, which release and populate need.
+void Session::checkRange(const char* what, uint64_t offset, uint64_t len) const
 {
-    uint64_t offset, len;
-    std::vector<ipc::ReleaseRequest::Posted> posted;
-    if (release) {
-        ipc::ReleaseRequest rq = ipc::ReleaseRequest::decode(m);
-        offset = rq.offset, len = rq.len;
-        posted = std::move(rq.posted);
-    } else {
-        ipc::PopulateRequest rq = ipc::PopulateRequest::decode(m);
-        offset = rq.offset, len = rq.len;
-    }
     if (!region_)
-        throw ProtocolError(ErrorCode::NoRegion, m.type + " before region", 0, m.id);
+        throw ProtocolError(ErrorCode::NoRegion, std::string(what) + " before region");
     if (offset > region_->size() || len > region_->size() - offset)
         throw ProtocolError(ErrorCode::BadMessage,
-                            m.type + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
+                            std::string(what) + " [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                 ") is outside the region of " + std::to_string(region_->size()) + " bytes",
-                            EINVAL, m.id);
-    if (release)
-        return ipc::PagesReply{releaseLate(m, offset, len, posted)}.encode(m.id);
+                            EINVAL);
+}
+
+ipc::PagesReply Session::release(const ipc::ReleaseRequest& rq, Call&)
+{
+    checkRange("release", rq.offset, rq.len);
+    return {releaseLate(rq.offset, rq.len, rq.posted)};
+}
+
+std::optional<ipc::PagesReply> Session::populate(const ipc::PopulateRequest& rq, Call& c)
+{
+    checkRange("populate", rq.offset, rq.len);
+    uint64_t len = rq.len;
     // No more than the budget: beyond it, populating evicts what it just
     // installed, and the control thread (every client's) would spend the
     // time on it.
@@ -414,18 +462,17 @@ std::string Session::pages(const ipc::Message& m, bool release)
     // starts once their rounds have ended. release evicts nothing, and a
     // page written after it keeps its content however late its protection
     // comes (a write clears the release mark): no wait.
-    Populate p{m.id, offset, offset + len, 0, {}, monotonicNs() + 1'000'000'000};
+    Populate p{c.id, rq.offset, rq.offset + len, 0, {}, monotonicNs() + 1'000'000'000};
     for (const OpenFlow& f : flows_)
         p.pagers.emplace_back(f.iface->service.get(), f.iface->service->askPagers());
     populate_ = std::move(p);
-    return "";
+    return std::nullopt;
 }
 
 // The release, applied now, leaves out the buffers the client posted since
 // it made it (late_release.h); a client of an older library sends no
 // `posted`: its whole range, as it asked.
-uint64_t Session::releaseLate(const ipc::Message& m, uint64_t offset, uint64_t len,
-                              std::span<const ipc::ReleaseRequest::Posted> posted)
+uint64_t Session::releaseLate(uint64_t offset, uint64_t len, std::span<const ipc::ReleaseRequest::Posted> posted)
 {
     std::vector<PostsSince> since;
     for (const ipc::ReleaseRequest::Posted& p : posted)
@@ -437,7 +484,7 @@ uint64_t Session::releaseLate(const ipc::Message& m, uint64_t offset, uint64_t l
     for (const ByteRange& r : parts.value_or(std::vector<ByteRange>{})) {
         const int rc = region_->release(r.offset, r.len);
         if (rc < 0)
-            throw ProtocolError(ErrorCode::Internal, m.type + ": " + std::strerror(-rc), -rc, m.id);
+            throw ProtocolError(ErrorCode::Internal, std::string("release: ") + std::strerror(-rc), -rc);
         pages += static_cast<uint64_t>(rc);
     }
     return pages;
@@ -450,23 +497,21 @@ void Session::clientFlows(std::vector<ClientFlow>& out) const
                        cred_.uid, f.iface->service->flowStats(*f.flow)});
 }
 
-std::string Session::flowStats(const ipc::Message& m)
+ipc::FlowStatsReply Session::flowStats(const ipc::FlowStatsRequest& rq, Call&)
 {
-    const ipc::FlowStatsRequest rq = ipc::FlowStatsRequest::decode(m);
-    const OpenFlow& f = ownFlow(rq.flow, m.id);
+    const OpenFlow& f = ownFlow(rq.flow);
     FlowStats s;
     try {
         s = f.iface->service->flowStats(*f.flow);
     } catch (const std::system_error& e) { // the per-flow counters' map could not be read
         throw ProtocolError(ErrorCode::Internal, "flow " + std::to_string(rq.flow) + ": " + e.what(),
-                            e.code().value(), m.id);
+                            e.code().value());
     }
-    return ipc::FlowStatsReply{counters::flowStatsJson(s)}.encode(m.id);
+    return {counters::flowStatsJson(s)};
 }
 
-std::string Session::stats(const ipc::Message& m)
+ipc::StatsReply Session::stats(const ipc::StatsRequest&, Call&)
 {
-    (void)ipc::StatsRequest::decode(m);
     // This client's own numbers: its flows' completions, its region. The
     // counters of the shared dataplane (fast/fault path, sockets) are the
     // operator's (npfctl stats).
@@ -488,7 +533,7 @@ std::string Session::stats(const ipc::Message& m)
     ipc::StatsReply r;
     r.stats = counters::engineStatsJson(s, iface, cred_.pid, monotonicNs());
     counters::addRegionStats(r.stats, region);
-    return r.encode(m.id);
+    return r;
 }
 
 } // namespace npf::daemon

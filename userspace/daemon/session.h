@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,9 +56,15 @@ public:
     const std::shared_ptr<const ipc::PodInfo>& pod() const noexcept { return pod_; }
     bool helloDone() const noexcept { return helloDone_; }
     int64_t helloDeadline() const noexcept { return helloDeadline_; }
-    // Handles one message; false when the connection must end (EOF, a
-    // protocol violation, bye). Never throws.
-    bool handle(ipc::WireMessage msg) noexcept;
+    // The client's socket is read here and its replies written here: one
+    // request of it, if it has one, read, decoded once, served by its
+    // handler and answered. Idle: none waiting; Served; Ended: served, and
+    // the connection must end (a protocol violation, bye); Gone: the client
+    // hung up, or sent what could not be read. ending() says why for the
+    // last two. Never throws.
+    enum class Step { Idle, Served, Ended, Gone };
+    Step serveOne() noexcept;
+    const std::string& ending() const noexcept { return ending_; }
     // A populate is in progress: the control thread works on it in slices
     // (work()), between other clients' requests, and reads no request of
     // this client's meanwhile (its replies stay in order).
@@ -94,22 +101,48 @@ private:
     // installs at 4 KiB pages.
     static constexpr uint64_t kPopulateSlice = 256 << 10;
 
-    // The reply, or "" for a populate (work() replies when it ends).
-    std::string reply(const ipc::Message& m, std::vector<Fd>& fds, std::vector<int>& outFds);
+    // One request's id, the descriptors it carried (a handler takes what it
+    // keeps) and those its reply carries.
+    struct Call {
+        uint32_t id;
+        std::vector<Fd>& fds;
+        std::vector<int>& outFds;
+    };
+    // Handles one message; false when the connection must end.
+    bool handle(ipc::WireMessage msg) noexcept;
+    // The reply to `m`, "" for a populate in progress (work() replies when
+    // it ends); throws ProtocolError for a refusal or a bad request.
+    std::string serve(const ipc::Message& m, Call& c);
+    // Request type Req decoded, served by Handler (Req::Reply handler(const
+    // Req&, Call&), or an optional reply: none yet), the reply encoded.
+    template <typename Req, auto Handler>
+    std::string serveAs(const ipc::Message& m, Call& c);
+    struct Route {
+        std::string_view type;
+        std::string (Session::*serve)(const ipc::Message&, Call&);
+    };
+    static const Route kRoutes[];
     bool send(const std::string& out, const std::vector<int>& fds) noexcept; // false: the client is not taking it
-    std::string hello(const ipc::Message& m);
-    std::string region(const ipc::Message& m, std::vector<Fd>& fds);
-    std::string openFlow(const ipc::Message& m, std::vector<int>& outFds);
-    std::string closeFlow(const ipc::Message& m);
+
+    // The handlers, one per request type (kRoutes).
+    ipc::HelloReply hello(const ipc::HelloRequest& rq, Call& c);
+    ipc::RegionReply region(const ipc::RegionRequest& rq, Call& c);
+    ipc::OpenFlowReply openFlow(const ipc::OpenFlowRequest& rq, Call& c);
+    ipc::OkReply closeFlow(const ipc::CloseFlowRequest& rq, Call& c);
+    ipc::PagesReply release(const ipc::ReleaseRequest& rq, Call& c);
+    std::optional<ipc::PagesReply> populate(const ipc::PopulateRequest& rq, Call& c);
+    ipc::StatsReply stats(const ipc::StatsRequest& rq, Call& c);
+    ipc::FlowStatsReply flowStats(const ipc::FlowStatsRequest& rq, Call& c);
+    ipc::OkReply bye(const ipc::ByeRequest& rq, Call& c);
+
+    Iface& flowIface(const std::string& name) const;
+    dataplane::FlowSpec allowedFlow(uint16_t port, std::string addr) const;
+    void checkRange(const char* what, uint64_t offset, uint64_t len) const;
     // release's pages: [offset, offset + len) minus buffers posted since
     // (`posted`); returns the pages released.
-    uint64_t releaseLate(const ipc::Message& m, uint64_t offset, uint64_t len,
-                         std::span<const ipc::ReleaseRequest::Posted> posted);
-    std::string pages(const ipc::Message& m, bool release);
-    std::string stats(const ipc::Message& m);
-    std::string flowStats(const ipc::Message& m);
+    uint64_t releaseLate(uint64_t offset, uint64_t len, std::span<const ipc::ReleaseRequest::Posted> posted);
     // This connection's open flow `id`; throws ProtocolError(NoFlow) for any other id.
-    const OpenFlow& ownFlow(uint32_t id, uint32_t requestId) const;
+    const OpenFlow& ownFlow(uint32_t id) const;
     void close(OpenFlow& f) noexcept;
 
     Daemon& d_;
@@ -129,6 +162,7 @@ private:
     Iface* faultServer_ = nullptr;  // whose pagers serve region_'s faults
     std::vector<OpenFlow> flows_;
     std::optional<Populate> populate_;
+    std::string ending_; // why the connection ends (serveOne)
 };
 
 } // namespace daemon

@@ -166,16 +166,29 @@ ErrorReply ErrorReply::decode(const Message& m)
     return r;
 }
 
+namespace {
+
+Json limitsJson(const Limits& l)
+{
+    return {{"region_bytes", l.regionBytes}, {"resident_bytes", l.residentBytes}, {"flows", l.flows}};
+}
+
+Limits decodeLimits(const Message& m, const Json& body, std::string_view what)
+{
+    Message lm = nested(m, body);
+    Fields f(lm, HelloReply::kType, what);
+    return {f.u64("region_bytes"), f.u64("resident_bytes"), f.u32("flows")};
+}
+
+} // namespace
+
 std::string HelloReply::encode(uint32_t id) const
 {
-    Json l = {{"region_bytes", limits.regionBytes},
-              {"resident_bytes", limits.residentBytes},
-              {"flows", limits.flows}};
-    return encodeOk(id, {{"protocol", protocol},
-                         {"abi", abi},
-                         {"daemon_pid", daemonPid},
-                         {"ifaces", ifaces},
-                         {"limits", std::move(l)}});
+    Json j = {{"protocol", protocol},   {"abi", abi}, {"daemon_pid", daemonPid},
+              {"ifaces", ifaces},       {"limits", limitsJson(limits)}, {"free", limitsJson(free)}};
+    if (defaultBudget)
+        j["default_budget"] = *defaultBudget;
+    return encodeOk(id, j);
 }
 
 HelloReply HelloReply::decode(const Message& m)
@@ -194,11 +207,11 @@ HelloReply HelloReply::decode(const Message& m)
             f.fail("ifaces", "'" + name + "' is not an interface name");
         r.ifaces.push_back(std::move(name));
     }
-    Message lm = nested(m, f.object("limits"));
-    Fields l(lm, kType, "hello reply limits");
-    r.limits.regionBytes = l.u64("region_bytes");
-    r.limits.residentBytes = l.u64("resident_bytes");
-    r.limits.flows = l.u32("flows");
+    r.limits = decodeLimits(m, f.object("limits"), "hello reply limits");
+    // From an npfd of before 2026-12, neither: the client falls back to its limits.
+    if (f.find("free", false))
+        r.free = decodeLimits(m, f.object("free"), "hello reply free");
+    r.defaultBudget = f.optU64("default_budget", 0, std::numeric_limits<uint64_t>::max());
     return r;
 }
 
@@ -449,6 +462,24 @@ ByeRequest ByeRequest::decode(const Message& m)
 {
     expectType(m, kType, "bye");
     return {};
+}
+
+} // namespace npf::ipc
+
+namespace npf::ipc {
+
+void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept
+{
+    try {
+        (void)sendMessage(fd, ErrorReply{code, static_cast<uint32_t>(err), why}.encode(0));
+    } catch (const std::exception&) {
+    }
+    for (int i = 0; i < 16; ++i)
+        try {
+            if (recvMessage(fd).status != IoStatus::Ok)
+                return;
+        } catch (const std::exception&) {
+        }
 }
 
 } // namespace npf::ipc

@@ -118,6 +118,13 @@ Message parse(std::string_view bytes);
 // {"type": type, "id": id, ...fields} as bytes. fields must be an object.
 std::string encodeMessage(std::string_view type, uint32_t id, const Json& fields);
 
+// npfd's last word on a connection it is about to close: an error with id 0
+// (the client's Channel takes it as the answer to whatever it sent), then
+// what the client sent is read and dropped: a connection closed with unread
+// data makes the client's next recv() fail with ECONNRESET before it gets to
+// the error (which stays queued: Channel reads on).
+void lastWord(int fd, ErrorCode code, int err, const std::string& why) noexcept;
+
 // Shared with the config parser: a value as error messages show it (scalars
 // as JSON, shortened; containers by kind, never dumped), and the interface
 // name rule (1..kMaxIfname bytes, no '/', ':', whitespace or control).
@@ -163,6 +170,10 @@ struct HelloReply {
     uint32_t daemonPid = 0;          // "daemon_pid"
     std::vector<std::string> ifaces; // interfaces npfd serves
     Limits limits;
+    Limits free;                     // "free": what the rule's totals leave now (absent: npfd before 2026-12)
+    // "default_budget": a region's budget when its client asks none (0: the
+    // rule has none free); nullopt from an npfd before 2026-12.
+    std::optional<uint64_t> defaultBudget;
     std::string encode(uint32_t id) const;
     static HelloReply decode(const Message& m);
 };
