@@ -4,7 +4,7 @@
  * API (npf/engine.h, npf/client.h): the same engine, client and flows, the
  * same rules; read those headers for what each call does in depth.
  *
- *   struct npf_engine_opts o = {.sz = sizeof(o), .ifname = "eth0", .region_size = 64ull << 20};
+ *   NPF_OPTS(npf_engine_opts, o, .ifname = "eth0", .region_size = 64ull << 20);
  *   npf_ctx *ctx;
  *   npf_flow_handle *f;
  *   if (npf_engine_open(&o, &ctx) < 0 || npf_flow_open(ctx, 9000, NULL, NULL, &f) < 0)
@@ -19,9 +19,15 @@
  * both.
  *
  * Errors. Functions return 0 (or a count) on success and a negative errno on
- * failure; npf_strerror_last() then says what failed in words (the message is
- * the calling thread's own and stays until its next failure). No C++
- * exception crosses this API. Results of the flow calls:
+ * failure, and a failure also sets errno to that errno (positive), as libbpf
+ * does: `if (npf_flow_post(...) < 0) perror("post")` works too. A success
+ * leaves errno as the caller had it, whatever system calls libnpf made on the
+ * way. npf_strerror_last() says what failed in words (the message is the
+ * calling thread's own and stays until its next failure). The few calls that
+ * cannot return an errno (npf_region, npf_flow_outstanding, npf_flow_port,
+ * npf_flow_id) return a value no context or flow can have for a NULL one,
+ * with errno EINVAL and words, as each says. No C++ exception crosses this
+ * API. Results of the flow calls:
  *   -EINVAL  a NULL handle or argument, a size or buffer out of range
  *   -EAGAIN  npf_flow_post: NPF_POST_RING_SIZE buffers are outstanding
  *   -ENODEV  the interface is gone (in-process engine)
@@ -79,20 +85,37 @@
  * ABI stability. The SONAME (libnpf.so.0 now) changes whenever a release
  * breaks the binary interface, C or C++; while libnpf's major version is 0 a
  * minor release may do so (and the source API may change with it). Within
- * one SONAME: functions are only added; the option and counter structs only
- * grow at their end, and each starts with `sz`, which the caller sets to
- * sizeof the struct it was compiled with (see "Versioned structs" below);
+ * one SONAME: functions are only added, each under the symbol version of the
+ * release that added it (NPF_0.1: every function of this header so far;
+ * libnpf/libnpf.map), so that a program needing a newer function fails to
+ * load on an older libnpf, naming the version, instead of failing at the
+ * call; the option and counter structs only grow (see "Versioned structs");
  * handles stay opaque. struct npf_completion and the NPF_* constants come
  * from npf/abi.h (NPF_ABI_VERSION).
  *
  * Versioned structs (npf_engine_opts, npf_client_opts, npf_flow_counters,
- * npf_ctx_counters). The library refuses an sz smaller than the first
- * version's (sizeof in this header) with -EINVAL. An options struct larger
- * than the library knows (a newer header) is accepted when its unknown tail
- * is all zero bytes, refused with -E2BIG otherwise (a newer option the
- * library cannot honour). Into a larger counters struct the library writes
- * what it knows and zeroes the rest. Zero-initialise an options struct and
- * set only what you need: every zero field means the default.
+ * npf_ctx_counters). Each starts with `sz`, which the caller sets to sizeof
+ * the struct it was compiled with. Declare an options struct with NPF_OPTS
+ * (below): it sets sz and zeroes the rest (padding too, where the compiler
+ * allows); name only what you need: every zero field means the default.
+ * What the library does with sz:
+ *   - less than the first version's struct (npf_engine_opts: up to and
+ *     including spill_dir; the others: the whole struct as it is now):
+ *     -EINVAL
+ *   - an older caller's smaller struct: read up to sz; the fields past it
+ *     get their default (0)
+ *   - a newer caller's larger options struct: accepted when every byte past
+ *     this library's sizeof is zero; otherwise -E2BIG, and
+ *     npf_strerror_last() names the first non-zero byte: an option this
+ *     library cannot honour is never silently dropped
+ *   - counters: the library writes what fits in sz and zeroes the bytes past
+ *     its own struct; sz stays as the caller set it.
+ * Each version of an options struct ends with `size_t :0;`. A later version
+ * adds its fields after that marker, and a marker after them: the zero-width
+ * bit-field starts them on a size_t boundary, past the tail padding of the
+ * version before (which a library of that version copies without looking),
+ * so they fall in the bytes such a library checks. The counters structs have
+ * no tail padding (every field after sz is 8 bytes).
  */
 #ifndef NPF_NPF_H
 #define NPF_NPF_H
@@ -114,6 +137,39 @@ typedef struct npf_flow_handle npf_flow_handle;
 
 /* The calling thread's message for its last failure ("" if none yet). */
 const char *npf_strerror_last(void);
+
+/* NPF_OPTS(TYPE, NAME, ...) declares `struct TYPE NAME`, an options struct of
+ * this header, with sz = sizeof(struct TYPE), the designated initializers
+ * given (in C++, in the order of the struct's fields) and everything else
+ * zero, at block scope; like libbpf's LIBBPF_OPTS:
+ *
+ *   NPF_OPTS(npf_client_opts, o, .name = "app", .timeout_ms = 2000);
+ *   NPF_OPTS(npf_client_opts, defaults);
+ *
+ * GNU C (GCC, clang) zeroes the whole struct first (memset), then assigns a
+ * compound literal, so that the padding stays zero as far as the compiler
+ * allows; other C compilers and C++20 initialise it with the list (the
+ * fields not named are zero; in C++ with GCC's -Wmissing-field-initializers
+ * silenced for the declaration). */
+#define NPF_OPTS(TYPE, ...) NPF_OPTS_(TYPE, __VA_ARGS__, )
+#if defined(__cplusplus) && defined(__GNUC__)
+#define NPF_OPTS_(TYPE, NAME, ...)                                                  \
+	_Pragma("GCC diagnostic push")                                               \
+	_Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")           \
+	struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__};                 \
+	_Pragma("GCC diagnostic pop")                                                \
+	static_assert(sizeof(struct TYPE) > sizeof(size_t), "NPF_OPTS: an options struct")
+#elif defined(__cplusplus)
+#define NPF_OPTS_(TYPE, NAME, ...) struct TYPE NAME = {.sz = sizeof(struct TYPE), __VA_ARGS__}
+#elif defined(__GNUC__)
+#define NPF_OPTS_(TYPE, NAME, ...)                                                  \
+	struct TYPE NAME = __extension__({                                           \
+		__builtin_memset(&NAME, 0, sizeof(struct TYPE));                      \
+		(struct TYPE){.sz = sizeof(struct TYPE), __VA_ARGS__};                \
+	})
+#else
+#define NPF_OPTS_(TYPE, NAME, ...) struct TYPE NAME = (struct TYPE){.sz = sizeof(struct TYPE), __VA_ARGS__}
+#endif
 
 /* ---- contexts -------------------------------------------------------- */
 
@@ -167,6 +223,19 @@ struct npf_engine_opts {
 	/* Added after the first C API, which ended at spill_dir: a caller built
 	 * against that passes the smaller sz and gets NPF_REGION_MEMORY_AUTO. */
 	uint32_t region_memory;   /* NPF_REGION_MEMORY_*; 0 = AUTO */
+	size_t :0;                /* end of the second version (see "Versioned structs") */
+	/* Bytes of pages allocated when the engine starts and kept for the
+	 * region, as the kernel's huge page pool is kept for hugetlbfs: a cold
+	 * region's first installs take them instead of fresh pages from the
+	 * kernel (on a VM with free page reporting, 10 us or more each). With
+	 * NPF_REGION_MEMORY_POOL they fill the pool; with _ANON a run of them is
+	 * freed just before each install copies as many in, so that the copy
+	 * takes recycled pages. Refused (-EINVAL) with _MEMFD, unused where AUTO
+	 * takes a memfd. At most the region's size counts; 0 = none
+	 * (npf::EngineConfig::reserve). A caller built against an earlier
+	 * version passes a smaller sz and gets 0. */
+	uint64_t reserve;
+	size_t :0;                /* end of the third version: new fields go after it */
 };
 
 /* Opens an engine on opts->ifname in the caller's network namespace: attaches
@@ -183,6 +252,7 @@ struct npf_client_opts {
 	uint64_t resident_budget; /* 0 = the most npfd's rule allows, up to region_size */
 	uint64_t page_size;       /* 4096 or 2 MiB; 0 = 4096 */
 	uint32_t timeout_ms;      /* for each request to npfd; 0 = 10000 */
+	size_t :0;                /* end of the first version: new fields go after it */
 };
 
 /* Connects to npfd, says hello and registers a region of this process with
@@ -194,7 +264,8 @@ int npf_client_open(const struct npf_client_opts *opts, npf_ctx **out);
 void npf_ctx_close(npf_ctx *ctx);
 
 /* The region: receive buffers are [offset, offset + len) of it. *size (if
- * size is not NULL) is set to its bytes. NULL only for a NULL ctx. */
+ * size is not NULL) is set to its bytes. NULL (and *size 0, errno EINVAL)
+ * only for a NULL ctx. */
 void *npf_region(const npf_ctx *ctx, uint64_t *size);
 /* The content of [offset, offset + len) is no longer needed: evicted pages
  * are not saved and come back zeroed. Call it once the application is done
@@ -208,7 +279,9 @@ int64_t npf_populate(npf_ctx *ctx, uint64_t offset, uint64_t len);
 int npf_ctx_failure(const npf_ctx *ctx, char *buf, size_t len);
 
 /* A few totals of the engine (npf::EngineStats); through npfd, this client's
- * own (its flows' completions, its region's faults). */
+ * own (its flows' completions, its region's faults). A field added later goes
+ * at the end; should it leave tail padding, it ends with `size_t :0;` as the
+ * options structs do. */
 struct npf_ctx_counters {
 	size_t sz;                   /* sizeof(struct npf_ctx_counters) */
 	uint64_t completed_ok, completed_truncated, completed_lost, completed_bad_csum;
@@ -253,10 +326,15 @@ int npf_flow_wait(npf_flow_handle *f, struct npf_completion *out, unsigned max, 
 int npf_flow_arm(npf_flow_handle *f);
 /* The fd to sleep on after npf_flow_arm; owned by the flow. -EINVAL for NULL. */
 int npf_flow_event_fd(const npf_flow_handle *f);
-/* Buffers posted and not yet polled. */
+/* Buffers posted and not yet polled (at most NPF_POST_RING_SIZE); UINT64_MAX
+ * for a NULL flow (errno EINVAL). */
 uint64_t npf_flow_outstanding(const npf_flow_handle *f);
+/* The flow's UDP port (1..65535); 0 for a NULL flow (errno EINVAL). */
 uint16_t npf_flow_port(const npf_flow_handle *f);
-/* The flow's id in npf_xdp's maps (what `npfctl flow list` shows). */
+/* npf_flow_id's result for a NULL flow: no flow's id (they are < NPF_MAX_FLOWS). */
+#define NPF_FLOW_ID_NONE UINT32_MAX
+/* The flow's id in npf_xdp's maps (what `npfctl flow list` shows);
+ * NPF_FLOW_ID_NONE for a NULL flow (errno EINVAL). */
 uint32_t npf_flow_id(const npf_flow_handle *f);
 /* Why the flow is no longer served ("" while it is), copied like snprintf:
  * returns the message's length (0 while served) or -EINVAL. */
@@ -287,6 +365,33 @@ struct npf_flow_counters {
 };
 /* In process from the engine and XDP's counters; through npfd, one request. */
 int npf_flow_read_counters(const npf_flow_handle *f, struct npf_flow_counters *out);
+
+/* ---- logging ---------------------------------------------------------- */
+
+/* libnpf's log levels (npf::log::Level in npf/log.h): a line is logged when
+ * its level is at most the level set. */
+#define NPF_LOG_ERROR 0
+#define NPF_LOG_WARN  1
+#define NPF_LOG_INFO  2
+#define NPF_LOG_DEBUG 3
+#define NPF_LOG_TRACE 4
+
+/* Lines above `level` are dropped from now on (the default is NPF_LOG_INFO).
+ * Process-wide: every context, and libnpf's C++ API (npf::log::setLevel).
+ * 0, or -EINVAL for a level outside NPF_LOG_ERROR..NPF_LOG_TRACE. */
+int npf_log_set_level(int level);
+
+/* Where libnpf's lines go instead of stderr (where each is "npf: <level>:
+ * <text>"). The sink gets each line that passes the level: `line` is one
+ * line, NUL-terminated, without a newline or that prefix, valid during the
+ * call only; `user` is the pointer given here. It is called with a lock held
+ * (one line at a time), from any thread, libnpf's own included: keep it
+ * short and do not call libnpf from it (a call that logs would deadlock).
+ * Process-wide, like the level (npf::log::setSink). NULL restores stderr.
+ * Once this returns, the previous sink is neither running nor called again.
+ * 0, or -ENOMEM. */
+typedef void (*npf_log_sink_fn)(int level, const char *line, void *user);
+int npf_log_set_sink(npf_log_sink_fn sink, void *user);
 
 #ifdef __cplusplus
 }

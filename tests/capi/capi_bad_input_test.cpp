@@ -45,9 +45,9 @@ TEST(CApiArgs, NullHandlesAreEinvalNotCrashes)
     fc.sz = sizeof(fc);
     EXPECT_EQ(npf_flow_read_counters(nullptr, &fc), -EINVAL);
     EXPECT_TRUE(lastSays("flow is NULL"));
-    EXPECT_EQ(npf_flow_outstanding(nullptr), 0u);
+    EXPECT_EQ(npf_flow_outstanding(nullptr), UINT64_MAX);
     EXPECT_EQ(npf_flow_port(nullptr), 0u);
-    EXPECT_EQ(npf_flow_id(nullptr), 0u);
+    EXPECT_EQ(npf_flow_id(nullptr), NPF_FLOW_ID_NONE);
     npf_flow_flush(nullptr);
     EXPECT_EQ(npf_flow_close(nullptr), 0);
 

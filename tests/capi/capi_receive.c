@@ -1,6 +1,7 @@
-/* The C API from C: an engine, a flow with cookies, an epoll loop on its
- * event fd with npf_flow_arm (never npf_flow_wait while receiving), every
- * buffer released and posted again once checked. */
+/* The C API from C: an engine (its options declared with NPF_OPTS), a flow
+ * with cookies, an epoll loop on its event fd with npf_flow_arm (never
+ * npf_flow_wait while receiving), every buffer released and posted again
+ * once checked. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "capi_receive.h"
@@ -153,16 +154,11 @@ static int run_flow(struct capi_run *r, npf_ctx *ctx, npf_flow_handle *f)
 
 int capi_receive(struct capi_run *r)
 {
-	struct npf_engine_opts o;
+	NPF_OPTS(npf_engine_opts, o, .ifname = r->ifname, .region_size = 16ull << 20, .flags = r->flags);
 	npf_ctx *ctx = NULL;
 	npf_flow_handle *f = NULL;
 	int rc;
 
-	memset(&o, 0, sizeof(o));
-	o.sz = sizeof(o);
-	o.ifname = r->ifname;
-	o.region_size = 16ull << 20;
-	o.flags = r->flags;
 	r->error[0] = '\0';
 	if ((rc = npf_engine_open(&o, &ctx)) < 0)
 		return failed(r, rc, "npf_engine_open");

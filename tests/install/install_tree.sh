@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # `cmake --install` of this build into a staging directory, and what must be
 # there: libnpf.so with its SONAME and symlinks, exporting include/npf's API
-# and nothing else; libnpf.a with the engine and the client; every header of
-# include/npf plus the generated npf/version.h (usable from C: a C program
-# built with npf.pc's flags prints npf_version()); the CMake package; npf.pc;
-# the programs (--version), the BPF object, npfd's unit and sample config.
+# and nothing else, every symbol under the version node NPF_0.1 and every
+# function of npf/npf.h among them; libnpf.a with the engine and the client;
+# every header of include/npf plus the generated npf/version.h (usable from
+# C: a C program built with npf.pc's flags prints npf_version()); the CMake
+# package, which a C-only project uses (consumer_c/ with find_package(npf)
+# and npf::npf builds, links and loads the staged libnpf.so) and which asks
+# C++20 of C++ projects only; npf.pc; the programs (--version), the BPF
+# object, npfd's unit and sample config.
 source "$(dirname "$0")/common.sh"
 need readelf binutils
+need objdump binutils
+need cmake cmake
 need pkg-config pkg-config
 need cc gcc
 
@@ -30,7 +36,10 @@ soname=$(readelf -d "$lib/libnpf.so.$NPF_VERSION" | sed -n 's/.*(SONAME).*\[\(.*
 [ "$soname" = "libnpf.so.$major" ] || fail "SONAME of libnpf.so is '$soname', not libnpf.so.$major"
 
 # Exports: include/npf's classes and functions (libnpf/libnpf.map), nothing else.
-nm -D --defined-only "$lib/libnpf.so" | c++filt | sed 's/^[0-9a-f]* [A-Za-z] //' | sort -u >"$work/exports"
+# (nm prints each with its version, name@@NPF_0.1, and the node itself,
+# NPF_0.1: the versions are checked below.)
+nm -D --defined-only "$lib/libnpf.so" | c++filt | sed -e 's/^[0-9a-f]* [A-Za-z] //' -e 's/@\{1,2\}NPF_[0-9.]*$//' |
+  grep -vx 'NPF_[0-9.]*' | sort -u >"$work/exports"
 note "libnpf.so exports $(wc -l <"$work/exports") symbols"
 allowed='^(npf::(Engine|Flow|Client)::[^I]|npf::log::|npf_[a-z0-9_]+$|(typeinfo|typeinfo name|vtable) for npf::(Engine|Flow|Client)$'
 allowed+='|npf::(toJson|formatCounters|formatXdpOutcomes|errorKind|checkFlowAddress|interfaceRxDrops)(\[abi:cxx11\])?\()'
@@ -42,6 +51,21 @@ for s in 'npf::Engine::Engine(npf::EngineConfig const&)' 'npf::Engine::openFlow(
          'npf::log::setSink(' 'npf::log::write(' 'npf_version' 'npf_abi_version'; do
   grep -qF "$s" "$work/exports" || fail "libnpf.so does not export $s"
 done
+
+# Symbol versions (libnpf/libnpf.map): every export under NPF_0.1, the only
+# node so far; every function npf/npf.h and npf/version.h declare among them.
+objdump -T "$lib/libnpf.so" | awk '/^[0-9a-f]+ / && !/\*UND\*/ {print $(NF-1), $NF}' >"$work/versions"
+[ -s "$work/versions" ] || fail "objdump -T shows no defined symbols in libnpf.so"
+if grep -v '^NPF_0\.1 ' "$work/versions" >"$work/unversioned"; then
+  fail "libnpf.so exports symbols outside the version node NPF_0.1:"$'\n'"$(head -n 20 "$work/unversioned")"
+fi
+c_functions=$(sed -n 's/^[a-z].*[ *]\(npf_[a-z0-9_]*\)(.*/\1/p' "$NPF_SOURCE_DIR/include/npf/npf.h" \
+  "$root$NPF_INCLUDEDIR/npf/version.h" | sort -u)
+[ "$(wc -l <<<"$c_functions")" -ge 20 ] || fail "found only $(wc -l <<<"$c_functions") functions in npf/npf.h: $c_functions"
+for f in $c_functions; do
+  grep -qx "NPF_0.1 $f" "$work/versions" || fail "libnpf.so does not export $f as $f@@NPF_0.1"
+done
+note "$(wc -l <"$work/versions") symbols under NPF_0.1, $(wc -l <<<"$c_functions") of them npf/npf.h's and npf/version.h's functions"
 
 # The static archive: every part of the engine and the client.
 file_at "$lib/libnpf.a"
@@ -88,6 +112,62 @@ out=$(LD_LIBRARY_PATH=$lib "$work/version") || fail "the C program failed: $out"
 for f in npfConfig.cmake npfConfigVersion.cmake npfTargets.cmake npfStaticTargets.cmake; do
   file_at "$lib/cmake/npf/$f"
 done
+# C++20 is asked of C++ projects only, by npfConfig.cmake: none in the
+# exported targets, where a C-only project on CMake before 3.22 would fail
+# on it ("No known features for CXX compiler").
+if grep -n 'cxx_std' "$lib/cmake/npf/npfTargets.cmake" "$lib/cmake/npf/npfStaticTargets.cmake"; then
+  fail "the exported targets require a C++ standard of every consumer, C-only ones too"
+fi
+# features LANGUAGES [LATE]: npf::npf's INTERFACE_COMPILE_FEATURES as a
+# project of those languages sees them at the end of its configuration (LATE:
+# it enables C++ only after find_package).
+features() {
+  local dir=$work/features-$1${2:+-late}
+  mkdir -p "$dir"
+  {
+    echo "cmake_minimum_required(VERSION 3.20)"
+    echo "project(npf_features LANGUAGES $1)"
+    echo "find_package(npf CONFIG REQUIRED)"
+    [ -z "${2:-}" ] || echo "enable_language(CXX)"
+    echo 'function(show)'
+    echo '  get_target_property(f npf::npf INTERFACE_COMPILE_FEATURES)'
+    echo '  message(STATUS "npf::npf features: [${f}]")'
+    echo 'endfunction()'
+    echo 'cmake_language(DEFER CALL show)'
+  } >"$dir/CMakeLists.txt"
+  cmake -S "$dir" -B "$dir/build" -DCMAKE_PREFIX_PATH="$root$NPF_PREFIX" >"$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log" >&2; fail "a $1 project with find_package(npf) does not configure"; }
+  sed -n 's/^-- npf::npf features: \[\(.*\)\]$/\1/p' "$dir/configure.log"
+}
+got=$(features C)
+[ "$got" = "f-NOTFOUND" ] || fail "npf::npf asks compile features of a C-only project: '$got'"
+got=$(features CXX)
+[ "$got" = "cxx_std_20" ] || fail "npf::npf does not ask C++20 of a C++ project: '$got'"
+got=$(features C late)
+[ "$got" = "cxx_std_20" ] || fail "npf::npf does not ask C++20 of a project that enables C++ after find_package: '$got'"
+
+# A C-only project (consumer_c/, C11 -pedantic -Werror) with find_package(npf)
+# and npf::npf: configures without C++, builds, links the staged libnpf.so
+# and loads it (its usage message, exit 2, needs no npfd).
+consumer=$work/consumer_c
+cmake -S "$(dirname "$0")/consumer_c" -B "$consumer" -DNPF_FIND=package -DCMAKE_PREFIX_PATH="$root$NPF_PREFIX" \
+  >"$work/consumer_c.configure.log" 2>&1 ||
+  { cat "$work/consumer_c.configure.log" >&2; fail "configuring consumer_c with find_package(npf) failed"; }
+if grep -q '^CMAKE_CXX_COMPILER:' "$consumer/CMakeCache.txt"; then
+  fail "consumer_c (project LANGUAGES C) has a C++ compiler configured"
+fi
+cmake --build "$consumer" --verbose >"$work/consumer_c.build.log" 2>&1 ||
+  { cat "$work/consumer_c.build.log" >&2; fail "building consumer_c against npf::npf failed"; }
+if grep -E -- '-std=(c|gnu)\+\+' "$work/consumer_c.build.log"; then
+  fail "consumer_c was compiled with a C++ standard flag"
+fi
+libs=$(LD_LIBRARY_PATH=$lib ldd "$consumer/consumer")
+grep -qF "$lib/libnpf.so" <<<"$libs" || fail "consumer_c does not load the staged libnpf.so: $libs"
+rc=0
+LD_LIBRARY_PATH=$lib "$consumer/consumer" >"$work/consumer_c.out" 2>&1 || rc=$?
+[ $rc -eq 2 ] && grep -q '^usage: consumer' "$work/consumer_c.out" ||
+  fail "consumer_c without arguments exited $rc, not 2 with its usage: $(cat "$work/consumer_c.out")"
+note "consumer_c: a C-only CMake project links npf::npf"
 
 # The programs: --version; npf-recv runs against the staged libnpf.so.0.
 for p in "$NPF_SBINDIR/npfctl" "$NPF_SBINDIR/npfd" "$NPF_SBINDIR/npf-cni"; do

@@ -18,6 +18,7 @@ int fail(int err, const char* msg) noexcept
     } catch (...) {
         lastError.clear(); // no room for the words: the errno still says it
     }
+    errno = err; // last: nothing after it may change it
     return -err;
 }
 

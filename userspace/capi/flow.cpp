@@ -1,5 +1,7 @@
 // The flows of npf/npf.h: npf::Flow behind a handle its context owns.
 #include <climits>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <span>
 
@@ -11,6 +13,16 @@ using npf::capi::fail;
 using npf::capi::guarded;
 
 static_assert(NPF_FLOW_STAT_MAX <= NPF_FLOW_COUNTERS_XDP, "npf_flow_counters.xdp has no room for every outcome");
+// NPF_FLOW_ID_NONE is no flow's id: they index npf_xdp's maps of NPF_MAX_FLOWS.
+static_assert(NPF_FLOW_ID_NONE == 0xffffffffu && uint64_t{NPF_MAX_FLOWS} <= uint64_t{NPF_FLOW_ID_NONE});
+// npf_flow_counters' layout is the ABI (npf/npf.h, "Versioned structs"): no
+// tail padding, and on LP64 these offsets.
+static_assert(sizeof(npf_flow_counters) == offsetof(npf_flow_counters, socket_dropped) + sizeof(uint64_t));
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+static_assert(offsetof(npf_flow_counters, xdp) == 8 && offsetof(npf_flow_counters, completed_ok) == 264 &&
+              offsetof(npf_flow_counters, rejected) == 320 && offsetof(npf_flow_counters, reached) == 328 &&
+              offsetof(npf_flow_counters, socket_dropped) == 368 && sizeof(npf_flow_counters) == 376);
+#endif
 
 namespace {
 
@@ -56,7 +68,7 @@ int npf_flow_open(npf_ctx* ctx, uint16_t port, const char* addr, const char* ifa
 int npf_flow_close(npf_flow_handle* f)
 {
     if (!f)
-        return 0;
+        return 0; // errno untouched: nothing was done
     npf_ctx* ctx = f->ctx;
     npf::Flow& flow = *f->flow;
     std::list<npf_flow_handle> gone; // frees the handle on return, whatever closeFlow says
@@ -84,35 +96,70 @@ int npf_flow_post(npf_flow_handle* f, uint64_t offset, uint32_t len, uint64_t co
 
 void npf_flow_flush(npf_flow_handle* f)
 {
+    npf::capi::KeepErrno keep; // a flush may kick the kernel
     if (f)
         f->flow->flush();
 }
 
+// poll, wait and arm may make system calls (a wait sleeps; run to completion
+// runs the fast path here): settle() gives the caller's errno back on success.
+
 int npf_flow_poll(npf_flow_handle* f, struct npf_completion* out, unsigned max)
 {
+    const int saved = errno;
     if (!f || (!out && max))
         return fail(EINVAL, std::string("npf_flow_poll: ") + (f ? "out" : "flow") + " is NULL");
-    return flowResult(f, f->flow->poll(std::span<npf_completion>(out, max)));
+    return npf::capi::settle(saved, flowResult(f, f->flow->poll(std::span<npf_completion>(out, max))));
 }
 
 int npf_flow_wait(npf_flow_handle* f, struct npf_completion* out, unsigned max, int timeout_ms)
 {
+    const int saved = errno;
     if (!f || (!out && max))
         return fail(EINVAL, std::string("npf_flow_wait: ") + (f ? "out" : "flow") + " is NULL");
-    return flowResult(f, f->flow->wait(std::span<npf_completion>(out, max), std::chrono::milliseconds(timeout_ms)));
+    return npf::capi::settle(
+        saved, flowResult(f, f->flow->wait(std::span<npf_completion>(out, max), std::chrono::milliseconds(timeout_ms))));
 }
 
 int npf_flow_arm(npf_flow_handle* f)
 {
+    const int saved = errno;
     if (!f)
         return nullFlow("npf_flow_arm");
-    return flowResult(f, f->flow->arm());
+    return npf::capi::settle(saved, flowResult(f, f->flow->arm()));
 }
 
 int npf_flow_event_fd(const npf_flow_handle* f) { return f ? f->flow->eventFd() : nullFlow("npf_flow_event_fd"); }
-uint64_t npf_flow_outstanding(const npf_flow_handle* f) { return f ? f->flow->outstanding() : 0; }
-uint16_t npf_flow_port(const npf_flow_handle* f) { return f ? f->flow->port() : 0; }
-uint32_t npf_flow_id(const npf_flow_handle* f) { return f ? f->flow->id() : 0; }
+
+// The accessors cannot return an errno: for a NULL flow, a value no flow has
+// (npf/npf.h), with errno and words.
+
+uint64_t npf_flow_outstanding(const npf_flow_handle* f)
+{
+    if (!f) {
+        nullFlow("npf_flow_outstanding");
+        return UINT64_MAX;
+    }
+    return f->flow->outstanding();
+}
+
+uint16_t npf_flow_port(const npf_flow_handle* f)
+{
+    if (!f) {
+        nullFlow("npf_flow_port");
+        return 0;
+    }
+    return f->flow->port();
+}
+
+uint32_t npf_flow_id(const npf_flow_handle* f)
+{
+    if (!f) {
+        nullFlow("npf_flow_id");
+        return NPF_FLOW_ID_NONE;
+    }
+    return f->flow->id();
+}
 
 int npf_flow_failure(const npf_flow_handle* f, char* buf, size_t len)
 {

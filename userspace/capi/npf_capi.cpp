@@ -30,8 +30,41 @@ void npf_ctx::closeFlow(npf::Flow& f)
 
 namespace {
 
-// The first C API's npf_engine_opts ended at spill_dir.
-static_assert(offsetof(npf_engine_opts, region_memory) == offsetof(npf_engine_opts, spill_dir) + sizeof(const char*));
+// The versions of the structs (npf/npf.h, "Versioned structs"). Their layout
+// is the ABI: a change to any offset or size here breaks callers built
+// against an earlier header.
+//
+// npf_engine_opts: the first C API's ended at spill_dir; the second at
+// region_memory (and its tail padding); the third at reserve.
+constexpr size_t kEngineOptsV1 = offsetof(npf_engine_opts, region_memory);
+static_assert(kEngineOptsV1 == offsetof(npf_engine_opts, spill_dir) + sizeof(const char*));
+constexpr size_t roundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+constexpr size_t kEngineOptsV2 =
+    roundUp(offsetof(npf_engine_opts, region_memory) + sizeof(uint32_t), alignof(npf_engine_opts));
+// reserve starts past the second version's tail padding (its `size_t :0;`).
+static_assert(offsetof(npf_engine_opts, reserve) == kEngineOptsV2);
+static_assert(sizeof(npf_engine_opts) == kEngineOptsV2 + sizeof(uint64_t));
+// npf_client_opts: one version so far.
+static_assert(sizeof(npf_client_opts) ==
+              roundUp(offsetof(npf_client_opts, timeout_ms) + sizeof(uint32_t), alignof(npf_client_opts)));
+// npf_ctx_counters: no tail padding (npf/npf.h says so).
+static_assert(sizeof(npf_ctx_counters) == offsetof(npf_ctx_counters, kernel_rx_dropped) + sizeof(uint64_t));
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+// LP64, as libnpf is built and tested: the numbers themselves.
+static_assert(offsetof(npf_engine_opts, ifname) == 8 && offsetof(npf_engine_opts, region_size) == 16 &&
+              offsetof(npf_engine_opts, resident_budget) == 24 && offsetof(npf_engine_opts, page_size) == 32 &&
+              offsetof(npf_engine_opts, queues) == 40 && offsetof(npf_engine_opts, xdp_mode) == 44 &&
+              offsetof(npf_engine_opts, pager_threads) == 48 && offsetof(npf_engine_opts, flags) == 52 &&
+              offsetof(npf_engine_opts, spill_dir) == 56 && offsetof(npf_engine_opts, region_memory) == 64 &&
+              offsetof(npf_engine_opts, reserve) == 72);
+static_assert(kEngineOptsV1 == 64 && kEngineOptsV2 == 72 && sizeof(npf_engine_opts) == 80);
+static_assert(offsetof(npf_client_opts, socket) == 8 && offsetof(npf_client_opts, name) == 16 &&
+              offsetof(npf_client_opts, region_size) == 24 && offsetof(npf_client_opts, resident_budget) == 32 &&
+              offsetof(npf_client_opts, page_size) == 40 && offsetof(npf_client_opts, timeout_ms) == 48 &&
+              sizeof(npf_client_opts) == 56);
+static_assert(offsetof(npf_ctx_counters, completed_ok) == 8 && offsetof(npf_ctx_counters, kernel_rx_dropped) == 104 &&
+              sizeof(npf_ctx_counters) == 112);
+#endif
 
 npf::EngineConfig engineConfig(const npf_engine_opts& o)
 {
@@ -60,6 +93,7 @@ npf::EngineConfig engineConfig(const npf_engine_opts& o)
     cfg.runToCompletion = o.flags & NPF_ENGINE_F_RUN_TO_COMPLETION;
     if (o.spill_dir)
         cfg.spillDir = o.spill_dir;
+    cfg.reserve = o.reserve;
     switch (o.region_memory) {
     case NPF_REGION_MEMORY_AUTO:
         cfg.regionMemory = npf::RegionMemory::Auto;
@@ -106,7 +140,7 @@ int npf_engine_open(const struct npf_engine_opts* opts, npf_ctx** out)
             return fail(EINVAL, "npf_engine_open: out is NULL");
         *out = nullptr;
         npf_engine_opts o;
-        if (int rc = npf::capi::readOptions(opts, &o, offsetof(npf_engine_opts, region_memory), "npf_engine_opts"))
+        if (int rc = npf::capi::readOptions(opts, &o, kEngineOptsV1, "npf_engine_opts"))
             return rc;
         auto ctx = std::make_unique<npf_ctx>();
         const npf::EngineConfig cfg = engineConfig(o);
@@ -133,13 +167,23 @@ int npf_client_open(const struct npf_client_opts* opts, npf_ctx** out)
     });
 }
 
-void npf_ctx_close(npf_ctx* ctx) { delete ctx; }
+void npf_ctx_close(npf_ctx* ctx)
+{
+    npf::capi::KeepErrno keep;
+    delete ctx;
+}
 
 void* npf_region(const npf_ctx* ctx, uint64_t* size)
 {
+    if (!ctx) {
+        if (size)
+            *size = 0;
+        fail(EINVAL, "npf_region: ctx is NULL");
+        return nullptr;
+    }
     if (size)
-        *size = !ctx ? 0 : ctx->client ? ctx->client->regionSize() : ctx->engine->regionSize();
-    return !ctx ? nullptr : ctx->client ? ctx->client->region() : ctx->engine->region();
+        *size = ctx->client ? ctx->client->regionSize() : ctx->engine->regionSize();
+    return ctx->client ? ctx->client->region() : ctx->engine->region();
 }
 
 int npf_release(npf_ctx* ctx, uint64_t offset, uint64_t len)

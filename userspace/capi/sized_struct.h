@@ -2,8 +2,12 @@
 // options read in, counters written out, across library and header versions.
 //
 // `first` is the struct's size in the first version of the C API; a caller
-// may not pass less. A field added later goes at the end, and `first` stays
-// the old size at the call site (npf_engine_opts: offsetof its region_memory).
+// may not pass less. A field added later goes at the end, after the options
+// struct's last `size_t :0;` (and a marker of its own after it: npf/npf.h,
+// "Versioned structs"), and `first` stays the old size at the call site
+// (npf_engine_opts: offsetof its region_memory). The library's own sizeof(T)
+// is where the check of a newer caller's tail starts: a field of a later
+// version lies past it, never in this version's tail padding.
 #pragma once
 
 #include <algorithm>

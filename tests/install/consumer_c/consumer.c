@@ -1,7 +1,8 @@
-/* A client of npfd written against the C API alone (C11), built two ways:
- * in this tree (tests/capi, target capi_client) and outside it, against an
- * installed libnpf found with pkg-config (this directory's CMakeLists.txt,
- * tests/install/consumer_c.sh):
+/* A client of npfd written against the C API alone (C11), built in this
+ * tree (tests/capi, target capi_client) and outside it, against an installed
+ * libnpf (this directory's CMakeLists.txt, a C-only project) found with
+ * pkg-config (tests/install/consumer_c.sh) or find_package(npf)
+ * (tests/install/install_tree.sh):
  *
  *   consumer SOCKET PORT COUNT OUT [--ready-fd FD]
  *
@@ -96,7 +97,6 @@ static int receive(npf_ctx *ctx, npf_flow_handle *f, uint32_t count, int out)
 
 int main(int argc, char **argv)
 {
-	struct npf_client_opts o;
 	npf_ctx *ctx = NULL;
 	npf_flow_handle *f = NULL;
 	uint32_t count, i;
@@ -119,13 +119,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	memset(&o, 0, sizeof(o));
-	o.sz = sizeof(o);
-	o.socket = argv[1];
-	o.name = "npf-consumer-c";
-	o.region_size = ((uint64_t)count * BUF + 4095) / 4096 * 4096;
-	if ((rc = npf_client_open(&o, &ctx)) < 0)
-		return failed("npf_client_open", rc);
+	{
+		NPF_OPTS(npf_client_opts, o, .socket = argv[1], .name = "npf-consumer-c",
+			 .region_size = ((uint64_t)count * BUF + 4095) / 4096 * 4096);
+		if ((rc = npf_client_open(&o, &ctx)) < 0)
+			return failed("npf_client_open", rc);
+	}
 	if ((rc = npf_flow_open(ctx, (uint16_t)atoi(argv[2]), NULL, NULL, &f)) < 0) {
 		npf_ctx_close(ctx);
 		return failed("npf_flow_open", rc);
