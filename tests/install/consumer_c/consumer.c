@@ -120,8 +120,13 @@ int main(int argc, char **argv)
 	}
 
 	{
-		NPF_OPTS(npf_client_opts, o, .socket = argv[1], .name = "npf-consumer-c",
-			 .region_size = ((uint64_t)count * BUF + 4095) / 4096 * 4096);
+		/* The whole region resident: write(2) reads the received bytes in
+		 * the kernel, which cannot fault an evicted page of a client's
+		 * region back in (its userfaultfd is user-mode only): EFAULT. npfd's
+		 * default budget, the rule's fair share, may be less. */
+		const uint64_t size = ((uint64_t)count * BUF + 4095) / 4096 * 4096;
+		NPF_OPTS(npf_client_opts, o, .socket = argv[1], .name = "npf-consumer-c", .region_size = size,
+			 .resident_budget = size);
 		if ((rc = npf_client_open(&o, &ctx)) < 0)
 			return failed("npf_client_open", rc);
 	}
