@@ -29,6 +29,8 @@ public:
         expectType(m, type, what);
     }
 
+    const Message& message() const noexcept { return m_; }
+
     [[noreturn]] void fail(std::string_view key, const std::string& problem) const
     {
         throw ProtocolError(ErrorCode::BadMessage,

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include "ipc/fields.h"
+#include "ipc/schema.h"
 
 namespace npf::ipc {
 namespace {
@@ -15,15 +16,6 @@ bool dnsName(std::string_view s, size_t max, bool dots) noexcept
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (dots && c == '.')))
             return false;
     return true;
-}
-
-std::string containerField(const Fields& f)
-{
-    std::string c = f.str("container", kMaxContainerId, true);
-    if (!isContainerId(c))
-        f.fail("container", "\"" + c + "\" is not a container id (1.." + std::to_string(kMaxContainerId) +
-                                " bytes of letters, digits, '_', '.', '-')");
-    return c;
 }
 
 } // namespace
@@ -74,73 +66,50 @@ bool PodInfo::owns(std::string_view addr) const
     return false;
 }
 
-std::string PodAddRequest::encode(uint32_t id) const
+// ---- the messages' fields ---------------------------------------------
+
+using namespace schema;
+
+namespace {
+
+bool noControl(std::string_view s) noexcept { return !hasControl(s); }
+std::string canonical(std::string_view s) { return canonicalAddr(s); }
+
+// CNI_CONTAINERID: 1..kMaxContainerId bytes of letters, digits, '_', '.', '-'.
+constexpr std::string_view kNotContainer = "is not a container id (letters, digits, '_', '.', '-')";
+
+} // namespace
+
+constexpr auto schemaOf(Tag<PodInfo>)
 {
-    return encodeMessage(kType, id,
-                         {{"container", pod.container},
-                          {"namespace", pod.ns},
-                          {"name", pod.name},
-                          {"uid", pod.uid},
-                          {"addrs", pod.addrs}});
+    return fields("pod_add",
+                  Text<PodInfo>{"container", &PodInfo::container, kMaxContainerId, When::Required, isContainerId,
+                                kNotContainer},
+                  Text<PodInfo>{"namespace", &PodInfo::ns, 63, When::Required, isK8sNamespace,
+                                "is not a Kubernetes namespace (a DNS label)"},
+                  Text<PodInfo>{"name", &PodInfo::name, 253, When::Required, isPodName,
+                                "is not a pod name (a DNS subdomain)"},
+                  Text<PodInfo>{"uid", &PodInfo::uid, kMaxPodUid, When::Optional, noControl,
+                                "contains control characters"},
+                  TextList<PodInfo>{"addrs", &PodInfo::addrs, 1, kMaxPodAddrs, kMaxAddr, nullptr,
+                                    "is not an IPv4 or IPv6 address", canonical});
+}
+constexpr auto schemaOf(Tag<PodAddRequest>) { return fields("pod_add", flat(&PodAddRequest::pod, schemaOf(Tag<PodInfo>{}))); }
+constexpr auto schemaOf(Tag<PodDelRequest>)
+{
+    return fields("pod_del", Text<PodDelRequest>{"container", &PodDelRequest::container, kMaxContainerId,
+                                                 When::Required, isContainerId, kNotContainer});
+}
+constexpr auto schemaOf(Tag<PodsRequest>) { return fields("pods"); }
+constexpr auto schemaOf(Tag<PodsReply>)
+{
+    return fields("pods reply", TextList<PodsReply>{"containers", &PodsReply::containers, 0, SIZE_MAX,
+                                                    kMaxContainerId, isContainerId, kNotContainer});
 }
 
-PodAddRequest PodAddRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "pod_add");
-    PodAddRequest r;
-    r.pod.container = containerField(f);
-    r.pod.ns = f.str("namespace", 63, true);
-    if (!isK8sNamespace(r.pod.ns))
-        f.fail("namespace", "\"" + r.pod.ns + "\" is not a Kubernetes namespace (a DNS label)");
-    r.pod.name = f.str("name", 253, true);
-    if (!isPodName(r.pod.name))
-        f.fail("name", "\"" + r.pod.name + "\" is not a pod name (a DNS subdomain)");
-    r.pod.uid = f.str("uid", kMaxPodUid, false);
-    if (hasControl(r.pod.uid))
-        f.fail("uid", "contains control characters");
-    const Json& addrs = f.array("addrs");
-    if (addrs.empty() || addrs.size() > kMaxPodAddrs)
-        f.fail("addrs", "must list 1.." + std::to_string(kMaxPodAddrs) + " addresses, got " +
-                            std::to_string(addrs.size()));
-    for (const Json& a : addrs) {
-        const std::string text = f.text("addrs", a, kMaxAddr);
-        std::string canon = canonicalAddr(text);
-        if (canon.empty())
-            f.fail("addrs", "\"" + text + "\" is not an IPv4 or IPv6 address");
-        r.pod.addrs.push_back(std::move(canon));
-    }
-    return r;
-}
-
-std::string PodDelRequest::encode(uint32_t id) const { return encodeMessage(kType, id, {{"container", container}}); }
-
-PodDelRequest PodDelRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "pod_del");
-    return {containerField(f)};
-}
-
-std::string PodsRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }
-
-PodsRequest PodsRequest::decode(const Message& m)
-{
-    expectType(m, kType, "pods");
-    return {};
-}
-
-std::string PodsReply::encode(uint32_t id) const { return encodeMessage(kType, id, {{"containers", containers}}); }
-
-PodsReply PodsReply::decode(const Message& m)
-{
-    Fields f(m, kType, "pods reply");
-    PodsReply r;
-    for (const Json& c : f.array("containers")) {
-        std::string id = f.text("containers", c, kMaxContainerId);
-        if (!isContainerId(id))
-            f.fail("containers", "\"" + id + "\" is not a container id");
-        r.containers.push_back(std::move(id));
-    }
-    return r;
-}
+NPF_MESSAGE_CODEC(PodAddRequest)
+NPF_MESSAGE_CODEC(PodDelRequest)
+NPF_MESSAGE_CODEC(PodsRequest)
+NPF_MESSAGE_CODEC(PodsReply)
 
 } // namespace npf::ipc

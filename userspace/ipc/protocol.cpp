@@ -1,6 +1,7 @@
 #include "ipc/protocol.h"
 
 #include "ipc/fields.h"
+#include "ipc/schema.h"
 
 #include <arpa/inet.h>
 
@@ -38,14 +39,6 @@ const CodeInfo& info(ErrorCode c) noexcept
             return i;
     return kCodes[static_cast<size_t>(ErrorCode::Internal)];
 }
-
-// The fields of a nested object, read with the same rules.
-Message nested(const Message& m, const Json& body)
-{
-    return Message{m.type, m.id, body};
-}
-
-std::string encodeOk(uint32_t id, const Json& fields) { return encodeMessage("ok", id, fields); }
 
 } // namespace
 
@@ -135,163 +128,181 @@ std::string encodeMessage(std::string_view type, uint32_t id, const Json& fields
     return out.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// ---- replies ----------------------------------------------------------
+// ---- the messages' fields ---------------------------------------------
 
-std::string OkReply::encode(uint32_t id) const { return encodeOk(id, Json::object()); }
+using namespace schema;
 
-OkReply OkReply::decode(const Message& m)
+namespace {
+
+bool validAddrText(std::string_view s) noexcept { return s.size() <= kMaxAddr && validAddr(std::string(s)); }
+bool noControl(std::string_view s) noexcept { return !hasControl(s); }
+
+// The error code by its name: an unknown one (a newer npfd's) reads as internal.
+struct CodeField {
+    std::string_view key;
+    void put(const ErrorReply& m, Json& j) const { j[std::string(key)] = toString(m.code); }
+    void get(const Fields& f, ErrorReply& m) const
+    {
+        m.code = parseErrorCode(f.str(key, kMaxName, true)).value_or(ErrorCode::Internal);
+    }
+};
+
+// release's optional [[flow, prod], ...].
+struct PostedField {
+    std::string_view key;
+    void put(const ReleaseRequest& m, Json& j) const
+    {
+        if (m.posted.empty())
+            return;
+        Json a = Json::array();
+        for (const ReleaseRequest::Posted& p : m.posted)
+            a.push_back(Json::array({p.flow, p.prod}));
+        j[std::string(key)] = std::move(a);
+    }
+    void get(const Fields& f, ReleaseRequest& m) const
+    {
+        const Json* a = f.find(key, false);
+        if (!a)
+            return;
+        if (!a->is_array() || a->size() > ReleaseRequest::kMaxPosted)
+            f.fail(key, "must be an array of at most " + std::to_string(ReleaseRequest::kMaxPosted) +
+                            " [flow, prod] pairs, got " + describeValue(*a));
+        for (const Json& e : *a) {
+            if (!e.is_array() || e.size() != 2)
+                f.fail(key, "each entry must be [flow, prod], got " + describeValue(e));
+            m.posted.push_back({static_cast<uint32_t>(f.number(key, e[0], 0, UINT32_MAX)),
+                                f.number(key, e[1], 0, UINT64_MAX)});
+        }
+    }
+};
+
+constexpr auto kLimits = fields("hello reply limits", uint("region_bytes", &Limits::regionBytes),
+                                uint("resident_bytes", &Limits::residentBytes), uint("flows", &Limits::flows));
+
+} // namespace
+
+constexpr auto schemaOf(Tag<OkReply>) { return fields("ok reply"); }
+constexpr auto schemaOf(Tag<ErrorReply>)
 {
-    expectType(m, kType, "ok reply");
-    return {};
+    return fields("error reply", CodeField{"code"}, uint("errno", &ErrorReply::err),
+                  Text<ErrorReply>{"message", &ErrorReply::message, kMaxText});
 }
+constexpr auto schemaOf(Tag<HelloReply>)
+{
+    return fields("hello reply", uint("protocol", &HelloReply::protocol), uint("abi", &HelloReply::abi),
+                  uint("daemon_pid", &HelloReply::daemonPid, 1, std::numeric_limits<int32_t>::max()),
+                  TextList<HelloReply>{"ifaces", &HelloReply::ifaces, 0, kMaxIfaces, kMaxIfname, isInterfaceName,
+                                       "is not an interface name"},
+                  nested("limits", &HelloReply::limits, kLimits),
+                  // From an npfd of before 2026-12, neither: the client falls back to its limits.
+                  nested("free", &HelloReply::free, kLimits, When::Optional),
+                  MaybeUint<HelloReply>{"default_budget", &HelloReply::defaultBudget});
+}
+constexpr auto schemaOf(Tag<RegionReply>) { return fields("region reply", uint("region", &RegionReply::region)); }
+constexpr auto schemaOf(Tag<OpenFlowReply>)
+{
+    return fields("open_flow reply", uint("flow", &OpenFlowReply::flow), uint("gen", &OpenFlowReply::gen),
+                  uint("port", &OpenFlowReply::port, 1),
+                  uint("ring_size", &OpenFlowReply::ringSize, 1, UINT32_MAX, When::Required, true),
+                  uint("completion_entries", &OpenFlowReply::completionEntries, 2, kMaxCompletionEntries,
+                       When::Required, true));
+}
+constexpr auto schemaOf(Tag<PagesReply>) { return fields("pages reply", uint("pages", &PagesReply::pages)); }
+constexpr auto schemaOf(Tag<StatsReply>) { return fields("stats reply", Object<StatsReply>{"stats", &StatsReply::stats}); }
+constexpr auto schemaOf(Tag<FlowStatsReply>)
+{
+    return fields("flow_stats reply", Object<FlowStatsReply>{"stats", &FlowStatsReply::stats});
+}
+
+constexpr auto schemaOf(Tag<HelloRequest>)
+{
+    return fields("hello", uint("protocol", &HelloRequest::protocol), uint("abi", &HelloRequest::abi),
+                  Text<HelloRequest>{"name", &HelloRequest::name, kMaxName, When::Omitted, noControl,
+                                     "contains control characters"});
+}
+constexpr auto schemaOf(Tag<RegionRequest>)
+{
+    return fields("region", uint("size", &RegionRequest::size, 1), uint("budget", &RegionRequest::budget),
+                  uint("base", &RegionRequest::base, 1),
+                  uint("page_size", &RegionRequest::pageSize, 4096, 1u << 30, When::Required, true));
+}
+constexpr auto schemaOf(Tag<OpenFlowRequest>)
+{
+    return fields("open_flow",
+                  Text<OpenFlowRequest>{"iface", &OpenFlowRequest::iface, kMaxIfname, When::Omitted, isInterfaceName,
+                                        "is not an interface name"},
+                  uint("port", &OpenFlowRequest::port, 1),
+                  Text<OpenFlowRequest>{"addr", &OpenFlowRequest::addr, kMaxAddr, When::Optional, validAddrText,
+                                        "is not an IPv4 or IPv6 address"},
+                  uint("completion_ring", &OpenFlowRequest::completionEntries, 0, kMaxCompletionEntries,
+                       When::Omitted));
+}
+constexpr auto schemaOf(Tag<CloseFlowRequest>) { return fields("close_flow", uint("flow", &CloseFlowRequest::flow)); }
+constexpr auto schemaOf(Tag<ReleaseRequest>)
+{
+    return fields("release", uint("offset", &ReleaseRequest::offset), uint("len", &ReleaseRequest::len, 1),
+                  PostedField{"posted"});
+}
+constexpr auto schemaOf(Tag<PopulateRequest>)
+{
+    return fields("populate", uint("offset", &PopulateRequest::offset), uint("len", &PopulateRequest::len, 1));
+}
+constexpr auto schemaOf(Tag<StatsRequest>) { return fields("stats"); }
+constexpr auto schemaOf(Tag<FlowStatsRequest>) { return fields("flow_stats", uint("flow", &FlowStatsRequest::flow)); }
+constexpr auto schemaOf(Tag<ByeRequest>) { return fields("bye"); }
+
+// What one field cannot say alone.
+void check(const Fields& f, RegionRequest& r)
+{
+    if (r.size % r.pageSize)
+        f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
+    if (r.budget < r.pageSize)
+        f.fail("budget", "must be at least page_size " + std::to_string(r.pageSize) + ", got " +
+                             std::to_string(r.budget));
+    if (r.base % r.pageSize)
+        f.fail("base", std::to_string(r.base) + " is not aligned to page_size " + std::to_string(r.pageSize));
+    if (r.base + r.size < r.base)
+        f.fail("size", "base + size overflows");
+}
+
+void check(const Fields& f, OpenFlowRequest& r)
+{
+    if (r.completionEntries && (r.completionEntries < NPF_POST_RING_SIZE || !powerOfTwo(r.completionEntries)))
+        f.fail("completion_ring", "must be 0 (default) or a power of two >= " + std::to_string(NPF_POST_RING_SIZE) +
+                                      ", got " + std::to_string(r.completionEntries));
+}
+
+template <typename R>
+void checkRange(const Fields& f, const R& r)
+{
+    if (r.offset + r.len < r.offset)
+        f.fail("len", "offset + len overflows");
+}
+void check(const Fields& f, ReleaseRequest& r) { checkRange(f, r); }
+void check(const Fields& f, PopulateRequest& r) { checkRange(f, r); }
+
+// Each message's encode and decode: its schema's.
+NPF_MESSAGE_CODEC(OkReply)
+NPF_MESSAGE_CODEC(ErrorReply)
+NPF_MESSAGE_CODEC(HelloReply)
+NPF_MESSAGE_CODEC(RegionReply)
+NPF_MESSAGE_CODEC(OpenFlowReply)
+NPF_MESSAGE_CODEC(PagesReply)
+NPF_MESSAGE_CODEC(StatsReply)
+NPF_MESSAGE_CODEC(FlowStatsReply)
+NPF_MESSAGE_CODEC(HelloRequest)
+NPF_MESSAGE_CODEC(RegionRequest)
+NPF_MESSAGE_CODEC(OpenFlowRequest)
+NPF_MESSAGE_CODEC(CloseFlowRequest)
+NPF_MESSAGE_CODEC(ReleaseRequest)
+NPF_MESSAGE_CODEC(PopulateRequest)
+NPF_MESSAGE_CODEC(StatsRequest)
+NPF_MESSAGE_CODEC(FlowStatsRequest)
+NPF_MESSAGE_CODEC(ByeRequest)
 
 ErrorReply ErrorReply::from(const ProtocolError& e)
 {
     return {e.code(), static_cast<uint32_t>(e.err()), e.what()};
-}
-
-std::string ErrorReply::encode(uint32_t id) const
-{
-    return encodeMessage(kType, id, {{"code", toString(code)}, {"errno", err}, {"message", message}});
-}
-
-ErrorReply ErrorReply::decode(const Message& m)
-{
-    Fields f(m, kType, "error reply");
-    ErrorReply r;
-    std::string name = f.str("code", kMaxName, true);
-    r.code = parseErrorCode(name).value_or(ErrorCode::Internal);
-    r.err = f.u32("errno");
-    r.message = f.str("message", kMaxText, true);
-    return r;
-}
-
-namespace {
-
-Json limitsJson(const Limits& l)
-{
-    return {{"region_bytes", l.regionBytes}, {"resident_bytes", l.residentBytes}, {"flows", l.flows}};
-}
-
-Limits decodeLimits(const Message& m, const Json& body, std::string_view what)
-{
-    Message lm = nested(m, body);
-    Fields f(lm, HelloReply::kType, what);
-    return {f.u64("region_bytes"), f.u64("resident_bytes"), f.u32("flows")};
-}
-
-} // namespace
-
-std::string HelloReply::encode(uint32_t id) const
-{
-    Json j = {{"protocol", protocol},   {"abi", abi}, {"daemon_pid", daemonPid},
-              {"ifaces", ifaces},       {"limits", limitsJson(limits)}, {"free", limitsJson(free)}};
-    if (defaultBudget)
-        j["default_budget"] = *defaultBudget;
-    return encodeOk(id, j);
-}
-
-HelloReply HelloReply::decode(const Message& m)
-{
-    Fields f(m, kType, "hello reply");
-    HelloReply r;
-    r.protocol = f.u32("protocol");
-    r.abi = f.u32("abi");
-    r.daemonPid = f.u32("daemon_pid", 1, std::numeric_limits<int32_t>::max());
-    const Json& ifaces = f.array("ifaces");
-    if (ifaces.size() > kMaxIfaces)
-        f.fail("ifaces", "more than " + std::to_string(kMaxIfaces) + " interfaces");
-    for (const Json& i : ifaces) {
-        std::string name = f.text("ifaces", i, kMaxIfname);
-        if (!isInterfaceName(name))
-            f.fail("ifaces", "'" + name + "' is not an interface name");
-        r.ifaces.push_back(std::move(name));
-    }
-    r.limits = decodeLimits(m, f.object("limits"), "hello reply limits");
-    // From an npfd of before 2026-12, neither: the client falls back to its limits.
-    if (f.find("free", false))
-        r.free = decodeLimits(m, f.object("free"), "hello reply free");
-    r.defaultBudget = f.optU64("default_budget", 0, std::numeric_limits<uint64_t>::max());
-    return r;
-}
-
-std::string RegionReply::encode(uint32_t id) const { return encodeOk(id, {{"region", region}}); }
-
-RegionReply RegionReply::decode(const Message& m)
-{
-    Fields f(m, kType, "region reply");
-    return {f.u32("region")};
-}
-
-std::string OpenFlowReply::encode(uint32_t id) const
-{
-    return encodeOk(id, {{"flow", flow},
-                         {"gen", gen},
-                         {"port", port},
-                         {"ring_size", ringSize},
-                         {"completion_entries", completionEntries}});
-}
-
-OpenFlowReply OpenFlowReply::decode(const Message& m)
-{
-    Fields f(m, kType, "open_flow reply");
-    OpenFlowReply r;
-    r.flow = f.u32("flow");
-    r.gen = f.u32("gen");
-    r.port = static_cast<uint16_t>(f.u32("port", 1, 65535));
-    r.ringSize = f.u32("ring_size", 1);
-    if (!powerOfTwo(r.ringSize))
-        f.fail("ring_size", "must be a power of two, got " + std::to_string(r.ringSize));
-    r.completionEntries = f.u32("completion_entries", 2, kMaxCompletionEntries);
-    if (!powerOfTwo(r.completionEntries))
-        f.fail("completion_entries", "must be a power of two, got " + std::to_string(r.completionEntries));
-    return r;
-}
-
-std::string PagesReply::encode(uint32_t id) const { return encodeOk(id, {{"pages", pages}}); }
-
-PagesReply PagesReply::decode(const Message& m)
-{
-    Fields f(m, kType, "pages reply");
-    return {f.u64("pages")};
-}
-
-std::string StatsReply::encode(uint32_t id) const { return encodeOk(id, {{"stats", stats}}); }
-
-StatsReply StatsReply::decode(const Message& m)
-{
-    Fields f(m, kType, "stats reply");
-    return {f.object("stats")};
-}
-
-std::string FlowStatsReply::encode(uint32_t id) const { return encodeOk(id, {{"stats", stats}}); }
-
-FlowStatsReply FlowStatsReply::decode(const Message& m)
-{
-    Fields f(m, kType, "flow_stats reply");
-    return {f.object("stats")};
-}
-
-// ---- requests ---------------------------------------------------------
-
-std::string HelloRequest::encode(uint32_t id) const
-{
-    Json j = {{"protocol", protocol}, {"abi", abi}};
-    if (!name.empty())
-        j["name"] = name;
-    return encodeMessage(kType, id, j);
-}
-
-HelloRequest HelloRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "hello");
-    HelloRequest r;
-    r.protocol = f.u32("protocol");
-    r.abi = f.u32("abi");
-    r.name = f.str("name", kMaxName, false);
-    if (hasControl(r.name))
-        f.fail("name", "contains control characters");
-    return r;
 }
 
 uint32_t negotiate(const HelloRequest& h)
@@ -320,148 +331,6 @@ HelloReply helloReplyFor(uint32_t protocol)
     r.protocol = protocol;
     r.abi = protocol == 2 ? kProtocol2Abi : NPF_ABI_VERSION;
     return r;
-}
-
-std::string RegionRequest::encode(uint32_t id) const
-{
-    return encodeMessage(kType, id, {{"size", size}, {"budget", budget}, {"base", base}, {"page_size", pageSize}});
-}
-
-RegionRequest RegionRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "region");
-    RegionRequest r;
-    r.pageSize = f.u32("page_size", 4096, 1u << 30);
-    if (!powerOfTwo(r.pageSize))
-        f.fail("page_size", "must be a power of two, got " + std::to_string(r.pageSize));
-    r.size = f.u64("size", 1);
-    if (r.size % r.pageSize)
-        f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
-    r.budget = f.u64("budget", r.pageSize);
-    r.base = f.u64("base", 1);
-    if (r.base % r.pageSize)
-        f.fail("base", std::to_string(r.base) + " is not aligned to page_size " + std::to_string(r.pageSize));
-    if (r.base + r.size < r.base)
-        f.fail("size", "base + size overflows");
-    return r;
-}
-
-std::string OpenFlowRequest::encode(uint32_t id) const
-{
-    Json j = Json::object();
-    if (!iface.empty())
-        j["iface"] = iface;
-    j["port"] = port;
-    j["addr"] = addr;
-    if (completionEntries)
-        j["completion_ring"] = completionEntries;
-    return encodeMessage(kType, id, j);
-}
-
-OpenFlowRequest OpenFlowRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "open_flow");
-    OpenFlowRequest r;
-    r.iface = f.str("iface", kMaxIfname, false);
-    if (!r.iface.empty() && !isInterfaceName(r.iface))
-        f.fail("iface", "'" + r.iface + "' is not an interface name");
-    r.port = static_cast<uint16_t>(f.u32("port", 1, 65535));
-    r.addr = f.str("addr", kMaxAddr, false);
-    if (!validAddr(r.addr))
-        f.fail("addr", "'" + r.addr + "' is not an IPv4 or IPv6 address");
-    r.completionEntries =
-        static_cast<uint32_t>(f.optU64("completion_ring", 0, kMaxCompletionEntries).value_or(0));
-    if (r.completionEntries && (r.completionEntries < NPF_POST_RING_SIZE || !powerOfTwo(r.completionEntries)))
-        f.fail("completion_ring", "must be 0 (default) or a power of two >= " +
-                                      std::to_string(NPF_POST_RING_SIZE) + ", got " +
-                                      std::to_string(r.completionEntries));
-    return r;
-}
-
-std::string CloseFlowRequest::encode(uint32_t id) const { return encodeMessage(kType, id, {{"flow", flow}}); }
-
-CloseFlowRequest CloseFlowRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "close_flow");
-    return {f.u32("flow")};
-}
-
-namespace {
-
-template <typename R>
-R decodeRange(const Message& m)
-{
-    Fields f(m, R::kType, R::kType);
-    R r;
-    r.offset = f.u64("offset");
-    r.len = f.u64("len", 1);
-    if (r.offset + r.len < r.offset)
-        f.fail("len", "offset + len overflows");
-    return r;
-}
-
-} // namespace
-
-std::string ReleaseRequest::encode(uint32_t id) const
-{
-    Json fields{{"offset", offset}, {"len", len}};
-    if (!posted.empty()) {
-        Json a = Json::array();
-        for (const Posted& p : posted)
-            a.push_back(Json::array({p.flow, p.prod}));
-        fields["posted"] = std::move(a);
-    }
-    return encodeMessage(kType, id, fields);
-}
-
-ReleaseRequest ReleaseRequest::decode(const Message& m)
-{
-    ReleaseRequest r = decodeRange<ReleaseRequest>(m);
-    Fields f(m, kType, kType);
-    const Json* a = f.find("posted", false);
-    if (!a)
-        return r;
-    if (!a->is_array() || a->size() > kMaxPosted)
-        f.fail("posted", "must be an array of at most " + std::to_string(kMaxPosted) + " [flow, prod] pairs, got " +
-                             describeValue(*a));
-    for (const Json& e : *a) {
-        if (!e.is_array() || e.size() != 2)
-            f.fail("posted", "each entry must be [flow, prod], got " + describeValue(e));
-        r.posted.push_back({static_cast<uint32_t>(f.number("posted", e[0], 0, UINT32_MAX)),
-                            f.number("posted", e[1], 0, UINT64_MAX)});
-    }
-    return r;
-}
-
-std::string PopulateRequest::encode(uint32_t id) const
-{
-    return encodeMessage(kType, id, {{"offset", offset}, {"len", len}});
-}
-
-PopulateRequest PopulateRequest::decode(const Message& m) { return decodeRange<PopulateRequest>(m); }
-
-std::string StatsRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }
-
-StatsRequest StatsRequest::decode(const Message& m)
-{
-    expectType(m, kType, "stats");
-    return {};
-}
-
-std::string FlowStatsRequest::encode(uint32_t id) const { return encodeMessage(kType, id, {{"flow", flow}}); }
-
-FlowStatsRequest FlowStatsRequest::decode(const Message& m)
-{
-    Fields f(m, kType, "flow_stats");
-    return {f.u32("flow")};
-}
-
-std::string ByeRequest::encode(uint32_t id) const { return encodeMessage(kType, id, Json::object()); }
-
-ByeRequest ByeRequest::decode(const Message& m)
-{
-    expectType(m, kType, "bye");
-    return {};
 }
 
 } // namespace npf::ipc

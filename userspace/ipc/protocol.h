@@ -1,6 +1,9 @@
 // The npfd protocol's messages: one JSON object per SOCK_SEQPACKET message,
 // typed request and reply structs with encode() and a strict decode(), and
 // the error codes. docs/protocol.md is the reference; this file is its code.
+// Each message's JSON fields (key, member, bounds) are listed once, in
+// protocol.cpp's schemaOf(): encode() and decode() both come from that list
+// (schema.h).
 //
 // Every message has "type" (string) and "id" (uint32, chosen by the client,
 // echoed in the reply). Every request gets exactly one reply, of type "ok"
