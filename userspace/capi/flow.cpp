@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <span>
 
 #include "capi/error.h"
@@ -168,6 +169,37 @@ int npf_flow_failure(const npf_flow_handle* f, char* buf, size_t len)
     return guarded([&] { return npf::capi::copyMessage(f->flow->failure(), buf, len); });
 }
 
+namespace {
+
+// Each npf_flow_counters field after xdp[] and what of FlowStats it is: every
+// field once (the static_assert below fails when the struct grows without it).
+struct FlowCounter {
+    uint64_t npf_flow_counters::*field;
+    uint64_t (*value)(const npf::FlowStats&);
+};
+using FS = npf::FlowStats;
+constexpr FlowCounter kFlowCounters[] = {
+    {&npf_flow_counters::completed_ok, [](const FS& s) { return s.completedOk; }},
+    {&npf_flow_counters::completed_truncated, [](const FS& s) { return s.completedTruncated; }},
+    {&npf_flow_counters::completed_bad_csum, [](const FS& s) { return s.completedBadCsum; }},
+    {&npf_flow_counters::completed_lost, [](const FS& s) { return s.completedLost; }},
+    {&npf_flow_counters::lost_unarrived, [](const FS& s) { return s.lostUnarrived; }},
+    {&npf_flow_counters::in_flight, [](const FS& s) { return s.inFlight; }},
+    {&npf_flow_counters::late, [](const FS& s) { return s.late; }},
+    {&npf_flow_counters::rejected, [](const FS& s) { return s.rejected; }},
+    {&npf_flow_counters::reached, [](const FS& s) { return s.reached(); }},
+    {&npf_flow_counters::passed, [](const FS& s) { return s.passed(); }},
+    {&npf_flow_counters::dropped_in_xdp, [](const FS& s) { return s.droppedInXdp(); }},
+    {&npf_flow_counters::claimed, [](const FS& s) { return s.claimed(); }},
+    {&npf_flow_counters::lost_in_xdp, [](const FS& s) { return s.lostInXdp(); }},
+    {&npf_flow_counters::socket_dropped, [](const FS& s) { return s.socketDropped(); }},
+};
+static_assert(offsetof(npf_flow_counters, completed_ok) + std::size(kFlowCounters) * sizeof(uint64_t) ==
+                  sizeof(npf_flow_counters),
+              "a field of npf_flow_counters that kFlowCounters does not fill");
+
+} // namespace
+
 int npf_flow_read_counters(const npf_flow_handle* f, struct npf_flow_counters* out)
 {
     if (!f)
@@ -176,20 +208,8 @@ int npf_flow_read_counters(const npf_flow_handle* f, struct npf_flow_counters* o
         const npf::FlowStats s = f->flow->stats();
         npf_flow_counters c{};
         std::copy(s.xdp.begin(), s.xdp.end(), c.xdp);
-        c.completed_ok = s.completedOk;
-        c.completed_truncated = s.completedTruncated;
-        c.completed_bad_csum = s.completedBadCsum;
-        c.completed_lost = s.completedLost;
-        c.lost_unarrived = s.lostUnarrived;
-        c.in_flight = s.inFlight;
-        c.late = s.late;
-        c.rejected = s.rejected;
-        c.reached = s.reached();
-        c.passed = s.passed();
-        c.dropped_in_xdp = s.droppedInXdp();
-        c.claimed = s.claimed();
-        c.lost_in_xdp = s.lostInXdp();
-        c.socket_dropped = s.socketDropped();
+        for (const FlowCounter& k : kFlowCounters)
+            c.*k.field = k.value(s);
         return npf::capi::writeCounters(c, out, sizeof(npf_flow_counters), "npf_flow_counters");
     });
 }

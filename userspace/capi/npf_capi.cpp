@@ -2,6 +2,8 @@
 // handle, their region and counters.
 #include <cstddef>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
 #include "capi/error.h"
 #include "capi/handles.h"
@@ -131,6 +133,26 @@ npf::ClientConfig clientConfig(const npf_client_opts& o)
     return cfg;
 }
 
+// Each npf_ctx_counters field and the EngineStats member it is: every field
+// once (the static_assert below fails when the struct grows without it).
+constexpr std::pair<uint64_t npf_ctx_counters::*, uint64_t npf::EngineStats::*> kCtxCounters[] = {
+    {&npf_ctx_counters::completed_ok, &npf::EngineStats::completedOk},
+    {&npf_ctx_counters::completed_truncated, &npf::EngineStats::completedTruncated},
+    {&npf_ctx_counters::completed_lost, &npf::EngineStats::completedLost},
+    {&npf_ctx_counters::completed_bad_csum, &npf::EngineStats::completedBadCsum},
+    {&npf_ctx_counters::fast_path, &npf::EngineStats::fastPath},
+    {&npf_ctx_counters::fault_path, &npf::EngineStats::faultPath},
+    {&npf_ctx_counters::cpu_faults, &npf::EngineStats::cpuFaults},
+    {&npf_ctx_counters::packet_faults, &npf::EngineStats::packetFaults},
+    {&npf_ctx_counters::evicted, &npf::EngineStats::evicted},
+    {&npf_ctx_counters::restored, &npf::EngineStats::restored},
+    {&npf_ctx_counters::resident_pages, &npf::EngineStats::residentPages},
+    {&npf_ctx_counters::pinned_bytes, &npf::EngineStats::pinnedBytes},
+    {&npf_ctx_counters::kernel_rx_dropped, &npf::EngineStats::kernelRxDropped},
+};
+static_assert(sizeof(size_t) + std::size(kCtxCounters) * sizeof(uint64_t) == sizeof(npf_ctx_counters),
+              "a field of npf_ctx_counters that kCtxCounters does not fill");
+
 } // namespace
 
 int npf_engine_open(const struct npf_engine_opts* opts, npf_ctx** out)
@@ -224,19 +246,8 @@ int npf_ctx_read_counters(npf_ctx* ctx, struct npf_ctx_counters* out)
     return guarded([&] {
         const npf::EngineStats s = ctx->client ? ctx->client->stats() : ctx->engine->stats();
         npf_ctx_counters c{};
-        c.completed_ok = s.completedOk;
-        c.completed_truncated = s.completedTruncated;
-        c.completed_lost = s.completedLost;
-        c.completed_bad_csum = s.completedBadCsum;
-        c.fast_path = s.fastPath;
-        c.fault_path = s.faultPath;
-        c.cpu_faults = s.cpuFaults;
-        c.packet_faults = s.packetFaults;
-        c.evicted = s.evicted;
-        c.restored = s.restored;
-        c.resident_pages = s.residentPages;
-        c.pinned_bytes = s.pinnedBytes;
-        c.kernel_rx_dropped = s.kernelRxDropped;
+        for (const auto& [to, from] : kCtxCounters)
+            c.*to = s.*from;
         return npf::capi::writeCounters(c, out, sizeof(npf_ctx_counters), "npf_ctx_counters");
     });
 }
