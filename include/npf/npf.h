@@ -53,10 +53,10 @@
  * ctx) or is inside one of its calls.
  *
  * Privileges. An engine needs CAP_NET_ADMIN, CAP_BPF (or CAP_SYS_ADMIN) and
- * CAP_PERFMON to attach npf_xdp and bind AF_XDP sockets, CAP_IPC_LOCK (or a
- * large enough RLIMIT_MEMLOCK) for its pinned UMEM, and CAP_SYS_PTRACE or
- * access to /dev/userfaultfd for the region's userfaultfd when
- * vm.unprivileged_userfaultfd is 0; root has them. One engine per interface
+ * CAP_PERFMON to attach npf_xdp, CAP_NET_RAW to create the AF_XDP sockets,
+ * CAP_IPC_LOCK (or a large enough RLIMIT_MEMLOCK) for its pinned UMEM, and
+ * CAP_SYS_PTRACE or access to /dev/userfaultfd for the region's userfaultfd
+ * when vm.unprivileged_userfaultfd is 0; root has them. One engine per interface
  * and network namespace on the machine. A client of npfd needs no privilege:
  * a uid/gid npfd's config admits, and the userfaultfd system call (user mode
  * only) allowed by any seccomp profile.
@@ -249,7 +249,7 @@ struct npf_client_opts {
 	const char *socket;       /* npfd's socket; NULL = /run/npf/npfd.sock */
 	const char *name;         /* shown in npfd's log; NULL = none */
 	uint64_t region_size;     /* bytes of receive memory, a multiple of page_size; 0 = 1 GiB */
-	uint64_t resident_budget; /* 0 = the most npfd's rule allows, up to region_size */
+	uint64_t resident_budget; /* 0 = npfd's default: the rule's fair share (resident_bytes / connections), up to region_size */
 	uint64_t page_size;       /* 4096 or 2 MiB; 0 = 4096 */
 	uint32_t timeout_ms;      /* for each request to npfd; 0 = 10000 */
 	size_t :0;                /* end of the first version: new fields go after it */
