@@ -43,7 +43,7 @@ lib=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for f in /usr/sbin/npfctl /usr/sbin/npfd /usr/sbin/npf-cni /usr/bin/npf-recv "$lib/libnpf.so.$NPF_VERSION" "$lib/libnpf.so.0" \
          "$lib/libnpf.so" "$lib/libnpf.a" /usr/include/npf/engine.h /usr/include/npf/version.h \
          "$lib/cmake/npf/npfConfig.cmake" "$lib/pkgconfig/npf.pc" "$lib/npf/npf_xdp.bpf.o" \
-         /usr/lib/systemd/system/npfd.service /usr/share/doc/npf/examples/npfd.json; do
+         /usr/lib/systemd/system/npfd.service /usr/share/doc/npf/examples/npfd.json /usr/share/doc/npf/copyright; do
   grep -qx -- "$f" "$work/files" || fail "the package has no $f"
 done
 grep -q '\.wants/' "$work/files" && fail "the package enables a unit: $(grep '\.wants/' "$work/files")"

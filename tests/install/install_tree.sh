@@ -199,4 +199,7 @@ file_at "$root$NPF_DOCDIR/cli.md"
 wants=$(find "$root" -path '*.wants*')
 [ -z "$wants" ] || fail "the install enables a unit: $wants"
 file_at "$root$NPF_DOCDIR/examples/npfd.json"
+file_at "$root$NPF_DOCDIR/operations.md"
+file_at "$root$NPF_DOCDIR/copyright"
+file_at "$root$NPF_DOCDIR/LICENSES/GPL-2.0-only.txt"
 note "PASS"
