@@ -855,6 +855,57 @@ TEST(DocsLimits, StatedLimitsMatchAbi)
         ADD_FAILURE() << e;
 }
 
+// A kernel version the start-up check names (kKernelMinimum, kKernelJumbo,
+// kKernelPagePool: "{5, 18}"), read from the header that defines it.
+std::optional<std::string> kernelConstant(const std::string& name)
+{
+    const std::regex re(name + R"(\{(\d+),\s*(\d+)\})");
+    for (const auto& e : fs::recursive_directory_iterator(kSource / "userspace")) {
+        if (e.path().extension() != ".h")
+            continue;
+        const std::string t = readFile(e.path());
+        std::smatch m;
+        if (std::regex_search(t, m, re))
+            return m[1].str() + "." + m[2].str();
+    }
+    return std::nullopt;
+}
+
+// The kernel versions the documents give as npf's minimum, for jumbo
+// datagrams (AF_XDP multi-buffer) and for the page pool (UFFDIO_MOVE) are
+// the ones the start-up check (dataplane/kernel.h) uses.
+TEST(DocsLimits, StatedKernelVersionsMatchTheCheck)
+{
+    const auto minimum = kernelConstant("kKernelMinimum"), jumbo = kernelConstant("kKernelJumbo"),
+               pool = kernelConstant("kKernelPagePool");
+    ASSERT_TRUE(minimum && jumbo && pool) << "kKernelMinimum, kKernelJumbo or kKernelPagePool not found";
+    struct Claim {
+        std::regex re;
+        const std::string& want;
+        const char* what;
+    };
+    const Claim claims[] = {
+        {std::regex(R"((\d+\.\d+), the minimum)"), *minimum, "the minimum"},
+        {std::regex(R"([Kk]ernel ≥ (\d+\.\d+))"), *minimum, "the minimum"},
+        {std::regex(R"(Linux (\d+\.\d+) (?:at least|or later))"), *minimum, "the minimum"},
+        {std::regex(R"(XDP_USE_SG`? \(Linux ≥ (\d+\.\d+))"), *jumbo, "AF_XDP multi-buffer"},
+        {std::regex(R"(multi-buffer; Linux ≥ (\d+\.\d+))"), *jumbo, "AF_XDP multi-buffer"},
+        {std::regex(R"(UFFDIO_MOVE`?,? \(?Linux (\d+\.\d+))"), *pool, "UFFDIO_MOVE"},
+    };
+    std::vector<std::string> files = markdownFiles();
+    files.push_back("deploy/k8s/README.md");
+    size_t seen = 0;
+    for (const std::string& rel : files) {
+        const Doc d = Doc::load(rel);
+        for (const Claim& c : claims)
+            for (auto it = std::sregex_iterator(d.text.begin(), d.text.end(), c.re); it != std::sregex_iterator();
+                 ++it, ++seen)
+                EXPECT_EQ((*it)[1].str(), c.want) << d.at(it->position()) << ": " << c.what << " is Linux " << c.want
+                                                  << " (dataplane/kernel.h), the text says " << it->str();
+    }
+    EXPECT_GE(seen, 3u) << "the documents no longer state the kernel versions this test checks";
+}
+
 // Pins and stats files are keyed by network namespace:
 // NPF_PIN_ROOT/netns-<inode>/<ifname>/<map>, /run/npf/netns-<inode>/<ifname>/engine.json.
 TEST(DocsLimits, PathsKeyedByNetns)

@@ -18,6 +18,18 @@
 namespace npf {
 namespace {
 
+// One ioctl over a range (UFFDIO_COPY, _MOVE, _CONTINUE): len when it did it
+// all, else -errno; *done (if given) gets how much it did before it stopped.
+template <typename Arg>
+long rangeIoctl(int fd, unsigned long request, Arg& arg, __s64 Arg::*did, size_t len, int64_t* done) noexcept
+{
+    const int rc = ::ioctl(fd, request, &arg);
+    const int err = errno;
+    if (done)
+        *done = arg.*did > 0 ? arg.*did : 0;
+    return rc == 0 ? static_cast<long>(len) : -err;
+}
+
 int rawUserfaultfd(int flags)
 {
     int fd = static_cast<int>(::syscall(SYS_userfaultfd, flags));
@@ -156,15 +168,7 @@ long Userfaultfd::copy(void* dst, const void* src, size_t len, int64_t* copied) 
     c.dst = reinterpret_cast<uint64_t>(dst);
     c.src = reinterpret_cast<uint64_t>(src);
     c.len = len;
-    c.mode = 0;
-    int rc = ::ioctl(fd_.get(), UFFDIO_COPY, &c);
-    int err = errno;
-    int64_t done = c.copy > 0 ? c.copy : 0;
-    if (copied)
-        *copied = done;
-    if (rc == 0)
-        return static_cast<long>(len);
-    return -err;
+    return rangeIoctl(fd_.get(), UFFDIO_COPY, c, &uffdio_copy::copy, len, copied);
 }
 
 long Userfaultfd::move(void* dst, void* src, size_t len, int64_t* moved) const noexcept
@@ -173,24 +177,14 @@ long Userfaultfd::move(void* dst, void* src, size_t len, int64_t* moved) const n
     m.dst = reinterpret_cast<uint64_t>(dst);
     m.src = reinterpret_cast<uint64_t>(src);
     m.len = len;
-    m.mode = 0;
-    int rc = ::ioctl(fd_.get(), UFFDIO_MOVE, &m);
-    int err = errno;
-    if (moved)
-        *moved = m.move > 0 ? m.move : 0;
-    return rc == 0 ? static_cast<long>(len) : -err;
+    return rangeIoctl(fd_.get(), UFFDIO_MOVE, m, &uffdio_move::move, len, moved);
 }
 
 long Userfaultfd::continueRange(void* addr, size_t len, int64_t* mapped) const noexcept
 {
     uffdio_continue c{};
     c.range = {reinterpret_cast<uint64_t>(addr), len};
-    c.mode = 0;
-    int rc = ::ioctl(fd_.get(), UFFDIO_CONTINUE, &c);
-    int err = errno;
-    if (mapped)
-        *mapped = c.mapped > 0 ? c.mapped : 0;
-    return rc == 0 ? static_cast<long>(len) : -err;
+    return rangeIoctl(fd_.get(), UFFDIO_CONTINUE, c, &uffdio_continue::mapped, len, mapped);
 }
 
 int Userfaultfd::wake(void* addr, size_t len) const noexcept
