@@ -4,7 +4,8 @@
 // for every one. Beside each run, the bound of the moment: what a receiver
 // could have written if installing the region's pages were its only cost,
 // from the machine's page rates measured just before the run. Variants:
-// the default route, a reserve, 2 MiB pages, 2 MiB pages with a reserve;
+// the default route, a reserve, 2 MiB pages, 2 MiB pages with a reserve,
+// and the default route through npfd (npf-recv --connect, as a client);
 // rounds of all of them in turn, so that the machine's drift falls on all.
 #include "burst.h"
 
@@ -22,8 +23,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "npf/abi.h"
+#include "npfd_process.h"
 #include "page_rates.h"
 #include "programs.h"
 #include "run.h"
@@ -48,12 +51,14 @@ constexpr double kIdleSeconds = 2.0; // npf-recv stops this long after the last 
 struct Variant {
     std::string name;
     bool huge = false, reserve = false;
+    bool npfd = false; // npf-recv --connect to an npfd the bench starts (default options: as a user runs it)
 };
 
 const std::vector<Variant>& variants()
 {
-    static const std::vector<Variant> v{
-        {"npf", false, false}, {"npf-reserve", false, true}, {"npf-2m", true, false}, {"npf-2m-reserve", true, true}};
+    static const std::vector<Variant> v{{"npf", false, false},        {"npf-reserve", false, true},
+                                        {"npf-2m", true, false},      {"npf-2m-reserve", true, true},
+                                        {"npfd", false, false, true}};
     return v;
 }
 
@@ -241,6 +246,13 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
         args.insert(args.end(), {"--page-size", "2M"});
     if (v.reserve)
         args.insert(args.end(), {"--reserve", std::to_string(region >> 20) + "M"});
+    std::optional<NpfdProcess> npfd; // stopped (SIGTERM) after npf-recv, before the next run
+    if (v.npfd) {
+        const std::string npfdDir = dir + "/npfd-" + tag;
+        std::filesystem::create_directories(npfdDir);
+        npfd.emplace(rx, npfdDir, false);
+        args.insert(args.end(), {"--connect", npfd->socket()});
+    }
     const std::string log = dir + "/npf-recv-" + tag + ".log", genLog = dir + "/trafgen-" + tag + ".log";
     Child recv(args, log, true);
     if (!recv.ready(60)) {
@@ -286,10 +298,14 @@ void printRun(const BurstRun& r)
         printf("%-15s error: %s\n", r.variant.c_str(), r.error.c_str());
         return;
     }
-    printf("%-15s %-12s %8.3f %9llu %8.1f%% %8.1f%% %8.1f%% %7.2f %9.0f %8.3f %8.3f\n", r.variant.c_str(),
+    // Through npfd the fault path is npfd's: the client's summary has no fault latency ("-").
+    char faultP50[16] = "-";
+    if (r.faultP50Us > 0)
+        snprintf(faultP50, sizeof faultP50, "%.0f", r.faultP50Us);
+    printf("%-15s %-15s %8.3f %9llu %8.1f%% %8.1f%% %8.1f%% %7.2f %9s %8.3f %8.3f\n", r.variant.c_str(),
            r.route.c_str(), r.offeredPps() / 1e6, (unsigned long long)r.reached, r.pct(double(r.written)),
            r.pct(double(r.droppedInXdp)), r.pct(r.bound), r.bound > 0 ? double(r.written) / r.bound : 0,
-           r.faultP50Us, r.rates.copiedPerSec / 1e6, r.rates.recycledPerSec / 1e6);
+           faultP50, r.rates.copiedPerSec / 1e6, r.rates.recycledPerSec / 1e6);
 }
 
 } // namespace
@@ -310,7 +326,7 @@ Json burst(const Options& o)
     printf("%llu datagrams of %u B, a %llu MiB region, %u round(s) of %zu variant(s); bound: what the page rates "
            "of the moment allow (docs/BENCHMARKS.md)\n",
            (unsigned long long)datagrams, kPayload, (unsigned long long)(region >> 20), rounds, vs.size());
-    printf("%-15s %-12s %8s %9s %9s %9s %9s %7s %9s %8s %8s\n", "variant", "route", "offer M/s", "reached", "written",
+    printf("%-15s %-15s %8s %9s %9s %9s %9s %7s %9s %8s %8s\n", "variant", "route", "offer M/s", "reached", "written",
            "xdp drop", "bound", "w/bound", "fault p50", "copy M", "recyc M");
     std::error_code ec;
     const std::string dir = o.outDir + "/burst";
@@ -320,6 +336,7 @@ Json burst(const Options& o)
     RxConfig rx = env.rx();
     Json runs = Json::array();
     std::map<std::string, std::vector<double>> ratio;
+    std::map<uint32_t, std::map<std::string, uint64_t>> written; // by round, by variant
     for (uint32_t round = 0; round < rounds && !g_interrupted; round++)
         for (const Variant& v : vs) {
             if (g_interrupted)
@@ -335,9 +352,22 @@ Json burst(const Options& o)
             fflush(stdout);
             if (r.error.empty() && r.bound > 0)
                 ratio[v.name].push_back(double(r.written) / r.bound);
+            if (r.error.empty())
+                written[round][v.name] = r.written;
             runs.push_back(r.toJson());
         }
     Json summary = Json::object();
+    // Through npfd against in process, the same round: what the process boundary costs a burst.
+    std::vector<double> viaNpfd;
+    for (auto& [round, w] : written)
+        if (w.count("npf") && w.count("npfd") && w["npf"] > 0)
+            viaNpfd.push_back(double(w["npfd"]) / double(w["npf"]));
+    if (!viaNpfd.empty()) {
+        std::sort(viaNpfd.begin(), viaNpfd.end());
+        summary["npfdOverNpfWritten"] = {{"min", viaNpfd.front()}, {"median", viaNpfd[viaNpfd.size() / 2]}};
+        printf("npfd / npf      written: min %.2f, median %.2f over %zu round(s)\n", viaNpfd.front(),
+               viaNpfd[viaNpfd.size() / 2], viaNpfd.size());
+    }
     for (auto& [name, xs] : ratio) {
         std::sort(xs.begin(), xs.end());
         summary[name] = {{"writtenOverBoundMin", xs.front()}, {"writtenOverBoundMedian", xs[xs.size() / 2]}};
