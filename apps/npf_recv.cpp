@@ -31,6 +31,7 @@
 #include "npf/error.h"
 #include "npf/interface.h"
 #include "npf/log.h"
+#include "npf/page_rates.h"
 #include "npf/version.h"
 #include "npf_exit_codes.h"
 #include "sizes.h"
@@ -127,6 +128,7 @@ void checkAddr(const Options& o)
 struct Tally {
     uint64_t ok = 0, truncated = 0, lost = 0, badCsum = 0, bytes = 0;
     uint64_t writeFailed = 0; // OK or TRUNCATED, but the write to the output failed
+    uint64_t firstNs = 0, lastNs = 0; // steady clock: the first and the last poll that got completions
     uint64_t completions() const { return ok + truncated + lost + badCsum + writeFailed; }
 };
 
@@ -188,6 +190,10 @@ struct Summary {
     Outside outside;       // exit - start
     uint64_t regionSize = 0;
     uint64_t budget = 0;   // the region's resident budget, bytes (0: unlimited); through npfd, what it granted
+    // The bound of the moment (npf/page_rates.h): the page rates measured at
+    // start, and what they allowed of what reached XDP (0: unknown).
+    npf::PageRates rates;
+    double bound = 0;
     // Where the region's pages came from: its route (Region::route) and its
     // page pool's counters, from the engine's stats JSON ("" / 0: not there).
     std::string route;
@@ -258,6 +264,15 @@ void printText(const Summary& m)
     fprintf(stderr, "  memory   resident_mib=%.1f budget_mib=%s region_mib=%llu pinned_mib=%.1f\n",
             double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), budget, ull(m.regionSize >> 20),
             double(s.pinnedBytes) / (1 << 20));
+    if (m.bound > 0)
+        fprintf(stderr,
+                "  bound    datagrams=%.0f written_over_bound=%.2f  # what the page rates of the moment allowed of "
+                "what reached XDP: %s\n",
+                m.bound, double(m.written()) / m.bound, m.rates.line().c_str());
+    else
+        fprintf(stderr, "  bound    unknown  # %s\n",
+                !m.rates.error.empty() ? m.rates.error.c_str()
+                                       : "no page rates, or every completion came in one poll");
     fprintf(stderr,
             "  pages    route=%s pool_taken=%llu pool_fresh=%llu pool_refills=%llu pool_returned=%llu "
             "pool_freed=%llu reserve_freed=%llu  # where the region's pages came from%s\n",
@@ -306,6 +321,9 @@ void printJson(const Summary& m, const std::string& engineJson)
     else
         j["outside"] = nullptr;
     j["budget_bytes"] = m.budget; // 0: unlimited
+    j["bound"] = {{"datagrams", m.bound}, // 0: unknown
+                  {"written_over_bound", m.bound > 0 ? double(m.written()) / m.bound : 0.0},
+                  {"page_rates", nlohmann::ordered_json::parse(npf::toJson(m.rates))}};
     j["engine"] = nlohmann::ordered_json::parse(engineJson);
     fprintf(stderr, "%s\n", j.dump().c_str());
 }
@@ -431,6 +449,9 @@ Ending pollLoop(const Options& o, npf::Flow& flow, const uint8_t* region, Poster
             continue;
         }
         lastData = now;
+        t.lastNs = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count());
+        if (!t.firstNs)
+            t.firstNs = t.lastNs;
         const size_t ok = completeBatch(batch.data(), n, iov, region, o, out.fd, client, t);
         for (size_t i = 0; i < std::min(ok + 1, n); i++)
             poster.postNext();
@@ -459,15 +480,36 @@ void readPages(const nlohmann::json& j, Summary& m)
     m.reserveFreed = at("reserve_freed");
 }
 
+// The bound of the moment: what of the datagrams that reached XDP a receiver
+// could have written if installing a cold region's pages (at the page rates
+// measured at start) were its only cost, over the time they arrived in (the
+// first to the last poll that got completions). 0: unknown (no rates, one
+// poll).
+double boundOf(const Options& o, const Sizes& sz, const Summary& m)
+{
+    const uint64_t reached = m.f.reached(), perPage = std::max<uint64_t>(1, sz.page / sz.buf);
+    const uint64_t pages = o.cold ? std::min(m.regionSize / sz.page, (reached + perPage - 1) / perPage) : 0;
+    const double seconds = m.t.lastNs > m.t.firstNs ? double(m.t.lastNs - m.t.firstNs) * 1e-9 : 0;
+    const double perInstall = npf::installSeconds(m.rates, sz.page, sz.reserve > 0);
+    if (pages && perInstall <= 0 && !(sz.reserve && sz.page > NPF_PAGE_SIZE))
+        return 0;
+    return npf::boundOfTheMoment(reached, seconds, pages, perInstall, uint32_t(perPage));
+}
+
 // The exit summary: the tally, the flow's accounting, the engine's counters
 // and the interface's drops since `start`, as text or JSON on stderr.
 template <typename Source>
-void summarize(const Options& o, Source& eng, const npf::Flow& flow, const Outside& start, const Tally& t,
-               uint64_t budget)
+void summarize(const Options& o, const Sizes& sz, Source& eng, const npf::Flow& flow, const Outside& start,
+               const Tally& t, uint64_t budget, const npf::PageRates& rates)
 {
-    Summary m{.t = t, .regionSize = eng.regionSize(), .budget = budget};
+    Summary m; // member by member: GCC 12 takes a designated initializer of it for maybe-uninitialized
+    m.t = t;
+    m.regionSize = eng.regionSize();
+    m.budget = budget;
+    m.rates = rates;
     try {
         m.f = flow.stats();
+        m.bound = boundOf(o, sz, m);
     } catch (const std::exception& e) {
         m.flowError = e.what(); // npfd gone
     }
@@ -503,6 +545,8 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     uint64_t budget = sz.budget; // 0: unlimited
     if constexpr (client)
         budget = eng.residentBudget(); // what npfd granted
+    // The machine's page rates now, for the summary's bound (16 MiB of probes, a few ms).
+    const npf::PageRates rates = o.quiet ? npf::PageRates{} : npf::measurePageRates(16ull << 20, -1);
     Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
         eng.populate(0, std::min<uint64_t>(regionSize, poster.depth() * sz.buf));
@@ -518,7 +562,7 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     Tally t;
     const Ending ending = pollLoop(o, flow, eng.region(), poster, out, client, t);
     if (!o.quiet)
-        summarize(o, eng, flow, start, t, budget);
+        summarize(o, sz, eng, flow, start, t, budget, rates);
     if (ending == Ending::SourceGone)
         return npf::exit_codes::kExitNoDevice;
     return ending == Ending::WriteFailed ? npf::exit_codes::kExitFailure : npf::exit_codes::kExitOk;

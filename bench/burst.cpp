@@ -26,8 +26,8 @@
 #include <optional>
 
 #include "npf/abi.h"
+#include "npf/page_rates.h"
 #include "npfd_process.h"
-#include "page_rates.h"
 #include "programs.h"
 #include "run.h"
 #include "sys/clock.h"
@@ -162,39 +162,6 @@ uint64_t at(const Json& j, std::initializer_list<const char*> path)
     return p->is_number() ? p->get<uint64_t>() : 0;
 }
 
-// The bound of the moment: datagrams a receiver could have written if
-// bringing in the region's pages were its only cost. A cold region needs
-// `pages` first installs (one pass over it, or fewer for a short burst) at
-// `perPage` seconds each; `perPage * pages` of the burst's `seconds` go to
-// them at `perPageDatagrams` datagrams a page, the rest arrives into
-// resident pages at the offered rate; and the posted buffers
-// (NPF_POST_RING_SIZE) can hold as many datagrams more, placed after the
-// burst.
-double boundOfTheMoment(uint64_t reached, double seconds, uint64_t pages, double perPage, uint32_t perPageDatagrams)
-{
-    if (reached == 0 || seconds <= 0)
-        return 0;
-    const double rate = double(reached) / seconds, cold = double(pages) * perPage;
-    const double b = cold >= seconds ? seconds / perPage * perPageDatagrams
-                                     : double(pages) * perPageDatagrams + rate * (seconds - cold);
-    return std::min(double(reached), b + NPF_POST_RING_SIZE);
-}
-
-// Seconds per first install of a page of the variant's size, from the
-// machine's rates now, as the pager pays them: 4 KiB, a page copied in
-// from the kernel's free lists (PageRates::copiedPerSec), or with a reserve
-// a recycled one; 2 MiB, 512 of those copied in (the host backs a huge page
-// as 512 small ones), none with a reserve. The receiver's first touch of
-// each page is left out: a worker pays it, on the other CPU.
-double perPageSeconds(const Variant& v, const PageRates& r)
-{
-    if (r.copiedPerSec <= 0 || r.recycledPerSec <= 0)
-        return 0;
-    if (v.huge)
-        return v.reserve ? 0 : 512 / r.copiedPerSec;
-    return v.reserve ? 1 / r.recycledPerSec : 1 / r.copiedPerSec;
-}
-
 struct BurstRun {
     std::string variant, route, error;
     bool generatorFailed = false; // trafgen, not npf-recv: the run is made again, once
@@ -214,7 +181,7 @@ struct BurstRun {
                {"otherwiseNotWritten", otherwise}, {"sendSeconds", sendSeconds},
                {"offeredMpps", offeredPps() / 1e6}, {"bound", bound},
                {"writtenOverBound", bound > 0 ? double(written) / bound : 0},
-               {"faultP50Us", faultP50Us},   {"pageRates", rates.toJson()}, {"retries", retries},
+               {"faultP50Us", faultP50Us},   {"pageRates", Json::parse(npf::toJson(rates))}, {"retries", retries},
                {"summary", summary}};
         if (!error.empty())
             j["error"] = error;
@@ -288,7 +255,7 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
     r.faultP50Us = double(at(s, {"engine", "latency", "fault_total", "p50_ns"})) / 1e3;
     const uint64_t page = v.huge ? 2ull << 20 : 4096, perPage = page / kBuf;
     const uint64_t pages = std::min(region / page, (r.reached + perPage - 1) / perPage);
-    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, perPageSeconds(v, r.rates), uint32_t(perPage));
+    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, installSeconds(r.rates, page, v.reserve), uint32_t(perPage));
     return r;
 }
 

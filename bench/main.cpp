@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "cli/version.h"
-#include "page_rates.h"
+#include "npf/page_rates.h"
 #include "plots.h"
 #include "report.h"
 #include "run.h"
@@ -56,9 +56,9 @@ uint64_t parseSize(const std::string& s)
 
 // The rates of page allocation now, on the first receive CPU (where npf's pager and
 // the application run): printed and returned for the JSON.
-npf::bench::PageRates pageRates(const npf::bench::Options& o, const char* when)
+npf::PageRates pageRates(const npf::bench::Options& o, const char* when)
 {
-    npf::bench::PageRates r = npf::bench::measurePageRates(64ull << 20, o.rxCpus.front());
+    npf::PageRates r = npf::measurePageRates(64ull << 20, o.rxCpus.front());
     printf("page allocation %s, CPU %d, %llu pages: %s\n", when, r.cpu, (unsigned long long)r.pages, r.line().c_str());
     return r;
 }
@@ -170,12 +170,13 @@ int run(Args& a, const std::vector<std::string>& list)
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     Json out = header(o);
-    const npf::bench::PageRates start = pageRates(o, "now");
+    const npf::PageRates start = pageRates(o, "now");
     o.installBoundPerSec = start.touchedPerSec;
     printf("(the limits of the fault path on this machine right now; every contender's set-up is done before its "
            "measured window)\n");
     const Json sc = runScenarios(list, o);
-    out["pageRates"] = {{"start", start.toJson()}, {"end", pageRates(o, "at the end").toJson()}};
+    out["pageRates"] = {{"start", nlohmann::ordered_json::parse(npf::toJson(start))},
+                        {"end", nlohmann::ordered_json::parse(npf::toJson(pageRates(o, "at the end")))}};
     out["scenarios"] = sc;
     if (!a.noPlots)
         out["plots"] = npf::bench::makePlots(o.outDir, !o.verbose);

@@ -108,6 +108,9 @@ void expectBurst(const nlohmann::json& b)
             << r["variant"];
         EXPECT_FALSE(r["route"].get<std::string>().empty()) << r["variant"];
         EXPECT_GT(r["bound"].get<double>(), 0.0) << r["variant"];
+        // npf-recv's own summary carries the bound of the moment too (its page rates at start).
+        EXPECT_GT(r["summary"]["bound"]["datagrams"].get<double>(), 0.0) << r["summary"].dump();
+        EXPECT_LE(r["summary"]["bound"]["datagrams"].get<double>(), r["reached"].get<double>()) << r["variant"];
     }
 }
 

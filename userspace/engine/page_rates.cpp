@@ -1,4 +1,4 @@
-#include "page_rates.h"
+#include "npf/page_rates.h"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -7,10 +7,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "npf/abi.h"
 
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -22,7 +27,7 @@
 #define UFFD_USER_MODE_ONLY 1
 #endif
 
-namespace npf::bench {
+namespace npf {
 namespace {
 
 constexpr uint64_t kPage = 4096;
@@ -128,18 +133,37 @@ double recycledRate(uint64_t pages, bool touch)
 
 } // namespace
 
-nlohmann::ordered_json PageRates::toJson() const
+std::string toJson(const PageRates& r)
 {
-    nlohmann::ordered_json j{{"cpu", cpu},
-                             {"pages", pages},
-                             {"freshMPagesPerSec", freshPerSec / 1e6},
-                             {"copiedMPagesPerSec", copiedPerSec / 1e6},
-                             {"recycledMPagesPerSec", recycledPerSec / 1e6},
-                             {"touchedMPagesPerSec", touchedPerSec / 1e6},
-                             {"firstTouchNs", firstTouchNs()}};
-    if (!error.empty())
-        j["error"] = error;
-    return j;
+    nlohmann::ordered_json j{{"cpu", r.cpu},
+                             {"pages", r.pages},
+                             {"freshMPagesPerSec", r.freshPerSec / 1e6},
+                             {"copiedMPagesPerSec", r.copiedPerSec / 1e6},
+                             {"recycledMPagesPerSec", r.recycledPerSec / 1e6},
+                             {"touchedMPagesPerSec", r.touchedPerSec / 1e6},
+                             {"firstTouchNs", r.firstTouchNs()}};
+    if (!r.error.empty())
+        j["error"] = r.error;
+    return j.dump();
+}
+
+double installSeconds(const PageRates& r, uint64_t pageSize, bool reserved)
+{
+    if (r.copiedPerSec <= 0 || r.recycledPerSec <= 0)
+        return 0;
+    if (pageSize > NPF_PAGE_SIZE)
+        return reserved ? 0 : double(pageSize / NPF_PAGE_SIZE) / r.copiedPerSec;
+    return reserved ? 1 / r.recycledPerSec : 1 / r.copiedPerSec;
+}
+
+double boundOfTheMoment(uint64_t reached, double seconds, uint64_t pages, double perPage, uint32_t perPageDatagrams)
+{
+    if (reached == 0 || seconds <= 0)
+        return 0;
+    const double rate = double(reached) / seconds, cold = double(pages) * perPage;
+    const double b = cold >= seconds ? seconds / perPage * perPageDatagrams
+                                     : double(pages) * perPageDatagrams + rate * (seconds - cold);
+    return std::min(double(reached), b + NPF_POST_RING_SIZE);
 }
 
 std::string PageRates::line() const
@@ -160,7 +184,7 @@ PageRates measurePageRates(uint64_t bytes, int cpu)
     r.pages = bytes / kPage;
     std::thread t([&] {
         if (cpu >= 0)
-            npf::pinThread(cpu, "npf-bench page-rate probe");
+            npf::pinThread(cpu, "page-rate probe");
         try {
             // Copied first: the pages the kernel has at hand now, as a
             // receiver starting now would get them (the fresh probe frees
@@ -177,4 +201,4 @@ PageRates measurePageRates(uint64_t bytes, int cpu)
     return r;
 }
 
-} // namespace npf::bench
+} // namespace npf
