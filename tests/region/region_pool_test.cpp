@@ -151,6 +151,39 @@ TEST_P(RegionPool, RecycledPagesNeverShowTheirOldContent)
         << "every page came from the pool, the first ones full of old content";
 }
 
+// A datagram that lands on a page from the pool: the page holds that
+// datagram and zeros, never a byte of what the pool page held before (the
+// pager zeroes only around a lone payload).
+TEST_P(RegionPool, APayloadOnARecycledPageComesWithZerosAround)
+{
+    Region r(config(pg() == kPg ? 64 : 4, 0));
+    writeAll(r);
+    ASSERT_EQ(r.release(0, r.size()), static_cast<int>(r.pages()));
+    ASSERT_EQ(r.evictAll(), static_cast<int>(r.pages()));
+    ASSERT_EQ(r.poolPages(), r.poolCapacity());
+    const uint64_t before = r.stats().poolInstalls;
+    // One payload a page, at an offset that moves from page to page (the
+    // first at 0, the last reaching the page's end), and one page with two.
+    const auto payload = randomBytes(1472, 9);
+    std::vector<Patch> ps;
+    std::vector<std::pair<uint64_t, uint32_t>> placed;
+    for (uint64_t p = 0; p < r.pages(); ++p) {
+        const uint64_t off = p == 0 ? 0 : p == r.pages() - 1 ? pg() - 1472 : (p * 997) % (pg() - 1472);
+        ps.push_back({p * pg() + off, payload.data(), 1472});
+        placed.push_back({p * pg() + off, 1472});
+    }
+    ps.push_back({pg() + pg() / 2, payload.data(), 100}); // page 1's second piece
+    placed.push_back({pg() + pg() / 2, 100});
+    std::vector<int> res(ps.size(), 1);
+    ASSERT_EQ(r.applyPatches(ps, res), static_cast<int>(ps.size()));
+    EXPECT_GT(r.stats().poolInstalls, before) << "the pages came from the pool, with their old content";
+    std::vector<uint8_t> want(r.size(), 0);
+    for (size_t i = 0; i < ps.size(); ++i)
+        std::memcpy(want.data() + placed[i].first, ps[i].data, placed[i].second);
+    for (uint64_t p = 0; p < r.pages(); ++p)
+        EXPECT_EQ(std::memcmp(r.base() + p * pg(), want.data() + p * pg(), pg()), 0) << "page " << p;
+}
+
 } // namespace
 } // namespace npf::test
 

@@ -89,6 +89,22 @@ void CopyInstaller::installRun(const InstallBatch& run, uint8_t* images, Via via
     dropRestored(run);
 }
 
+// A new page's image holds zeros but where its payloads go: with one piece
+// (a datagram in the page, the common case) only the bytes around it are
+// zeroed, the piece's are written after; else the whole page. (A pool page
+// comes with its old content: every byte of it is written.)
+void CopyInstaller::zeroAround(uint8_t* page, size_t begin, size_t end) const noexcept
+{
+    const uint64_t size = io_.bytes(1);
+    if (end - begin != 1) {
+        std::memset(page, 0, size);
+        return;
+    }
+    const PagePiece& piece = plan_.pieces()[begin];
+    std::memset(page, 0, piece.pageOff);
+    std::memset(page + piece.pageOff + piece.len, 0, size - piece.pageOff - piece.len);
+}
+
 int CopyInstaller::buildImages(const InstallBatch& run, uint8_t* images) noexcept
 {
     for (size_t k = 0; k < run.size();) {
@@ -97,7 +113,10 @@ int CopyInstaller::buildImages(const InstallBatch& run, uint8_t* images) noexcep
         while (m < run.size() && state_.saved(run.pages[m]) == saved)
             ++m;
         uint8_t* dst = images + io_.bytes(k);
-        if (!saved)
+        if (!saved && run.begin)
+            for (size_t p = k; p < m; ++p)
+                zeroAround(images + io_.bytes(p), run.begin[p], run.end[p]);
+        else if (!saved)
             std::memset(dst, 0, io_.bytes(m - k));
         else if (int err = spill_.load(io_.bytes(run.pages[k]), dst, io_.bytes(m - k)))
             return err;

@@ -71,6 +71,7 @@ private:
     // Saved content or zeros, then payloads, for a run into `images`; 0 or
     // -errno (reading the spill file).
     int buildImages(const InstallBatch& run, uint8_t* images) noexcept;
+    void zeroAround(uint8_t* page, size_t begin, size_t end) const noexcept;
     // UFFDIO_COPY (or UFFDIO_MOVE) of a run of consecutive pages whose
     // images are at `images`; true if an image was left behind (an error).
     bool put(const InstallBatch& run, uint8_t* images, Via via, BatchTiming* t) noexcept;
