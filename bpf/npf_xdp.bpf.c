@@ -234,17 +234,15 @@ static __always_inline int npf_route_ring(struct npf_route *r)
 	return -1;
 }
 
-/* Room for struct npf_meta right before the packet. A flow datagram's
- * metadata is npf's: what an earlier program left is dropped first.
- * -1, or NPF_STAT_PASS_META_FAIL. */
+/* Room for struct npf_meta in front of the packet: the frame the AF_XDP
+ * socket gets starts with it (bpf_xdp_adjust_head, which every XDP driver
+ * and kernel has; XDP metadata, bpf_xdp_adjust_meta, is not there on every
+ * driver, and some kernels refuse the helper outright). Metadata an earlier
+ * program left stays in front of it, unread. -1, or NPF_STAT_PASS_META_FAIL
+ * (no headroom left). */
 static __always_inline int npf_meta_room(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *meta = (void *)(long)ctx->data_meta;
-
-	if (meta < data && bpf_xdp_adjust_meta(ctx, (int)(data - meta)))
-		return NPF_STAT_PASS_META_FAIL;
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(struct npf_meta)))
+	if (bpf_xdp_adjust_head(ctx, -(int)sizeof(struct npf_meta)))
 		return NPF_STAT_PASS_META_FAIL;
 	return -1;
 }
@@ -263,15 +261,15 @@ static __always_inline int npf_claim_post(const struct npf_route *r, __u32 paylo
 
 /* Writes the claimed buffer's npf_meta (room made by npf_meta_room) and
  * returns its flags, or -1 if the room is not there (cannot happen after
- * adjust_meta; the verifier wants the check). */
+ * adjust_head; the verifier wants the check). */
 static __always_inline int npf_write_meta(struct xdp_md *ctx, const struct npf_route *r, const struct npf_pkt *pkt,
 					  const struct npf_claim *c)
 {
-	void *data = (void *)(long)ctx->data;
-	struct npf_meta *meta = (void *)(long)ctx->data_meta;
+	struct npf_meta *meta = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
 	__u8 flags = c->flags;
 
-	if ((void *)(meta + 1) > data)
+	if ((void *)(meta + 1) > data_end)
 		return -1;
 	meta->magic = NPF_META_MAGIC;
 	meta->version = NPF_META_VERSION;
@@ -317,8 +315,8 @@ static __always_inline int npf_redirect(const struct npf_route *r, __u8 flags)
 	return npf_out(stat, XDP_REDIRECT);
 }
 
-/* The verdict on one packet, counted. *own_meta: npf made room for its
- * metadata (a flow datagram; what an earlier program left is gone then). */
+/* The verdict on one packet, counted. *own_meta: npf put its npf_meta in
+ * front of the packet (a flow datagram). */
 static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 {
 	struct npf_pkt pkt = {};
@@ -349,8 +347,8 @@ static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 	if (rc >= 0)
 		return npf_flow_out(&r, rc, XDP_PASS);
 	*own_meta = 1;
-	/* Claim the next posted buffer (the metadata stays on a failure; the
-	 * kernel ignores it). */
+	/* Claim the next posted buffer (on a failure a dropped packet keeps the
+	 * room, a passed one loses it in npf_pass). */
 	rc = npf_claim_post(&r, pkt.payload_len, &c);
 	if (rc >= 0)
 		return npf_flow_out(&r, rc, rc >= NPF_STAT_DROP_RNR && rc <= NPF_STAT_DROP_CSUM ? XDP_DROP : XDP_PASS);
@@ -360,14 +358,14 @@ static __always_inline int npf_verdict(struct xdp_md *ctx, int *own_meta)
 	return npf_redirect(&r, (__u8)rc);
 }
 
-/* A packet npf passes goes on without npf's metadata (own_meta: a flow
- * datagram that passes after its room was made) to the program chained
+/* A packet npf passes goes on as it came, without npf_meta (own_meta: a
+ * flow datagram that passes after its room was made) to the program chained
  * behind npf_xdp (npf_next, when loaded to chain one: npf_chain), or to the
  * kernel stack when there is none (the tail call returns only then). */
 static __always_inline int npf_pass(struct xdp_md *ctx, int own_meta)
 {
 	if (own_meta)
-		bpf_xdp_adjust_meta(ctx, (int)sizeof(struct npf_meta));
+		bpf_xdp_adjust_head(ctx, (int)sizeof(struct npf_meta));
 	if (npf_chain)
 		bpf_tail_call(ctx, &npf_next, NPF_NEXT_SLOT);
 	return XDP_PASS;
@@ -383,7 +381,7 @@ static __always_inline int npf_pass(struct xdp_md *ctx, int own_meta)
  * fragments. The headers are parsed from the linear part; lengths are
  * checked against the whole packet. The payload is never read here; the
  * AF_XDP socket (bound with XDP_USE_SG) gets a multi-buffer packet as
- * several descriptors, the meta in front of the first.
+ * several descriptors, npf_meta at the start of the first.
  */
 SEC("xdp")
 int npf_xdp(struct xdp_md *ctx)

@@ -83,8 +83,8 @@
 /* Primary frames XDP timestamps (npf_meta.tstamp): one seq in this many. */
 #define NPF_FAST_STAMP_EVERY 16
 
-/* Written by XDP in front of every steered frame (bpf_xdp_adjust_meta);
- * in the AF_XDP frame it sits in the 32 bytes just before the packet. */
+/* Written by XDP in front of every steered packet (bpf_xdp_adjust_head):
+ * the AF_XDP frame starts with these 32 bytes, the packet follows them. */
 struct npf_meta {
 	__u16 magic;       /* NPF_META_MAGIC */
 	__u8 version;      /* NPF_META_VERSION */
@@ -331,7 +331,7 @@ struct npf_install_ctl {
 #define NPF_INSTALL_IMAGES 4096 /* offset of the first image in the install area */
 
 #ifdef __cplusplus
-static_assert(sizeof(struct npf_meta) == 32, "npf_meta must fit bpf_xdp_adjust_meta's 32 bytes");
+static_assert(sizeof(struct npf_meta) == 32, "npf_meta is the 32 bytes in front of a steered packet");
 static_assert(sizeof(struct npf_flow_key) == 20);
 static_assert(sizeof(struct npf_flow) == 16);
 static_assert(sizeof(struct npf_ring) == 128 + 16 * NPF_POST_RING_SIZE);

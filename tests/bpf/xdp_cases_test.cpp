@@ -625,7 +625,7 @@ std::vector<Case> cases()
         v.push_back(pass("jumbo_ipv4_fragment", PacketBuilder().eth().ipv4({.mf = true}).udp().payloadPattern(8000).build(),
                          NPF_STAT_PASS_FRAGMENT, s()));
         v.push_back(pass("jumbo_other_port", v4(8972, kPort + 1), NPF_STAT_PASS_NO_FLOW, s()));
-        Case c = redirect("jumbo_existing_metadata_replaced", v4(8972), primary(kOff4, 8972, kOff), s());
+        Case c = redirect("jumbo_existing_metadata_kept", v4(8972), primary(kOff4, 8972, kOff), s());
         c.sends[0].metaIn = 64;
         v.push_back(c);
     }
@@ -642,16 +642,19 @@ std::vector<Case> cases()
     v.push_back(pass("rx_queue_63", v4(100), NPF_STAT_PASS_NO_SOCKET, base(), NPF_MAX_QUEUES - 1));
     {
         // Metadata already in front of the frame (another XDP program's; the kernel
-        // allows up to 255 bytes): a flow datagram's metadata is npf's, so the old
-        // bytes are dropped and npf_meta is the 32 bytes right before the packet,
-        // where the AF_XDP reader looks for it -- even when the old metadata had
-        // used up the headroom npf_meta needs.
-        for (size_t n : {4, 32, 200}) {
-            Case c = redirect("existing_" + std::to_string(n) + "_byte_metadata_replaced", v4(100),
+        // allows up to 255 bytes): it stays where it is, unread, and npf_meta goes
+        // between it and the packet, at the start of the frame the AF_XDP reader
+        // gets. Metadata that leaves npf_meta no headroom (XDP keeps 256 bytes, the
+        // kernel's xdp_frame takes some) passes the datagram to the kernel, counted.
+        for (size_t n : {4, 32, 160}) {
+            Case c = redirect("existing_" + std::to_string(n) + "_byte_metadata_kept", v4(100),
                               primary(kOff4, 100));
             c.sends[0].metaIn = n;
             v.push_back(c);
         }
+        Case c = pass("existing_200_byte_metadata_leaves_no_room", v4(100), NPF_STAT_PASS_META_FAIL);
+        c.sends[0].metaIn = 200;
+        v.push_back(c);
     }
     v.push_back(pass("rx_queue_beyond_max", v4(100), NPF_STAT_PASS_BAD_QUEUE, base(), NPF_MAX_QUEUES));
     return v;
@@ -702,13 +705,14 @@ TEST_P(XdpCase, Outcome)
         // The program never writes packet bytes, whatever it decides.
         ASSERT_GE(r.out.size(), r.metaLen);
         EXPECT_TRUE(std::ranges::equal(r.packet(), s.pkt)) << "packet altered:\n" << hexdump(r.packet());
+        EXPECT_EQ(r.metaLen, s.metaIn) << "an earlier program's metadata changed";
         if (s.verdict == XDP_PASS) {
-            EXPECT_EQ(r.metaLen, s.metaIn) << "a passed packet carries npf metadata";
+            EXPECT_EQ(r.npfMetaLen, 0u) << "a passed packet carries npf_meta";
         }
         if (!s.meta)
             continue;
-        ASSERT_EQ(r.metaLen, sizeof(npf_meta)); // earlier metadata replaced
-        npf_meta m = *r.meta(); // the 32 bytes just before the packet
+        ASSERT_EQ(r.npfMetaLen, sizeof(npf_meta));
+        npf_meta m = *r.meta(); // the 32 bytes in front of the packet
         EXPECT_EQ(m.magic, NPF_META_MAGIC);
         EXPECT_EQ(m.version, NPF_META_VERSION);
         EXPECT_EQ(m.flags, s.meta->flags);
@@ -818,8 +822,9 @@ TEST_F(XdpChained, WhatNpfPassesGoesToTheNextProgram)
             EXPECT_EQ(verdictName(r.verdict), std::string(verdictName(want)));
             ASSERT_GE(r.out.size(), r.metaLen);
             EXPECT_TRUE(std::ranges::equal(r.packet(), s.pkt)) << "packet altered";
+            EXPECT_EQ(r.metaLen, s.metaIn) << "an earlier program's metadata changed";
             if (s.verdict == XDP_PASS) {
-                EXPECT_EQ(r.metaLen, s.metaIn) << "the next program got npf's metadata";
+                EXPECT_EQ(r.npfMetaLen, 0u) << "the next program got npf_meta";
             }
         }
         const Counters after = h.counters();

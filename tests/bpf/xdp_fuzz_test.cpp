@@ -397,8 +397,9 @@ TEST_F(Fuzz, RandomPacketsAndStates)
             << "outcome " << statName(outcome);
         EXPECT_STREQ(statName(outcome), statName(want.stat)) << "program and ABI model disagree";
         EXPECT_TRUE(std::ranges::equal(r.packet(), pkt)) << "packet bytes altered";
+        EXPECT_EQ(r.metaLen, 0u);
         if (r.verdict == XDP_PASS) {
-            EXPECT_EQ(r.metaLen, 0u);
+            EXPECT_EQ(r.npfMetaLen, 0u);
         }
         // npf never alters, drops or steers traffic that is not a flow.
         if (want.stat <= NPF_STAT_PASS_NO_FLOW) {
@@ -422,7 +423,7 @@ TEST_F(Fuzz, RandomPacketsAndStates)
 
         bool truncated = after[NPF_STAT_TRUNCATED] != before[NPF_STAT_TRUNCATED];
         if (r.verdict == XDP_REDIRECT) {
-            ASSERT_EQ(r.metaLen, sizeof(npf_meta));
+            ASSERT_EQ(r.npfMetaLen, sizeof(npf_meta));
             npf_meta m = *r.meta();
             npf_post post = h.post(want.flow, cur[want.flow].cons);
             EXPECT_EQ(m.magic, NPF_META_MAGIC);

@@ -60,10 +60,10 @@ npf_flow_key flowKeyV6(const Ipv6Addr& addr, uint16_t port)
 
 std::optional<npf_meta> RunResult::meta() const
 {
-    if (metaLen < sizeof(npf_meta) || out.size() < metaLen)
+    if (npfMetaLen != sizeof(npf_meta) || out.size() < metaLen + npfMetaLen)
         return std::nullopt;
     npf_meta m;
-    std::memcpy(&m, out.data() + metaLen - sizeof(npf_meta), sizeof(m));
+    std::memcpy(&m, out.data() + metaLen, sizeof(m));
     return m;
 }
 
@@ -340,6 +340,9 @@ RunResult XdpHarness::run(std::span<const uint8_t> pkt, uint32_t queue, std::spa
     r.verdict = static_cast<int>(opts.retval);
     r.out.resize(opts.data_size_out);
     r.metaLen = ctxOut.data - ctxOut.data_meta;
+    // npf_xdp never changes the packet's length: what the frame grew by is in front of it.
+    if (r.out.size() >= r.metaLen + pkt.size())
+        r.npfMetaLen = static_cast<uint32_t>(r.out.size() - r.metaLen - pkt.size());
     return r;
 }
 

@@ -48,13 +48,14 @@ npf_flow_key flowKeyV6(const Ipv6Addr& addr, uint16_t port);
 
 struct RunResult {
     int verdict = -1;
-    std::vector<uint8_t> out; // data_out: metadata, then the packet
-    uint32_t metaLen = 0;     // ctx_out.data - ctx_out.data_meta
+    std::vector<uint8_t> out; // data_out: XDP metadata, npf_meta if npf put it in front, the packet
+    uint32_t metaLen = 0;     // ctx_out.data - ctx_out.data_meta: XDP metadata (an earlier program's)
+    uint32_t npfMetaLen = 0;  // what data grew by in front of the packet: 0 or sizeof(npf_meta)
     uint64_t startNs = 0;     // CLOCK_MONOTONIC around the run
     uint64_t endNs = 0;
 
-    std::optional<npf_meta> meta() const;
-    std::span<const uint8_t> packet() const { return std::span(out).subspan(metaLen); }
+    std::optional<npf_meta> meta() const; // the npf_meta in front of the packet
+    std::span<const uint8_t> packet() const { return std::span(out).subspan(metaLen + npfMetaLen); }
 };
 
 struct HarnessOptions {

@@ -571,7 +571,7 @@ TEST_P(XskVeth, TwoQueuesSendersLandOnTheirQueueSockets)
 }
 
 // Jumbo frames (MTU 9000): a datagram larger than a UMEM frame arrives as
-// several RX descriptors (XDP_USE_SG), the meta in front of the first. With
+// several RX descriptors (XDP_USE_SG), the first starting with the meta. With
 // 2 KiB and 4 KiB frames, payloads around every frame border up to 8972
 // bytes (the most an MTU of 9000 carries over IPv4), on both rings: the
 // pieces gather to the bytes sent, the checksum over all of them holds (also
@@ -585,7 +585,8 @@ TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
                  .mtu = 9000});
         auto& qs = rig.queue(0);
         ASSERT_TRUE(qs.multiBuffer()) << "XDP_USE_SG refused: this kernel cannot deliver jumbo frames";
-        const uint32_t cap = xsk::frameCapacity(frameSize), off = 42; // Ethernet + IPv4 + UDP
+        // In front of the payload: npf_meta, Ethernet, IPv4, UDP.
+        const uint32_t cap = xsk::frameCapacity(frameSize), off = sizeof(npf_meta) + 42;
         std::vector<uint32_t> sizes{1, 64, 1472, 8972, 8971, 5000, 3400};
         for (uint32_t k = 1; k * cap < 9000 + 14; k++)
             for (int d : {-1, 0, 1})

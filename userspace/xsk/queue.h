@@ -240,9 +240,13 @@ inline MetaStatus QueueSockets::inspect(const RxRing& rx, uint32_t at, uint32_t 
     }
     if (bad)
         return MetaStatus::BadDescriptor;
+    // The first descriptor holds npf_meta, then the packet.
+    constexpr uint32_t kMeta = sizeof(npf_meta);
     const xdp_desc& d0 = rx.at(at);
+    if (d0.len < kMeta)
+        return MetaStatus::BadDescriptor;
     const uint8_t* base = umem_.base() + frames[0];
-    const FrameView v{{base, frameSize}, uint32_t(d0.addr - frames[0]), d0.len, fragLen};
+    const FrameView v{{base, frameSize}, uint32_t(d0.addr - frames[0]) + kMeta, d0.len - kMeta, fragLen};
     MetaStatus st = validateMeta(v, cfg_.regionBytes, flows_, ring, &pkt->meta);
     if (st != MetaStatus::Ok)
         return st;
@@ -262,7 +266,7 @@ inline MetaStatus QueueSockets::inspect(const RxRing& rx, uint32_t at, uint32_t 
         pkt->pieces = 1;
         return MetaStatus::Ok;
     }
-    uint32_t skip = m.payload_off;
+    uint32_t skip = kMeta + m.payload_off;
     for (uint32_t i = 0; i < n && want; i++) {
         const xdp_desc& d = rx.at(at + i);
         const uint8_t* data = umem_.base() + d.addr;

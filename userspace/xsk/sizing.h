@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "npf/abi.h"
+
 namespace npf::xsk {
 
 // Packet bytes one UMEM frame holds: the kernel keeps XDP_PACKET_HEADROOM
@@ -14,9 +16,10 @@ constexpr uint32_t frameCapacity(uint32_t frameSize, uint32_t headroom = 0) noex
     return frameSize - 256 - headroom;
 }
 
-// Largest frame an interface with this MTU delivers: the Ethernet header and
-// one VLAN tag on top of the MTU.
-constexpr uint32_t maxFrameBytes(uint32_t mtu) noexcept { return mtu + 14 + 4; }
+// Largest frame an interface with this MTU delivers to an AF_XDP socket: the
+// Ethernet header and one VLAN tag on top of the MTU, and the npf_meta XDP
+// puts in front of the packet.
+constexpr uint32_t maxFrameBytes(uint32_t mtu) noexcept { return mtu + 14 + 4 + sizeof(npf_meta); }
 
 // Frames (RX descriptors) the largest packet of an interface with this MTU takes.
 constexpr uint32_t framesPerPacket(uint32_t mtu, uint32_t frameSize, uint32_t headroom = 0) noexcept
@@ -38,7 +41,7 @@ struct QueueSizes {
 // ring's size and twice as many frames never overflow with one flow).
 // frameSize 0 picks the frame size that pins the fewest bytes per largest
 // packet, the larger one on a tie (fewer descriptors per packet): 2048 up to
-// MTU 1774, 4096 for jumbo frames (MTU 9000: 3 frames of 4 KiB, where 2 KiB
+// MTU 1742, 4096 for jumbo frames (MTU 9000: 3 frames of 4 KiB, where 2 KiB
 // frames take 6 for the same 12 KiB).
 QueueSizes queueSizes(uint32_t mtu, uint32_t inFlight, uint32_t frameSize, uint32_t frameCount,
                       uint32_t rxRingSize) noexcept;
