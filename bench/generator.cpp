@@ -530,6 +530,20 @@ void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::ve
     skel->rodata->csum_fixed = npf::csumFold(npf::csumPartial(b.data(), b.size()));
 }
 
+std::string liveFramesRefused()
+{
+    ::bench_gen* skel = bench_gen__open_and_load();
+    if (!skel)
+        return std::string("load npfb_gen: ") + std::strerror(errno);
+    std::vector<uint8_t> frame(64, 0);
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_size_in = uint32_t(frame.size()), .repeat = 1,
+                .flags = BPF_F_TEST_XDP_LIVE_FRAMES);
+    const int rc = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.npfb_probe), &opts);
+    const int err = errno;
+    bench_gen__destroy(skel);
+    return rc < 0 ? std::strerror(err) : "";
+}
+
 std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c) { return std::make_unique<LiveGenerator>(c); }
 std::unique_ptr<Sender> makeSocketSender(const TrafficConfig& c) { return std::make_unique<SocketSender>(c); }
 

@@ -60,6 +60,10 @@ bool udpCsumHolds(const uint8_t* frame, uint32_t payloadLen, uint64_t payloadSum
 // fixed part of the UDP checksum (csum_fixed). Before bench_gen__load().
 void configureGenerator(::bench_gen* skel, const TrafficConfig& c, const std::vector<uint8_t>& frame);
 
+// Why this kernel refuses XDP live frames (a run of npfb_probe, which drops
+// what it gets: nothing is sent), or "" when it runs them.
+std::string liveFramesRefused();
+
 std::unique_ptr<Sender> makeLiveGenerator(const TrafficConfig& c);
 std::unique_ptr<Sender> makeSocketSender(const TrafficConfig& c);
 

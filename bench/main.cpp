@@ -1,6 +1,7 @@
 // npf-bench: npf side by side with the alternatives (static pinning, AF_XDP,
 // recvmmsg, io_uring, drop-on-fault, blocking) on a veth pair between two
-// fresh namespaces, with an XDP live-frames generator. Human tables on
+// fresh namespaces, with an XDP live-frames generator (sendmmsg where the
+// kernel refuses live frames). Human tables on
 // stdout, JSON and plots in --out.
 #include <sys/utsname.h>
 
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "cli/version.h"
+#include "generator.h"
 #include "npf/page_rates.h"
 #include "plots.h"
 #include "report.h"
@@ -109,7 +111,7 @@ void addOptions(CLI::App& app, Args& a)
     app.add_option("--pagers", o.pagers, "npf contenders' pager threads (pager k on rx-cpus[(n - 1 + k) % n])")
         ->check(CLI::Range(1, 64));
     app.add_option("--flows", o.flows, "source ports the generator cycles through")->check(CLI::Range(1, 1024));
-    app.add_option("--sender", o.sender, "traffic source")->check(CLI::IsMember({"live", "socket"}));
+    app.add_option("--sender", o.sender, "traffic source: live (XDP live frames; socket where the kernel refuses them) or socket (sendmmsg)")->check(CLI::IsMember({"live", "socket"}));
     app.add_option("--udp-csum", a.udpCsum,
                    "UDP checksums of the generated datagrams: on (correct, verified by npf and the kernel) or off "
                    "(0 = none, nothing to verify); the csum scenario runs both")
@@ -222,6 +224,14 @@ int main(int argc, char** argv)
         if (geteuid() != 0) {
             fprintf(stderr, "npf-bench: needs root (network namespaces, XDP, AF_XDP, userfaultfd)\n");
             return 1;
+        }
+        if (o.sender == "live") {
+            if (const std::string why = npf::bench::liveFramesRefused(); !why.empty()) {
+                printf("npf-bench: this kernel refuses XDP live frames (%s): the sender is sendmmsg (--sender "
+                       "socket), far slower; rates above what it sends are not measured\n",
+                       why.c_str());
+                o.sender = "socket";
+            }
         }
         return run(a, list);
     } catch (const std::invalid_argument& e) {

@@ -68,4 +68,12 @@ int npfb_gen(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
+/* Asks whether this kernel runs XDP live frames at all (some refuse them:
+ * EPERM) without sending anything (npf::bench::liveFramesRefused). */
+SEC("xdp")
+int npfb_probe(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

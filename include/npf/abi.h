@@ -218,7 +218,8 @@ struct npf_ring {
 	  "passed to the kernel (fail open): no socket bound, or no engine serves the flow")            \
 	X(PASS_TOO_BIG, "pass_too_big",                                                                 \
 	  "passed to the kernel: a flow datagram with a payload > NPF_MAX_PAYLOAD")                     \
-	X(PASS_META_FAIL, "pass_meta_fail", "passed to the kernel: bpf_xdp_adjust_meta refused")        \
+	X(PASS_META_FAIL, "pass_meta_fail",                                                             \
+	  "passed to the kernel: no headroom for npf_meta (bpf_xdp_adjust_head refused)")               \
 	/* outcomes: XDP_DROP, a flow datagram that cannot be placed */                                 \
 	X(DROP_RNR, "drop_rnr", "dropped: no posted buffer")                                            \
 	X(DROP_BAD_DESC, "drop_bad_desc",                                                               \

@@ -259,8 +259,9 @@ inline ::testing::AssertionResult backToBaseline(const Npfd& d, const Footprint&
 // compares its output byte for byte.
 class Victim {
 public:
+    // cold: a cold region of 16 MiB, `budget` of it resident at most.
     Victim(Rig& rig, const Npfd& npfd, const TempDir& dir, uint16_t port, size_t bytes, uint32_t seed,
-           bool cold = true)
+           bool cold = true, const std::string& budget = "2M")
         : rig_(rig), port_(port), bytes_(bytes)
     {
         const std::string stem = dir.path + "/victim-" + std::to_string(port) + "-" + std::to_string(seed);
@@ -268,7 +269,7 @@ public:
         writeStream(in_, bytes, seed);
         std::vector<std::string> a = {"-n", std::to_string(bytes / 1024), "--idle", "3"};
         if (cold)
-            a.insert(a.end(), {"--cold", "--region", "16M", "--budget", "2M"});
+            a.insert(a.end(), {"--cold", "--region", "16M", "--budget", budget});
         else
             a.insert(a.end(), {"--region", "16M", "--budget", "16M"});
         child_ = startClientRecvAs(kVictimUid, rig, npfd, port, out_, err_, a);

@@ -9,7 +9,7 @@
 //     (libnpf's install area): the worker's first store to such a page
 //     faults too (the page is in the page cache, not in npfd's mapping).
 //
-// Beside each, an eviction-heavy client (cold, a 2 MiB budget) keeps
+// Beside each, an eviction-heavy client (cold, a 1 MiB budget) keeps
 // npfd's pager in grace periods that wait for the worker, and a third
 // client receives stream after stream byte for byte. npfd must answer a
 // hello all along and stop on SIGTERM; the counters must show that the
@@ -72,12 +72,22 @@ private:
     std::atomic<bool> any_{false};
 };
 
+// Three unpaced socat streams run at once here, all through the rig's one RX
+// queue: together they must fit its sockets' RX rings (4096 descriptors, a
+// post ring's worth), or a pager held up for a few milliseconds on a loaded
+// machine overflows the backup ring (socket_dropped) through no fault of
+// npfd's. 1024 datagrams each (a CI run lost 788 of 2048 with 2 MiB streams).
+constexpr size_t kBesideStream = 1 << 20;
+// The eviction-heavy victim's budget: its 1024 datagrams land in 2 KiB
+// buffers, 2 MiB of its region, twice this.
+const std::string kEvictorBudget = "1M";
+
 // Streams into a fresh victim on `port` until `stop`, each byte for byte.
-void streamsUntil(Rig& rig, Npfd& npfd, const TempDir& dir, uint16_t port, uint32_t seed,
+void streamsUntil(Rig& rig, Npfd& npfd, const TempDir& dir, uint16_t port, uint32_t seed, const std::string& budget,
                   const std::atomic<bool>& stop, Failures& fail, std::atomic<uint64_t>& rounds)
 {
     for (uint32_t r = 0; !stop.load() && !fail.any(); r++) {
-        Victim v(rig, npfd, dir, port, kStream, seed + r);
+        Victim v(rig, npfd, dir, port, kBesideStream, seed + r, true, budget);
         auto ok = v.ready();
         if (ok) {
             v.send();
@@ -169,8 +179,9 @@ void besideEviction(Rig& rig, Npfd& npfd, const TempDir& dir, const char* reache
     Failures fail;
     std::atomic<uint64_t> evictorRounds{0}, exactRounds{0}, clientRounds{0};
     std::vector<std::thread> threads;
-    threads.emplace_back([&] { streamsUntil(rig, npfd, dir, kVictimPort + 1, 100, stop, fail, evictorRounds); });
-    threads.emplace_back([&] { streamsUntil(rig, npfd, dir, kVictimPort + 2, 5000, stop, fail, exactRounds); });
+    threads.emplace_back(
+        [&] { streamsUntil(rig, npfd, dir, kVictimPort + 1, 100, kEvictorBudget, stop, fail, evictorRounds); });
+    threads.emplace_back([&] { streamsUntil(rig, npfd, dir, kVictimPort + 2, 5000, "2M", stop, fail, exactRounds); });
     threads.emplace_back([&] { client(stop, fail, clientRounds); });
     threads.emplace_back([&] { probeUntil(npfd, stop, fail); });
     const auto end = Clock::now() + soakSeconds();
@@ -210,8 +221,8 @@ TEST_F(NpfdFaultIsolation, PunchedPagesBesideEvictionKeepEveryoneServed)
 }
 
 // The 2 MiB shape's client: npf-recv --connect --page-size 2M, cold, a
-// budget of two pages, its huge pages installed by its own thread; stream
-// after stream, byte for byte.
+// budget of one page (its stream fills one), its huge pages installed by its
+// own thread; stream after stream, byte for byte.
 TEST_F(NpfdFaultIsolation, HugePagesTheClientInstallsBesideEvictionKeepEveryoneServed)
 {
     topology::HugePages pool(48);
@@ -225,10 +236,10 @@ TEST_F(NpfdFaultIsolation, HugePagesTheClientInstallsBesideEvictionKeepEveryoneS
                    [&](const std::atomic<bool>& stop, Failures& fail, std::atomic<uint64_t>& rounds) {
         for (uint32_t r = 0; !stop.load() && !fail.any(); r++) {
             const std::string stem = dir.path + "/huge-" + std::to_string(r);
-            writeStream(stem + ".in", kStream, 900 + r);
+            writeStream(stem + ".in", kBesideStream, 900 + r);
             auto c = startClientRecv(rig, npfd, kFirstPort + 2, stem + ".out", stem + ".err",
-                                     {"-n", std::to_string(kStream / 1024), "--idle", "3", "--cold", "--region",
-                                      "32M", "--budget", "4M", "--page-size", "2M"});
+                                     {"-n", std::to_string(kBesideStream / 1024), "--idle", "3", "--cold", "--region",
+                                      "32M", "--budget", "2M", "--page-size", "2M"});
             auto ok = c->ready();
             int sent = -1, st = -1;
             if (ok && (sent = socatSend(rig, stem + ".in", kFirstPort + 2)) == 0 &&
