@@ -82,7 +82,9 @@ protected:
         // page): npfd cannot install a page itself here, so a job that a
         // loaded machine makes late would lose its datagrams.
         Npfd npfd(rig, dir,
-                  NpfdOptions{.wrapper = huge_->npfd->wrapper(), .settings = R"("client_install_wait_us": 100000)",
+                  NpfdOptions{.extraArgs = {"-vv"}, // its log on a failure says why a datagram was lost
+                              .wrapper = huge_->npfd->wrapper(),
+                              .settings = R"("client_install_wait_us": 100000)",
                               .clients = rules()});
         const Footprint base = footprint(npfd);
         Victim victim(rig, npfd, dir, kVictimPort, kStream, 21);
@@ -133,7 +135,8 @@ protected:
             EXPECT_TRUE(got == want) << "the client's stream is not byte for byte: " << got.size() << " of "
                                      << want.size() << " bytes, the first difference at byte "
                                      << (diff.first - got.begin()) << "\n"
-                                     << readFile(err);
+                                     << readFile(err) << "npfd's log:\n"
+                                     << logTail(npfd);
         } else {
             Counters e;
             EXPECT_TRUE(test::waitUntil([&] {

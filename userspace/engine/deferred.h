@@ -4,6 +4,9 @@
 // workers fill one under the lock while the pager places the other.
 #pragma once
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -11,6 +14,7 @@
 #include <span>
 
 #include "npf/abi.h"
+#include "sys/mmap_area.h"
 
 namespace npf {
 
@@ -43,7 +47,7 @@ public:
         Buffer& b = buf_[active_];
         if (b.count == capacity_)
             return -ENOSPC;
-        uint8_t* dst = b.bytes.get() + size_t(b.count) * maxLen_;
+        uint8_t* dst = b.bytes.as<uint8_t>() + size_t(b.count) * maxLen_;
         if (!fill(dst))
             return 0;
         d.bytes = dst;
@@ -64,7 +68,7 @@ public:
 private:
     struct Buffer {
         std::unique_ptr<Deferred[]> items;
-        std::unique_ptr<uint8_t[]> bytes;
+        MmapArea bytes; // capacity x maxLen, committed only where written
         uint32_t count = 0;
     };
     const uint32_t capacity_, maxLen_;
@@ -75,9 +79,13 @@ private:
 
 inline DeferredQueue::DeferredQueue(uint32_t capacity, uint32_t maxLen) : capacity_(capacity), maxLen_(maxLen)
 {
+    // The payload slots are reserved, not committed (MAP_NORESERVE,
+    // untouched): a queue sized for a whole post ring of jumbo datagrams
+    // costs memory only for the datagrams a burst actually defers.
     for (Buffer& b : buf_) {
         b.items = std::make_unique<Deferred[]>(capacity);
-        b.bytes = std::make_unique<uint8_t[]>(size_t(capacity) * maxLen);
+        b.bytes = MmapArea::map(std::max<size_t>(size_t(capacity) * maxLen, 1), PROT_READ | PROT_WRITE,
+                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0, "the deferred queue's payloads");
     }
 }
 

@@ -10,8 +10,13 @@
 
 namespace npf {
 
-// Deferred datagrams that may wait for the pager at a time.
-constexpr uint32_t kDeferredCapacity = 256;
+// Deferred datagrams that may wait for the pager at a time: a post ring's
+// worth, every datagram a flow can have outstanding. A burst into pages
+// that vanished (a client punched its memfd; a 2 MiB page its own thread
+// must install again, which may take the pager up to client_install_wait_us)
+// defers a whole page's datagrams while the pager waits: 256 (the old
+// capacity) lost the rest of a 1024-datagram burst into four punched pages.
+constexpr uint32_t kDeferredCapacity = NPF_POST_RING_SIZE;
 
 FaultPath::FaultPath(const PagerContext& ctx, const RegionShare& share)
     : ctx_(ctx),
