@@ -197,6 +197,7 @@ struct Summary {
     // Where the region's pages came from: its route (Region::route) and its
     // page pool's counters, from the engine's stats JSON ("" / 0: not there).
     std::string route;
+    bool cold = false; // --cold: the bound counts page installs
     uint64_t poolTaken = 0, poolFresh = 0, poolRefills = 0, poolReturned = 0, poolFreed = 0, reserveFreed = 0;
 
     uint64_t written() const { return t.ok + t.truncated; }
@@ -268,7 +269,8 @@ void printText(const Summary& m)
         fprintf(stderr,
                 "  bound    datagrams=%.0f written_over_bound=%.2f  # what the page rates of the moment allowed of "
                 "what reached XDP: %s\n",
-                m.bound, double(m.written()) / m.bound, m.rates.line().c_str());
+                m.bound, double(m.written()) / m.bound,
+                m.cold ? m.rates.line().c_str() : "a warm region installs no pages, every datagram counts");
     else
         fprintf(stderr, "  bound    unknown  # %s\n",
                 !m.rates.error.empty() ? m.rates.error.c_str()
@@ -507,6 +509,7 @@ void summarize(const Options& o, const Sizes& sz, Source& eng, const npf::Flow& 
     m.regionSize = eng.regionSize();
     m.budget = budget;
     m.rates = rates;
+    m.cold = o.cold;
     try {
         m.f = flow.stats();
         m.bound = boundOf(o, sz, m);
@@ -545,8 +548,9 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     uint64_t budget = sz.budget; // 0: unlimited
     if constexpr (client)
         budget = eng.residentBudget(); // what npfd granted
-    // The machine's page rates now, for the summary's bound (16 MiB of probes, a few ms).
-    const npf::PageRates rates = o.quiet ? npf::PageRates{} : npf::measurePageRates(16ull << 20, -1);
+    // The machine's page rates now, for the summary's bound (16 MiB of probes,
+    // a few ms): only a cold region installs pages as datagrams come.
+    const npf::PageRates rates = o.quiet || !o.cold ? npf::PageRates{} : npf::measurePageRates(16ull << 20, -1);
     Poster poster(flow, regionSize, sz.buf);
     if (!o.cold)
         eng.populate(0, std::min<uint64_t>(regionSize, poster.depth() * sz.buf));
