@@ -346,14 +346,23 @@ void installBound(const std::vector<RunResult>& rs, const Options& o, Json& j)
     const double bound = o.installBoundPerSec; // datagrams/s: one per page
     j["boundPps"] = bound;
     printf("bound (4 KiB, one datagram per page): recycled pages + a first touch, %.3f M/s at the start;", bound / 1e6);
-    Json share = Json::object();
+    Json share = Json::object(), offered = Json::object();
     for (const RunResult& r : rs)
         if (r.route.find("4k") != std::string::npos) {
             share[r.kind] = r.pps / bound;
             printf(" %s %.2fx", r.kind.c_str(), r.pps / bound);
+            // A sender that offers less than the bound (sendmmsg) is the limit,
+            // not the pages: the share of what it offered says how npf did.
+            if (r.offeredPps > 0 && r.offeredPps < bound) {
+                offered[r.kind] = r.pps / r.offeredPps;
+                printf(" (%.2fx of the %.3f M/s offered: the sender was the limit)", r.pps / r.offeredPps,
+                       r.offeredPps / 1e6);
+            }
         }
     printf("\n");
     j["vsBound"] = share;
+    if (!offered.empty())
+        j["vsOfferedBelowBound"] = offered;
 }
 
 // 4. Every packet faults: one datagram per page, budget far below the region.
