@@ -1,8 +1,8 @@
 // npf-bench: npf side by side with the alternatives (static pinning, AF_XDP,
 // recvmmsg, io_uring, drop-on-fault, blocking) on a veth pair between two
 // fresh namespaces, with an XDP live-frames generator (sendmmsg where the
-// kernel refuses live frames). Human tables on
-// stdout, JSON and plots in --out.
+// kernel refuses live frames). Human tables on stdout, JSON and plots in
+// --out.
 #include <sys/utsname.h>
 
 #include <CLI/CLI.hpp>
@@ -111,7 +111,10 @@ void addOptions(CLI::App& app, Args& a)
     app.add_option("--pagers", o.pagers, "npf contenders' pager threads (pager k on rx-cpus[(n - 1 + k) % n])")
         ->check(CLI::Range(1, 64));
     app.add_option("--flows", o.flows, "source ports the generator cycles through")->check(CLI::Range(1, 1024));
-    app.add_option("--sender", o.sender, "traffic source: live (XDP live frames; socket where the kernel refuses them) or socket (sendmmsg)")->check(CLI::IsMember({"live", "socket"}));
+    app.add_option("--sender", o.sender,
+                   "traffic source: live (XDP live frames; socket where the kernel refuses them) or socket "
+                   "(sendmmsg)")
+        ->check(CLI::IsMember({"live", "socket"}));
     app.add_option("--udp-csum", a.udpCsum,
                    "UDP checksums of the generated datagrams: on (correct, verified by npf and the kernel) or off "
                    "(0 = none, nothing to verify); the csum scenario runs both")

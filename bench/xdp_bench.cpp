@@ -1,8 +1,9 @@
 // What npf_xdp costs per packet, by flow count and path: the kernel's own
 // timing of bpf_prog_test_run_opts (mean ns per run over `repeat` test runs,
-// one packet each, of one prebuilt 64-byte-payload UDP/IPv4 frame), as it runs on a real veth with
-// real primary and backup AF_XDP sockets in npf_xsks (without them the
-// program fails open before it reaches the post ring).
+// one packet each, of one prebuilt 64-byte-payload UDP/IPv4 frame), as it
+// runs on a real veth with real primary and backup AF_XDP sockets in
+// npf_xsks (without them the program fails open before it reaches the post
+// ring).
 //
 // Configurations: F flows in npf_flows (F = 1, 32, 1024 as NPF_MAX_FLOWS
 // allows), each with its post ring and all sharing one 64 MiB region's
@@ -520,15 +521,15 @@ public:
             // npf_meta in front of a steered packet), so a second run would
             // parse npf_meta as Ethernet. The kernel's timing of each run
             // includes its clock reads, as the bare rows show.
+            xdp_md ctx{};
+            ctx.data_end = uint32_t(frame.size());
+            ctx.ingress_ifindex = ifindex_;
+            ctx.rx_queue_index = 0;
+            LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_size_in = uint32_t(frame.size()),
+                        .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
             double kernelNs = 0;
             const uint64_t t0 = monotonicNs();
             for (uint32_t k = 0; k < repeat_; k++) {
-                xdp_md ctx{};
-                ctx.data_end = uint32_t(frame.size());
-                ctx.ingress_ifindex = ifindex_;
-                ctx.rx_queue_index = 0;
-                LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = frame.data(), .data_size_in = uint32_t(frame.size()),
-                            .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
                 checkNeg(bpf_prog_test_run_opts(prog, &opts), "bpf_prog_test_run " + c.name());
                 kernelNs += double(opts.duration);
                 c.verdicts.insert(int(opts.retval));
