@@ -69,7 +69,7 @@ bool writeAll(int fd, const uint8_t* p, size_t n)
 struct Options {
     std::string ifname, addr, output = "-", mode = "native", spillDir = "/var/tmp";
     std::string region = "64M", budget = "0", bufSize = "2048", pageSize = "4K"; // sizes: see parseSizes
-    std::string regionMemory = "auto", reserve = "0";
+    std::string regionMemory = "auto", reserve = "auto";
     uint16_t port = 0;
     uint32_t queues = 0, prefetch = 256, pagers = 1;
     uint64_t count = 0;
@@ -90,6 +90,22 @@ struct Sizes {
     uint64_t page = NPF_PAGE_SIZE;
 };
 
+// --reserve in bytes. "auto": a region of 2 MiB pages in this process's
+// own private memory reserves what it may hold resident (its budget, else
+// itself; at most kAutoReserveMax): a fresh huge page can take milliseconds
+// to compact and fault in on a VM, while its ~1,500 datagrams arrive in a
+// few hundred microseconds (docs/architecture.md, "Where a region's pages
+// come from"). 4 KiB pages, npfd's regions and memfds reserve nothing.
+uint64_t reserveBytes(const Options& o, const Sizes& s)
+{
+    constexpr uint64_t kAutoReserveMax = 1ull << 30;
+    if (o.reserve != "auto")
+        return recv::parseSize("--reserve", o.reserve);
+    if (s.page == NPF_PAGE_SIZE || o.connect || o.regionMemory == "memfd")
+        return 0;
+    return std::min(s.budget ? s.budget : s.region, kAutoReserveMax);
+}
+
 // Throws std::invalid_argument naming the option.
 Sizes parseSizes(const Options& o)
 {
@@ -104,7 +120,7 @@ Sizes parseSizes(const Options& o)
     if (s.region > kMaxRegion)
         throw std::invalid_argument("--region: '" + o.region + "' rounded up to whole pages exceeds 1T");
     s.budget = parseSize("--budget", o.budget);
-    s.reserve = std::min((parseSize("--reserve", o.reserve) + s.page - 1) / s.page * s.page, s.region);
+    s.reserve = std::min((reserveBytes(o, s) + s.page - 1) / s.page * s.page, s.region);
     const uint64_t maxBuf = std::min<uint64_t>(s.region, UINT32_MAX);
     const uint64_t buf = parseSize("--buf-size", o.bufSize);
     if (buf == 0 || buf > maxBuf)
@@ -190,6 +206,7 @@ struct Summary {
     Outside outside;       // exit - start
     uint64_t regionSize = 0;
     uint64_t budget = 0;   // the region's resident budget, bytes (0: unlimited); through npfd, what it granted
+    uint64_t reserve = 0;  // bytes reserved at start (--reserve)
     // The bound of the moment (npf/page_rates.h): the page rates measured at
     // start, and what they allowed of what reached XDP (0: unknown).
     npf::PageRates rates;
@@ -262,8 +279,8 @@ void printText(const Summary& m)
     char budget[32] = "unlimited";
     if (m.budget)
         std::snprintf(budget, sizeof budget, "%.1f", double(m.budget) / (1 << 20));
-    fprintf(stderr, "  memory   resident_mib=%.1f budget_mib=%s region_mib=%llu pinned_mib=%.1f\n",
-            double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), budget, ull(m.regionSize >> 20),
+    fprintf(stderr, "  memory   resident_mib=%.1f budget_mib=%s region_mib=%llu reserve_mib=%llu pinned_mib=%.1f\n",
+            double(s.residentPages) * NPF_PAGE_SIZE / (1 << 20), budget, ull(m.regionSize >> 20), ull(m.reserve >> 20),
             double(s.pinnedBytes) / (1 << 20));
     if (m.bound > 0)
         fprintf(stderr,
@@ -323,6 +340,7 @@ void printJson(const Summary& m, const std::string& engineJson)
     else
         j["outside"] = nullptr;
     j["budget_bytes"] = m.budget; // 0: unlimited
+    j["reserve_bytes"] = m.reserve;
     j["bound"] = {{"datagrams", m.bound}, // 0: unknown
                   {"written_over_bound", m.bound > 0 ? double(m.written()) / m.bound : 0.0},
                   {"page_rates", nlohmann::ordered_json::parse(npf::toJson(m.rates))}};
@@ -508,6 +526,7 @@ void summarize(const Options& o, const Sizes& sz, Source& eng, const npf::Flow& 
     m.t = t;
     m.regionSize = eng.regionSize();
     m.budget = budget;
+    m.reserve = sz.reserve;
     m.rates = rates;
     m.cold = o.cold;
     try {
@@ -579,7 +598,7 @@ int run(const Options& o)
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
-    if (o.connect && sz.reserve)
+    if (o.connect && o.reserve != "auto" && sz.reserve)
         throw std::invalid_argument("--reserve: through npfd (--connect) the region's pages are the client's memfd");
     if (o.connect && o.busyPoll)
         throw std::invalid_argument("--pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "
@@ -659,7 +678,8 @@ void addRegionOptions(CLI::App& app, Options& o)
     app.add_option("--reserve", o.reserve,
                    "pages allocated at start and kept for the region, e.g. 256M (at most the region): a cold "
                    "region's first installs take them instead of fresh pages from the kernel (not with "
-                   "--region-memory memfd); 0 = none")
+                   "--region-memory memfd); 0 = none; auto (default): with --page-size 2M the budget, else the "
+                   "region, at most 1G; with 4K pages none")
         ->type_name("SIZE");
     app.add_option("--spill-dir", o.spillDir, "directory for evicted content ('' = keep it in memory)");
     app.add_option("--buf-size", o.bufSize,

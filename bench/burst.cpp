@@ -4,8 +4,9 @@
 // for every one. Beside each run, the bound of the moment: what a receiver
 // could have written if installing the region's pages were its only cost,
 // from the machine's page rates measured just before the run. Variants:
-// the default route, a reserve, 2 MiB pages, 2 MiB pages with a reserve,
-// and the default route through npfd (npf-recv --connect, as a client);
+// the default route, a reserve, 2 MiB pages (which reserve the region by
+// default), 2 MiB pages without a reserve (--reserve 0), and the default
+// route through npfd (npf-recv --connect, as a client);
 // rounds of all of them in turn, so that the machine's drift falls on all.
 #include "burst.h"
 
@@ -48,17 +49,23 @@ constexpr uint16_t kPort = 9000;
 constexpr int kReadyFd = 3;          // npf-recv's --ready-fd in the child
 constexpr double kIdleSeconds = 2.0; // npf-recv stops this long after the last datagram
 
+// npf-recv's --reserve: its default (auto: 2 MiB pages reserve the
+// region, 4 KiB none), the whole region, or none.
+enum class Reserve { Default, Region, None };
+
 struct Variant {
     std::string name;
-    bool huge = false, reserve = false;
+    bool huge = false;
+    Reserve reserve = Reserve::Default;
     bool npfd = false; // npf-recv --connect to an npfd the bench starts (default options: as a user runs it)
+    bool reserved() const { return reserve == Reserve::Region || (reserve == Reserve::Default && huge && !npfd); }
 };
 
 const std::vector<Variant>& variants()
 {
-    static const std::vector<Variant> v{{"npf", false, false},        {"npf-reserve", false, true},
-                                        {"npf-2m", true, false},      {"npf-2m-reserve", true, true},
-                                        {"npfd", false, false, true}};
+    static const std::vector<Variant> v{{"npf", false, Reserve::Default},    {"npf-reserve", false, Reserve::Region},
+                                        {"npf-2m", true, Reserve::Default},  {"npf-2m-noreserve", true, Reserve::None},
+                                        {"npfd", false, Reserve::Default, true}};
     return v;
 }
 
@@ -211,8 +218,8 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
                                      "--json", "-o", "/dev/null", "--ready-fd", std::to_string(kReadyFd)};
     if (v.huge)
         args.insert(args.end(), {"--page-size", "2M"});
-    if (v.reserve)
-        args.insert(args.end(), {"--reserve", std::to_string(region >> 20) + "M"});
+    if (v.reserve != Reserve::Default)
+        args.insert(args.end(), {"--reserve", v.reserve == Reserve::None ? "0" : std::to_string(region >> 20) + "M"});
     std::optional<NpfdProcess> npfd; // stopped (SIGTERM) after npf-recv, before the next run
     if (v.npfd) {
         const std::string npfdDir = dir + "/npfd-" + tag;
@@ -255,21 +262,21 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
     r.faultP50Us = double(at(s, {"engine", "latency", "fault_total", "p50_ns"})) / 1e3;
     const uint64_t page = v.huge ? 2ull << 20 : 4096, perPage = page / kBuf;
     const uint64_t pages = std::min(region / page, (r.reached + perPage - 1) / perPage);
-    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, installSeconds(r.rates, page, v.reserve), uint32_t(perPage));
+    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, installSeconds(r.rates, page, v.reserved()), uint32_t(perPage));
     return r;
 }
 
 void printRun(const BurstRun& r)
 {
     if (!r.error.empty()) {
-        printf("%-15s error: %s\n", r.variant.c_str(), r.error.c_str());
+        printf("%-16s error: %s\n", r.variant.c_str(), r.error.c_str());
         return;
     }
     // Through npfd the fault path is npfd's: the client's summary has no fault latency ("-").
     char faultP50[16] = "-";
     if (r.faultP50Us > 0)
         snprintf(faultP50, sizeof faultP50, "%.0f", r.faultP50Us);
-    printf("%-15s %-15s %8.3f %9llu %8.1f%% %8.1f%% %8.1f%% %7.2f %9s %8.3f %8.3f\n", r.variant.c_str(),
+    printf("%-16s %-15s %8.3f %9llu %8.1f%% %8.1f%% %8.1f%% %7.2f %9s %8.3f %8.3f\n", r.variant.c_str(),
            r.route.c_str(), r.offeredPps() / 1e6, (unsigned long long)r.reached, r.pct(double(r.written)),
            r.pct(double(r.droppedInXdp)), r.pct(r.bound), r.bound > 0 ? double(r.written) / r.bound : 0,
            faultP50, r.rates.copiedPerSec / 1e6, r.rates.recycledPerSec / 1e6);
@@ -293,7 +300,7 @@ Json burst(const Options& o)
     printf("%llu datagrams of %u B, a %llu MiB region, %u round(s) of %zu variant(s); bound: what the page rates "
            "of the moment allow (docs/BENCHMARKS.md)\n",
            (unsigned long long)datagrams, kPayload, (unsigned long long)(region >> 20), rounds, vs.size());
-    printf("%-15s %-15s %8s %9s %9s %9s %9s %7s %9s %8s %8s\n", "variant", "route", "offer M/s", "reached", "written",
+    printf("%-16s %-15s %8s %9s %9s %9s %9s %7s %9s %8s %8s\n", "variant", "route", "offer M/s", "reached", "written",
            "xdp drop", "bound", "w/bound", "fault p50", "copy M", "recyc M");
     std::error_code ec;
     const std::string dir = o.outDir + "/burst";
@@ -311,7 +318,7 @@ Json burst(const Options& o)
             const std::string tag = v.name + "-" + std::to_string(round);
             BurstRun r = runBurst(v, t, rx, datagrams, region, dir, o.rxCpus.front(), tag);
             if (r.generatorFailed && !g_interrupted) { // trafgen's failure, not the receiver's: once more
-                printf("%-15s trafgen failed (%s): once more\n", v.name.c_str(), r.error.c_str());
+                printf("%-16s trafgen failed (%s): once more\n", v.name.c_str(), r.error.c_str());
                 r = runBurst(v, t, rx, datagrams, region, dir, o.rxCpus.front(), tag + "-again");
                 r.retries = 1;
             }
@@ -332,13 +339,13 @@ Json burst(const Options& o)
     if (!viaNpfd.empty()) {
         std::sort(viaNpfd.begin(), viaNpfd.end());
         summary["npfdOverNpfWritten"] = {{"min", viaNpfd.front()}, {"median", viaNpfd[viaNpfd.size() / 2]}};
-        printf("npfd / npf      written: min %.2f, median %.2f over %zu round(s)\n", viaNpfd.front(),
+        printf("npfd / npf       written: min %.2f, median %.2f over %zu round(s)\n", viaNpfd.front(),
                viaNpfd[viaNpfd.size() / 2], viaNpfd.size());
     }
     for (auto& [name, xs] : ratio) {
         std::sort(xs.begin(), xs.end());
         summary[name] = {{"writtenOverBoundMin", xs.front()}, {"writtenOverBoundMedian", xs[xs.size() / 2]}};
-        printf("%-15s written / bound: min %.2f, median %.2f over %zu run(s)\n", name.c_str(), xs.front(),
+        printf("%-16s written / bound: min %.2f, median %.2f over %zu run(s)\n", name.c_str(), xs.front(),
                xs[xs.size() / 2], xs.size());
     }
     return {{"datagrams", datagrams}, {"payload", kPayload}, {"regionBytes", region}, {"rounds", rounds},

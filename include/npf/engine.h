@@ -74,6 +74,9 @@ struct EngineConfig {
     // PagePool they fill the pool; with Anonymous a run of them is freed
     // just before each install copies as many in, so that the copy takes
     // recycled pages. Refused with Memfd. At most the region's size; 0 = none.
+    // A cold region of 2 MiB pages wants one: a fresh huge page can take
+    // milliseconds (compaction; on a VM the host's faults), its datagrams
+    // arrive in microseconds (npf-recv reserves its budget by default).
     uint64_t reserve = 0;
     FaultPolicy faultPolicy = FaultPolicy::Backup;
     uint32_t prefetchDepth = 256;         // posted buffers to populate after a fault; 0 = off

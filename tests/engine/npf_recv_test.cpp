@@ -24,6 +24,7 @@
 
 #include "engine_fixture.h"
 #include "packet_builder.h"
+#include "region/page_pool.h"
 #include "region/uffd.h"
 
 namespace npf::e2e {
@@ -312,6 +313,22 @@ TEST_F(EngineE2E, NpfRecvTakesAColdRegionsPagesFromItsReserve)
     EXPECT_NE(p.find(" route=pool-4k "), std::string::npos) << p;
     EXPECT_NE(p.find(" pool_fresh=0 pool_refills=0 "), std::string::npos) << p;
     EXPECT_NE(p.find(" reserve_freed=0 "), std::string::npos) << p;
+}
+
+// A region of 2 MiB pages reserves what it may hold resident by default
+// (--reserve auto): its 16 MiB, faulted in before npf-recv is ready, so no
+// fresh huge page is allocated while the stream arrives. --reserve 0 opts out.
+TEST_F(EngineE2E, NpfRecvReservesARegionOf2MiBPagesByDefault)
+{
+    if (!userfaultfdHasMove() || !transparentHugePagesOffered())
+        GTEST_SKIP() << "no UFFDIO_MOVE (Linux 6.8) or no transparent huge pages: no 2 MiB page pool";
+    Rig rig;
+    const std::string e = coldSocat(rig, {"--page-size", "2M", "--region", "16M"});
+    EXPECT_NE(e.find(" route=pool-2m-thp "), std::string::npos) << e;
+    EXPECT_NE(e.find(" reserve_mib=16 "), std::string::npos) << e;
+    EXPECT_NE(e.find(" pool_fresh=0 pool_refills=0 "), std::string::npos) << e;
+    const std::string none = coldSocat(rig, {"--page-size", "2M", "--region", "16M", "--reserve", "0"});
+    EXPECT_NE(none.find(" reserve_mib=0 "), std::string::npos) << none;
 }
 
 // A memfd's pages are not the engine's to reserve: refused, with the way to
