@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 
 #include "bench_abi.h"
@@ -327,20 +328,30 @@ private:
     Threads threads_; // spawned processes; their counter is in the program's mmapped .bss: shared with the children
 };
 
+// Sends from child processes, as LiveGenerator does, forked before the
+// receiver exists: a sending thread of the bench's own process shared the
+// receiver's address space, so every TLB shootdown of the pager's page
+// moves and evictions interrupted the sender's CPU as well, and the sender
+// offered npf less than the others under memory pressure. A real sender is
+// another host.
 class SocketSender final : public Sender {
 public:
-    explicit SocketSender(const TrafficConfig& c) : c_(c) {}
-    ~SocketSender() override { threads_.join(); }
-    void start(double seconds) override
+    explicit SocketSender(const TrafficConfig& c)
+        : c_(c), seq_(MmapArea::map(sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                    -1, 0, "sender's counter"))
     {
-        threads_.run(c_, seconds, [this](size_t i, Clock::time_point end) { loop(i, end); });
+        static_assert(std::atomic<uint64_t>::is_always_lock_free); // shared between processes
+        new (seq_.get()) std::atomic<uint64_t>(0);
+        threads_.spawn(c_, [this](size_t i, Clock::time_point end) { loop(i, end); });
     }
+    ~SocketSender() override { threads_.join(); }
+    void start(double seconds) override { threads_.go(seconds); }
     void join() override { threads_.join(); }
-    uint64_t sent() const override { return seq_.load(); }
+    uint64_t sent() const override { return seq().load(); }
     double cpuSeconds() const override { return threads_.cpu(); }
     std::string error() const override { return threads_.error(); }
     const char* kind() const override { return "sendmmsg"; }
-    bool separateProcesses() const override { return false; }
+    bool separateProcesses() const override { return true; }
 
 private:
     void loop(size_t t, Clock::time_point end)
@@ -378,7 +389,7 @@ private:
             const unsigned n = unsigned(pacer.due(done));
             if (!n)
                 continue;
-            const uint64_t first = seq_.fetch_add(n);
+            const uint64_t first = seq().fetch_add(n);
             for (unsigned b = 0; b < n; b++) {
                 npfb_hdr h{NPFB_MAGIC, uint32_t(t), first + b, 0};
                 timespec ts;
@@ -404,8 +415,10 @@ private:
         }
     }
 
+    std::atomic<uint64_t>& seq() const { return *seq_.as<std::atomic<uint64_t>>(); }
+
     TrafficConfig c_;
-    std::atomic<uint64_t> seq_{0};
+    MmapArea seq_; // the children's datagrams so far: a shared page
     Threads threads_;
 };
 
