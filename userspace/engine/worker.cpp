@@ -1,10 +1,7 @@
 #include "engine/worker.h"
 
 #include <pthread.h>
-#include <sys/resource.h>
 
-#include <cerrno>
-#include <cstring>
 #include <span>
 #include <string>
 
@@ -67,15 +64,10 @@ void Worker::loop() noexcept
 {
     pthread_setname_np(pthread_self(), ("npf-worker-" + std::to_string(queue_.queue())).c_str());
     pinThread(cpu_, "npf worker");
-    // Woken by a datagram, the worker should run at once, not after the
-    // slice of whatever runs on its CPU (a local sender: the scheduler
-    // wakes the worker where the sender's softirq ran). A short slice, as
-    // the pager's, and a higher weight where the process may raise it
-    // (CAP_SYS_NICE, root): in a cold run of the demo (socat, 2 vCPUs)
-    // steer -> placed p50 was 3-4 us in 10 of 14 runs, against 3 of 8
-    // without (1.2-1.9 ms, the worker runnable behind socat).
-    if (::setpriority(PRIO_PROCESS, 0, kNice) != 0)
-        NPF_DEBUG("worker %u: nice %d: %s (it runs at the process's)", queue_.queue(), kNice, std::strerror(errno));
+    // Woken by a datagram, the worker should run soon, not after a busy
+    // thread's whole slice: the pager's short slice (EEVDF). How soon also
+    // depends on what shares its CPU (docs/architecture.md, "What the
+    // default wake-up policy costs").
     (void)shortSlice(Pager::kSliceNs);
     EpochDomain::Reader reader(epochs_);
     uint64_t idleSince = 0; // 0: the last batch found datagrams

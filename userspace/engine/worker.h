@@ -59,7 +59,6 @@ private:
     void placeBatch(std::span<const xsk::RxPacket> pkts) noexcept;
     static constexpr uint16_t kDeferred = 0xffff; // place(): handed to the pager
     static constexpr uint64_t kIdleSpinNs = 5'000; // loop(): how long an idle worker looks before it sleeps
-    static constexpr int kNice = -5;                 // loop(): the worker's nice, where allowed
     template <bool kBlock>
     uint16_t place(ServedFlow& f, uint64_t seq, const xsk::RxPacket& p) noexcept;
     bool copy(uint8_t* dst, const xsk::RxPacket& p) const noexcept;
