@@ -598,7 +598,7 @@ int run(const Options& o)
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
-    if (o.connect && o.reserve != "auto" && sz.reserve)
+    if (o.connect && sz.reserve) // --reserve auto reserves nothing through npfd
         throw std::invalid_argument("--reserve: through npfd (--connect) the region's pages are the client's memfd");
     if (o.connect && o.busyPoll)
         throw std::invalid_argument("--pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "

@@ -58,7 +58,6 @@ struct Variant {
     bool huge = false;
     Reserve reserve = Reserve::Default;
     bool npfd = false; // npf-recv --connect to an npfd the bench starts (default options: as a user runs it)
-    bool reserved() const { return reserve == Reserve::Region || (reserve == Reserve::Default && huge && !npfd); }
 };
 
 const std::vector<Variant>& variants()
@@ -262,7 +261,9 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
     r.faultP50Us = double(at(s, {"engine", "latency", "fault_total", "p50_ns"})) / 1e3;
     const uint64_t page = v.huge ? 2ull << 20 : 4096, perPage = page / kBuf;
     const uint64_t pages = std::min(region / page, (r.reached + perPage - 1) / perPage);
-    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, installSeconds(r.rates, page, v.reserved()), uint32_t(perPage));
+    // What npf-recv reserved (its default depends on the page size): from its summary.
+    const bool reserved = at(s, {"reserve_bytes"}) > 0;
+    r.bound = boundOfTheMoment(r.reached, r.sendSeconds, pages, installSeconds(r.rates, page, reserved), uint32_t(perPage));
     return r;
 }
 
