@@ -75,8 +75,10 @@ Json runScenarios(std::vector<std::string> list, npf::bench::Options& o)
         if (npf::bench::g_interrupted)
             break;
         sc[s] = npf::bench::runScenario(s, o);
-        if (s == "steady")
+        if (s == "steady") {
             o.controlSteadyCpuNs = npf::bench::controlCpuNs(sc[s]);
+            o.steady = npf::bench::steadyOf(sc[s]);
+        }
         fflush(stdout);
     }
     return sc;
@@ -97,7 +99,7 @@ void addOptions(CLI::App& app, Args& a)
     app.add_option("-s,--scenario", a.scenarios,
                    "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum,burst (default all; steady "
                    "runs first)");
-    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-pool, npf-memfd, npf-2m, "
+    app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-reserve, npf-pool, npf-memfd, npf-2m, "
                                               "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-own, npf-sidecar-2m, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
                                               "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd)")
         ->delimiter(',');

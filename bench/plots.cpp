@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 std::vector<std::string> series(const std::string& dir, const std::string& prefix)
 {
     std::vector<std::string> v;
-    for (const char* k : {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-noprefetch", "drop-on-fault",
+    for (const char* k : {"npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-noprefetch", "drop-on-fault",
                           "blocking", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"})
         if (fs::exists(dir + "/" + prefix + k + ".dat") && fs::file_size(dir + "/" + prefix + k + ".dat") > 40)
             v.push_back(k);

@@ -68,6 +68,7 @@ public:
 };
 
 // kinds: npf (4 KiB pages, the page pool where the kernel has UFFDIO_MOVE),
+// npf-reserve (npf with its budget, else its region, reserved before the window),
 // npf-memfd (4 KiB, a memfd: a fresh page per install), npf-2m (2 MiB
 // transparent huge pages from the page pool), npf-2m-hugetlbfs (2 MiB from
 // the hugetlbfs pool), npf-rtc and npf-2m-rtc (npf and npf-2m run to

@@ -4,6 +4,7 @@
 // completed payload in the region and reposts the slot.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <thread>
@@ -50,6 +51,10 @@ public:
             ec.pageSize = 2ull << 20;
             ec.regionMemory = RegionMemory::Memfd;
             pool_ = reserveHugePages(kind, cfg, 2, &warmSeconds_);
+        } else if (kind == "npf-reserve") {
+            // The default route with its pages reserved before the window
+            // (npf-recv --reserve): the budget, else the region, at most 1 GiB.
+            ec.reserve = std::min<uint64_t>(cfg.budget ? cfg.budget : cfg.regionSize, 1ull << 30);
         } else if (kind == "npf-noprefetch") {
             ec.prefetchDepth = 0;
         } else if (kind == "drop-on-fault") {
@@ -141,7 +146,7 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 
 const std::vector<std::string>& receiverKinds()
 {
-    static const std::vector<std::string> k{"npf",           "npf-pool",        "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
+    static const std::vector<std::string> k{"npf",           "npf-reserve",     "npf-pool",        "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
                                             "npf-rtc",       "npf-2m-rtc",      "npf-sidecar",    "npf-sidecar-own",
                                             "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault",  "blocking",
                                             "xdp-drop",      "static-pinned",   "recvmmsg",       "io_uring"};
@@ -150,7 +155,7 @@ const std::vector<std::string>& receiverKinds()
 
 std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    if (kind == "npf" || kind == "npf-pool" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
+    if (kind == "npf" || kind == "npf-reserve" || kind == "npf-pool" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
         kind == "npf-2m-rtc" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
     if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")

@@ -178,7 +178,7 @@ void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
     char note[96] = "control unchecked: no steady-state static-pinned in this run";
     if (c.verdict == ControlCheck::Verdict::Ok)
         snprintf(note, sizeof note, "control ok: %.2fx its steady-state CPU per datagram", c.cpuRatio);
-    for (const char* k : {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc"})
+    for (const char* k : {"npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc"})
         if (const RunResult* n = find(rs, k)) {
             r[k] = n->pps / p->pps;
             printf("%s / static-pinned: received pps %.3f (%s)\n", k, n->pps / p->pps, note);
@@ -272,8 +272,8 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-noprefetch",
-                        "drop-on-fault", "blocking", "static-pinned"},
+                       {"npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own",
+                        "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
     // own start (generator, veth, AF_XDP) shows in static-pinned's, which
@@ -365,13 +365,30 @@ void installBound(const std::vector<RunResult>& rs, const Options& o, Json& j)
         j["vsOfferedBelowBound"] = offered;
 }
 
+// The fault path with its pages reserved before the window (npf-reserve)
+// against the fast path of the same run: its rate as a share of
+// static-pinned's steady rate, its CPU per datagram as a multiple of npf's
+// steady one (issue 38's targets: >= 0.5x, <= 2x).
+void reservedVsSteady(const std::vector<RunResult>& rs, const Options& o, Json& j)
+{
+    const RunResult* r = find(rs, "npf-reserve");
+    const auto pinned = o.steady.find("static-pinned"), fast = o.steady.find("npf");
+    if (!r || pinned == o.steady.end() || fast == o.steady.end() || pinned->second.pps <= 0 || fast->second.cpuNs <= 0)
+        return;
+    const double rate = r->pps / pinned->second.pps, cpu = r->cpuNsPerPacket() / fast->second.cpuNs;
+    j["reservedVsSteady"] = {{"ppsVsStaticPinnedSteady", rate}, {"cpuVsNpfSteady", cpu}};
+    printf("npf-reserve (a reserved 4 KiB pool): %.3f M/s = %.2fx static-pinned's steady %.3f M/s, %.0f ns CPU per "
+           "datagram = %.2fx npf's steady %.0f ns\n",
+           r->pps / 1e6, rate, pinned->second.pps / 1e6, r->cpuNsPerPacket(), cpu, fast->second.cpuNs);
+}
+
 // 4. Every packet faults: one datagram per page, budget far below the region.
 Json faultpath(const Options& o)
 {
     const uint64_t region = std::max<uint64_t>(o.region * 4, 256ull << 20);
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
-                       {"npf-noprefetch", "npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
+                       {"npf-noprefetch", "npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
                         "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
@@ -394,6 +411,7 @@ Json faultpath(const Options& o)
     }
     Json j{{"payload", o.payload}, {"regionMiB", mib(region)}, {"budgetMiB", mib(budget)}, {"runs", runs}};
     installBound(rs, o, j);
+    reservedVsSteady(rs, o, j);
     pagesVsPinned(rs, o, j);
     sidecarVsNpf(rs, j);
     return j;
@@ -627,6 +645,15 @@ double controlCpuNs(const Json& steady)
         if (r.value("contender", "") == "static-pinned" && !r.contains("error"))
             return r.value("rxCpuNsPerPacket", 0.0);
     return 0;
+}
+
+std::map<std::string, Options::Steady> steadyOf(const Json& steady)
+{
+    std::map<std::string, Options::Steady> m;
+    for (const auto& r : steady.value("runs", Json::array()))
+        if (!r.contains("error"))
+            m[r.value("contender", "")] = {r.value("pps", 0.0), r.value("rxCpuNsPerPacket", 0.0)};
+    return m;
 }
 
 Json runScenario(const std::string& name, const Options& o)

@@ -2,6 +2,7 @@
 // side against the same traffic, prints a human table and returns JSON.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ struct Options {
     uint32_t pagers = 1;                // npf, npf-2m: pager threads (EngineConfig::pagerThreads)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
     double controlSteadyCpuNs = 0;      // static-pinned's CPU per datagram in this run's steady state (0: none)
+    // This run's steady state, by contender: received pps and CPU ns per
+    // datagram (the reserved fault path is held against them).
+    struct Steady {
+        double pps = 0, cpuNs = 0;
+    };
+    std::map<std::string, Steady> steady;
     // The 4 KiB install bound of this run's start (PageRates::touchedPerSec:
     // recycled pages, each read once by the receiver); 0: not measured.
     double installBoundPerSec = 0;
@@ -37,5 +44,7 @@ const std::vector<std::string>& scenarioNames();
 Json runScenario(const std::string& name, const Options& o);
 // static-pinned's CPU per datagram in a steady scenario's JSON (0: it did not run).
 double controlCpuNs(const Json& steady);
+// Every contender's received pps and CPU per datagram in a steady scenario's JSON.
+std::map<std::string, Options::Steady> steadyOf(const Json& steady);
 
 } // namespace npf::bench

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
@@ -926,8 +927,23 @@ TEST(DocsLimits, PathsKeyedByNetns)
 
 // ---- links ------------------------------------------------------------------
 
+// A file inside a build tree of the source directory, whatever its name
+// (cmake -B dbg): a directory on its path holds a CMakeCache.txt.
+bool inBuildTree(const std::string& rel)
+{
+    fs::path dir = kSource;
+    const fs::path p(rel);
+    for (auto it = p.begin(); it != p.end() && std::next(it) != p.end(); ++it) {
+        dir /= *it;
+        if (fs::exists(dir / "CMakeCache.txt"))
+            return true;
+    }
+    return false;
+}
+
 // The repository's files: what git tracks or would (not what it ignores:
-// build trees, editor caches); without git, the tree minus build*/ and .git.
+// build trees, editor caches), less build trees .gitignore does not name;
+// without git, the tree minus build*/, build trees and .git.
 std::vector<std::string> repoFiles()
 {
     static const std::vector<std::string> files = [] {
@@ -936,12 +952,13 @@ std::vector<std::string> repoFiles()
         if (r.status == 0) {
             std::istringstream in(r.out);
             for (std::string l; std::getline(in, l);)
-                if (!l.empty() && fs::is_regular_file(kSource / l))
+                if (!l.empty() && fs::is_regular_file(kSource / l) && !inBuildTree(l))
                     out.push_back(l);
         } else {
             for (auto it = fs::recursive_directory_iterator(kSource); it != fs::recursive_directory_iterator(); ++it) {
                 const std::string n = it->path().filename().string();
-                if (n == ".git" || n == "node_modules" || (it->is_directory() && n.rfind("build", 0) == 0)) {
+                if (n == ".git" || n == "node_modules" ||
+                    (it->is_directory() && (n.rfind("build", 0) == 0 || fs::exists(it->path() / "CMakeCache.txt")))) {
                     if (it->is_directory())
                         it.disable_recursion_pending();
                     continue;

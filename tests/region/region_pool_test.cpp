@@ -229,7 +229,7 @@ TEST(RegionReserve, TheCopyRouteFreesItsReserveAheadOfItsCopies)
     c.reservePages = reserve;
     c.maxBatchPages = 16;
     Region r(c);
-    EXPECT_EQ(r.route(), "anon-4k");
+    EXPECT_STREQ(r.route(), "anon-4k");
     auto content = randomBytes(r.size(), 13);
     writePages(r, content, 0, 10);
     EXPECT_EQ(r.stats().reserveFreed, kAhead) << "the first copy freed a run ahead";
