@@ -2,14 +2,23 @@
 // namespaces: steering to primary/backup sockets, meta fields, payload bytes,
 // frame recycling from two threads, counters that add up, two RX queues.
 #include <gtest/gtest.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "ipc/unix_socket.h"
 #include "sys/log.h"
+#include "xsk/handover.h"
 #include "xsk/payload.h"
 #include "xsk/sizing.h"
 #include "wait.h"
@@ -661,6 +670,117 @@ TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
         EXPECT_EQ(s.recycled, descs + 6 * ((off + 8972 + cap - 1) / cap));
         EXPECT_EQ(s.backupHeld, 0u);
     }
+}
+
+// npfd's delegated mode, the AF_XDP layer: a privileged process makes a
+// queue's sockets over a sealed memfd UMEM and hands the three descriptors
+// over a Unix socket to a process with no capability (uid nobody), which
+// runs the queue: every datagram arrives on the ring its pages dictate,
+// byte for byte, and every frame comes back to the fill ring. The receiving
+// process can neither write the frames nor make an AF_XDP socket itself.
+TEST_P(XskVeth, AQueueHandedOverRunsInAProcessWithoutPrivileges)
+{
+    Rig rig({.xdpFlags = GetParam(), .sockets = false});
+    constexpr uint32_t kN = 300;
+    auto resident = [](uint64_t page) { return page % 4 != 3; };
+    for (uint32_t i = 0; i < kN; i++) {
+        rig.post(uint64_t(i) * 4096, 2048);
+        rig.setResident(i, resident(i));
+    }
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    Fd parentEnd(sv[0]), childEnd(sv[1]);
+    xsk::QueueConfig qc;
+    qc.ifindex = rig.ifindex();
+    qc.queue = 0;
+    qc.umem.frameCount = 256; // fewer frames than datagrams: they must come back
+    qc.primaryRxSize = qc.backupRxSize = 512;
+    qc.regionBytes = rig.regionBytes();
+
+    // The child: drops to nobody, receives the descriptors, runs the queue.
+    // Its verdict is one line on the socket ("ok <primary> <backup>", or what failed).
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        parentEnd.reset();
+        auto say = [&](const std::string& line) {
+            (void)ipc::sendMessage(childEnd.get(), line);
+            ::_exit(0);
+        };
+        if (::setgroups(0, nullptr) || ::setgid(65534) || ::setuid(65534))
+            say("setuid failed");
+        if (Fd probe(::socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0)); probe || errno != EPERM)
+            say("the child could make an AF_XDP socket: it is not unprivileged");
+        try {
+            ipc::RecvResult r = ipc::recvMessage(childEnd.get());
+            if (r.status != ipc::IoStatus::Ok || r.message.fds.size() != 3)
+                say("no handover");
+            if (::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, r.message.fds[0].get(), 0) != MAP_FAILED)
+                say("the frames could be mapped writable");
+            xsk::QueueSockets qs(xsk::Adopt{}, qc, rig.flows(), std::move(r.message.fds[0]),
+                                 std::move(r.message.fds[1]), std::move(r.message.fds[2]));
+            (void)ipc::sendMessage(childEnd.get(), "ready");
+            uint32_t got[2] = {0, 0};
+            std::string bad;
+            auto check = [&](const RxPacket& p, bool backup) {
+                const uint32_t i = p.meta.seq;
+                if (i >= kN || p.meta.len != 1000 || backup == resident(i) ||
+                    !std::equal(p.payload, p.payload + p.meta.len, payloadFor(i, 1000).begin()))
+                    bad = "datagram " + std::to_string(i) + " wrong";
+                got[backup]++;
+            };
+            const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+            while (got[0] + got[1] < kN && std::chrono::steady_clock::now() < deadline) {
+                qs.pollPrimary(xsk::kMaxBatch, [&](const RxPacket& p) noexcept { check(p, false); });
+                qs.peekBackup(xsk::kMaxBatch, [&](const RxPacket& p) noexcept {
+                    check(p, true);
+                    qs.releaseBackup(p.frames.data(), p.nframes);
+                });
+                (void)qs.waitPrimary(1);
+            }
+            const QueueStats s = qs.stats();
+            if (s.recycled != kN)
+                bad += " recycled " + std::to_string(s.recycled);
+            say(bad.empty() ? "ok " + std::to_string(got[0]) + " " + std::to_string(got[1]) : bad);
+        } catch (const std::exception& e) {
+            say(std::string("threw: ") + e.what());
+        }
+    }
+    childEnd.reset();
+    auto reap = [&] {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        return status;
+    };
+    std::optional<xsk::DelegatedQueue> dq;
+    try {
+        inNetns(rig.veth().rxNs(), [&] { dq.emplace(qc, rig.xskmapFd()); });
+    } catch (...) {
+        ::kill(pid, SIGKILL);
+        reap();
+        throw;
+    }
+    EXPECT_FALSE(dq->config().umem.frameCount == 0);
+    const int fds[3] = {dq->umemFd(), dq->primaryFd(), dq->backupFd()};
+    ASSERT_EQ(ipc::sendMessage(parentEnd.get(), "queue 0", fds), ipc::IoStatus::Ok);
+    ipc::RecvResult ready = ipc::recvMessage(parentEnd.get());
+    ASSERT_EQ(ready.status, ipc::IoStatus::Ok);
+    ASSERT_EQ(ready.message.bytes, "ready");
+    std::vector<std::vector<uint8_t>> payloads;
+    for (uint32_t i = 0; i < kN; i++)
+        payloads.push_back(payloadFor(i, 1000));
+    EXPECT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads, 100), kN);
+    ipc::RecvResult verdict = ipc::recvMessage(parentEnd.get());
+    EXPECT_EQ(WEXITSTATUS(reap()), 0);
+    ASSERT_EQ(verdict.status, ipc::IoStatus::Ok);
+    uint32_t backup = 0;
+    for (uint32_t i = 0; i < kN; i++)
+        backup += !resident(i);
+    EXPECT_EQ(verdict.message.bytes, "ok " + std::to_string(kN - backup) + " " + std::to_string(backup));
+    EXPECT_EQ(rig.xdpStat(NPF_STAT_REDIR_PRIMARY), kN - backup);
+    EXPECT_EQ(rig.xdpStat(NPF_STAT_REDIR_BACKUP), backup);
+    const xdp_statistics k = dq->primaryStats();
+    EXPECT_EQ(k.rx_dropped + k.rx_ring_full + k.rx_invalid_descs, 0u) << "the kernel saw what the child saw";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, XskVeth, ::testing::Values(XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE), modeName);

@@ -45,6 +45,19 @@ QueueSockets::QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xsk
              cfg_.primaryRxSize, cfg_.backupRxSize);
 }
 
+QueueSockets::QueueSockets(Adopt, const QueueConfig& cfg, const FlowSet& flows, Fd umem, Fd primary, Fd backup)
+    : cfg_(checked(cfg)), flows_(flows),
+      umem_(Adopt{}, primary.get(), umem.get(), cfg.umem, queueName(cfg, "socket pair")),
+      primary_(XskSocket::adopt(std::move(primary), cfg.primaryRxSize, cfg.multiBuffer, queueName(cfg, "primary"))),
+      backup_(XskSocket::adopt(std::move(backup), cfg.backupRxSize, cfg.multiBuffer, queueName(cfg, "backup")))
+{
+    cfg_.umem = umem_.config();
+    NPF_INFO("xsk queue %u (ifindex %u), handed over: %s mode%s, UMEM %u x %u B = %llu KiB, rx %u/%u", cfg_.queue,
+             cfg_.ifindex, primary_.zeroCopy() ? "zero-copy" : "copy", primary_.multiBuffer() ? ", multi-buffer" : "",
+             umem_.frameCount(), umem_.frameSize(), static_cast<unsigned long long>(umem_.bytes() / 1024),
+             cfg_.primaryRxSize, cfg_.backupRxSize);
+}
+
 void QueueSockets::recycle(const uint64_t* frames, uint32_t n) noexcept
 {
     if (n == 0)

@@ -103,6 +103,12 @@ public:
     // (primary first: XDP uses a queue only once both slots are filled).
     // `flows` must outlive this object. Must run in the interface's netns.
     QueueSockets(const QueueConfig& cfg, const FlowSet& flows, int xskmapFd);
+    // The sockets of a queue another process made, bound and put in the
+    // XSKMAP (npfd's delegated mode, handover.h): `cfg` as it bound them,
+    // `umem` the memfd of their UMEM's frames, `primary` the socket the UMEM
+    // is registered on. Maps the rings and the frames (read-only) and puts
+    // every frame on the fill ring; needs no privilege.
+    QueueSockets(Adopt, const QueueConfig& cfg, const FlowSet& flows, Fd umem, Fd primary, Fd backup);
     QueueSockets(const QueueSockets&) = delete;
     QueueSockets& operator=(const QueueSockets&) = delete;
 

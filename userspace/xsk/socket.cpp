@@ -132,6 +132,26 @@ XskSocket XskSocket::bindShared(const XskSocket& owner, uint32_t ifindex, uint32
     return s;
 }
 
+XskSocket XskSocket::adopt(Fd fd, uint32_t rxSize, bool multiBuffer, const std::string& name)
+{
+    XskSocket s;
+    s.name_ = name;
+    xdp_options opts{};
+    socklen_t len = sizeof(opts);
+    checkErrno(::getsockopt(fd.get(), SOL_XDP, XDP_OPTIONS, &opts, &len),
+               name + ": XDP_OPTIONS (is it a bound AF_XDP socket?)");
+    s.zeroCopy_ = opts.flags & XDP_OPTIONS_ZEROCOPY;
+    if (!std::has_single_bit(rxSize))
+        throwErrno(EINVAL, name + ": RX ring size " + std::to_string(rxSize) + " must be a power of two");
+    xdp_mmap_offsets off = ringOffsets(fd.get(), name);
+    RingPtrs p;
+    s.rxMap_ = mapRing(fd.get(), off.rx, XDP_PGOFF_RX_RING, rxSize, sizeof(xdp_desc), &p, name + ": RX ring");
+    s.rx_ = RxRing(p);
+    s.multiBuffer_ = multiBuffer;
+    s.fd_ = std::move(fd);
+    return s;
+}
+
 void XskSocket::insertInto(int xskmapFd, uint32_t slot) const
 {
     int fd = fd_.get();

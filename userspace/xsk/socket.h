@@ -44,6 +44,11 @@ public:
     static XskSocket bindShared(const XskSocket& owner, uint32_t ifindex, uint32_t queue, uint32_t rxSize,
                                 const std::string& name);
 
+    // A socket another process made and bound (npfd's delegated mode) with
+    // an RX ring of rxSize entries: maps the ring. The UMEM's owner socket
+    // is adopted with its Umem (umem.h, Adopt).
+    static XskSocket adopt(Fd fd, uint32_t rxSize, bool multiBuffer, const std::string& name);
+
     // Puts this socket into an XSKMAP at `slot`. Closing the socket removes it.
     void insertInto(int xskmapFd, uint32_t slot) const;
     // Kernel counters of this socket (XDP_STATISTICS).

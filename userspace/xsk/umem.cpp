@@ -1,6 +1,10 @@
 #include "xsk/umem.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -55,6 +59,23 @@ void checkConfig(UmemConfig& c, const std::string& name)
             "-byte frame");
 }
 
+void registerUmem(int ownerFd, void* frames, const UmemConfig& cfg, const std::string& what)
+{
+    const size_t bytes = size_t(cfg.frameSize) * cfg.frameCount;
+    xdp_umem_reg reg{};
+    reg.addr = reinterpret_cast<uintptr_t>(frames);
+    reg.len = bytes;
+    reg.chunk_size = cfg.frameSize;
+    reg.headroom = cfg.headroom;
+    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)),
+               "register " + what + " (XDP_UMEM_REG pins its " + std::to_string(bytes) +
+                   " bytes: needs CAP_IPC_LOCK, or an RLIMIT_MEMLOCK that holds them)");
+    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_FILL_RING, &cfg.fillSize, sizeof(cfg.fillSize)),
+               what + ": fill ring of " + std::to_string(cfg.fillSize));
+    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &cfg.compSize, sizeof(cfg.compSize)),
+               what + ": completion ring of " + std::to_string(cfg.compSize));
+}
+
 } // namespace
 
 Umem::Umem(int ownerFd, const UmemConfig& cfg, const std::string& name) : cfg_(cfg)
@@ -64,20 +85,28 @@ Umem::Umem(int ownerFd, const UmemConfig& cfg, const std::string& name) : cfg_(c
     const size_t bytes = size_t(cfg_.frameSize) * cfg_.frameCount;
     frames_ = MmapArea::map(bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0,
                             what + " (" + std::to_string(bytes) + " bytes)");
+    registerUmem(ownerFd, frames_.get(), cfg_, what);
+    mapRingsAndFill(ownerFd, what);
+}
 
-    xdp_umem_reg reg{};
-    reg.addr = reinterpret_cast<uintptr_t>(frames_.get());
-    reg.len = bytes;
-    reg.chunk_size = cfg_.frameSize;
-    reg.headroom = cfg_.headroom;
-    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof(reg)),
-               "register " + what + " (XDP_UMEM_REG pins its " + std::to_string(bytes) +
-                   " bytes: needs CAP_IPC_LOCK, or an RLIMIT_MEMLOCK that holds them)");
-    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_FILL_RING, &cfg_.fillSize, sizeof(cfg_.fillSize)),
-               what + ": fill ring of " + std::to_string(cfg_.fillSize));
-    checkErrno(::setsockopt(ownerFd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &cfg_.compSize, sizeof(cfg_.compSize)),
-               what + ": completion ring of " + std::to_string(cfg_.compSize));
+Umem::Umem(Adopt, int ownerFd, int memfd, const UmemConfig& cfg, const std::string& name) : cfg_(cfg)
+{
+    checkConfig(cfg_, name);
+    const std::string what = "UMEM of " + name + " (handed over)";
+    const size_t bytes = size_t(cfg_.frameSize) * cfg_.frameCount;
+    struct stat st{};
+    checkErrno(::fstat(memfd, &st), what + ": fstat");
+    if (static_cast<uint64_t>(st.st_size) != bytes)
+        throwErrno(EINVAL, what + ": its memfd holds " + std::to_string(st.st_size) + " bytes, not the " +
+                               std::to_string(bytes) + " of " + std::to_string(cfg_.frameCount) + " frames of " +
+                               std::to_string(cfg_.frameSize));
+    frames_ = MmapArea::map(bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, memfd, 0,
+                            what + " (" + std::to_string(bytes) + " bytes, read-only)");
+    mapRingsAndFill(ownerFd, what);
+}
 
+void Umem::mapRingsAndFill(int ownerFd, const std::string& what)
+{
     xdp_mmap_offsets off = ringOffsets(ownerFd, what);
     RingPtrs p;
     fillMap_ = mapRing(ownerFd, off.fr, XDP_UMEM_PGOFF_FILL_RING, cfg_.fillSize, sizeof(uint64_t), &p,
@@ -88,11 +117,33 @@ Umem::Umem(int ownerFd, const UmemConfig& cfg, const std::string& name) : cfg_(c
     stash_ = std::make_unique<uint64_t[]>(cfg_.frameCount);
 
     std::lock_guard lk(fillLock_);
+    if (fill_.freeSlots(cfg_.frameCount) < cfg_.frameCount)
+        throwErrno(EBUSY, what + ": its fill ring holds frames already (another process runs it?)");
     for (uint32_t i = 0; i < cfg_.frameCount; i++)
         fill_.addrAt(i) = uint64_t(i) * cfg_.frameSize;
     fill_.submit(cfg_.frameCount);
-    NPF_DEBUG("%s: %u frames of %u bytes (%zu KiB pinned), fill %u, completion %u", what.c_str(), cfg_.frameCount,
-              cfg_.frameSize, bytes / 1024, cfg_.fillSize, cfg_.compSize);
+    NPF_DEBUG("%s: %u frames of %u bytes (%llu KiB pinned), fill %u, completion %u", what.c_str(), cfg_.frameCount,
+              cfg_.frameSize, static_cast<unsigned long long>(bytes() / 1024), cfg_.fillSize, cfg_.compSize);
+}
+
+Fd registerSharedUmem(int ownerFd, UmemConfig& cfg, const std::string& name)
+{
+    checkConfig(cfg, name);
+    const std::string what = "UMEM of " + name + " (to hand over)";
+    const size_t bytes = size_t(cfg.frameSize) * cfg.frameCount;
+    Fd memfd(::memfd_create("npf-umem", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    if (!memfd)
+        throwErrno("memfd_create for " + what);
+    checkErrno(::ftruncate(memfd.get(), static_cast<off_t>(bytes)), what + ": size its memfd");
+    {
+        // Registration pins the pages (they stay in the memfd); no mapping is kept.
+        MmapArea frames = MmapArea::map(bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd.get(), 0,
+                                        what + " (" + std::to_string(bytes) + " bytes)");
+        registerUmem(ownerFd, frames.get(), cfg, what);
+    }
+    checkErrno(::fcntl(memfd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL),
+               what + ": seal its memfd");
+    return memfd;
 }
 
 uint32_t Umem::pushLocked(const uint64_t* addrs, uint32_t n) noexcept

@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 
+#include "sys/fd.h"
 #include "sys/mmap_area.h"
 #include "xsk/config.h"
 #include "xsk/ring.h"
@@ -41,6 +42,9 @@ struct FillCounters {
     std::atomic<uint64_t> stashed{0};    // frames that found the ring full and waited in the stash
 };
 
+// Tag of the constructor that adopts a UMEM another process registered.
+struct Adopt {};
+
 class Umem {
 public:
     // Registers the UMEM on the AF_XDP socket `ownerFd` (not owned; it must
@@ -48,6 +52,12 @@ public:
     // fill and completion rings and puts every frame on the fill ring.
     // `name` identifies the queue in error messages.
     Umem(int ownerFd, const UmemConfig& cfg, const std::string& name);
+    // A UMEM another process registered on `ownerFd` (bound since) over the
+    // pages of `memfd` (npfd's delegated mode, registerSharedUmem): maps the
+    // frames read-only (the memfd is sealed against writes) and the fill and
+    // completion rings, and puts every frame on the fill ring. Throws if
+    // the memfd does not hold cfg's frames.
+    Umem(Adopt, int ownerFd, int memfd, const UmemConfig& cfg, const std::string& name);
     Umem(const Umem&) = delete;
     Umem& operator=(const Umem&) = delete;
 
@@ -67,6 +77,8 @@ public:
     const FillCounters& counters() const noexcept { return counters_; }
 
 private:
+    // The rings of `ownerFd`, mapped; every frame on the fill ring.
+    void mapRingsAndFill(int ownerFd, const std::string& what);
     uint32_t pushLocked(const uint64_t* addrs, uint32_t n) noexcept;
 
     UmemConfig cfg_;
@@ -79,6 +91,15 @@ private:
     uint32_t stashed_ = 0;              // guarded by fillLock_
     FillCounters counters_;
 };
+
+// For a UMEM another process runs (npfd's delegated mode): registers one of
+// cfg's geometry on `ownerFd` over the pages of a new memfd, with its fill
+// and completion rings, and returns the memfd sealed against writes,
+// shrinking and growing (F_SEAL_FUTURE_WRITE: whoever it is handed to can map
+// it read-only, never write or punch the pinned pages). The pages are pinned
+// and charged to the caller (CAP_IPC_LOCK, or RLIMIT_MEMLOCK). The caller
+// keeps no mapping; the UMEM lives as long as the socket.
+Fd registerSharedUmem(int ownerFd, UmemConfig& cfg, const std::string& name);
 
 // Maps one ring of an AF_XDP socket: `off` from XDP_MMAP_OFFSETS, `pgoff` the
 // XDP_PGOFF_* / XDP_UMEM_PGOFF_* of the ring, `descSize` the slot size.
