@@ -681,7 +681,7 @@ TEST_P(XskVeth, JumboDatagramsSpanFramesAndGatherWhole)
 TEST_P(XskVeth, AQueueHandedOverRunsInAProcessWithoutPrivileges)
 {
     Rig rig({.xdpFlags = GetParam(), .sockets = false});
-    constexpr uint32_t kN = 300;
+    constexpr uint32_t kN = 300, kFirst = 200; // two rounds through 256 frames
     auto resident = [](uint64_t page) { return page % 4 != 3; };
     for (uint32_t i = 0; i < kN; i++) {
         rig.post(uint64_t(i) * 4096, 2048);
@@ -730,14 +730,20 @@ TEST_P(XskVeth, AQueueHandedOverRunsInAProcessWithoutPrivileges)
                 got[backup]++;
             };
             const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-            while (got[0] + got[1] < kN && std::chrono::steady_clock::now() < deadline) {
-                qs.pollPrimary(xsk::kMaxBatch, [&](const RxPacket& p) noexcept { check(p, false); });
-                qs.peekBackup(xsk::kMaxBatch, [&](const RxPacket& p) noexcept {
-                    check(p, true);
-                    qs.releaseBackup(p.frames.data(), p.nframes);
-                });
-                (void)qs.waitPrimary(1);
-            }
+            auto receiveUntil = [&](uint32_t n) {
+                while (got[0] + got[1] < n && std::chrono::steady_clock::now() < deadline) {
+                    qs.pollPrimary(xsk::kMaxBatch, [&](const RxPacket& p) noexcept { check(p, false); });
+                    qs.peekBackup(xsk::kMaxBatch, [&](const RxPacket& p) noexcept {
+                        check(p, true);
+                        qs.releaseBackup(p.frames.data(), p.nframes);
+                    });
+                    (void)qs.waitPrimary(1);
+                }
+            };
+            // The second round fits the UMEM only in the frames the first gave back.
+            receiveUntil(kFirst);
+            (void)ipc::sendMessage(childEnd.get(), "first round in");
+            receiveUntil(kN);
             const QueueStats s = qs.stats();
             if (s.recycled != kN)
                 bad += " recycled " + std::to_string(s.recycled);
@@ -766,11 +772,17 @@ TEST_P(XskVeth, AQueueHandedOverRunsInAProcessWithoutPrivileges)
     ipc::RecvResult ready = ipc::recvMessage(parentEnd.get());
     ASSERT_EQ(ready.status, ipc::IoStatus::Ok);
     ASSERT_EQ(ready.message.bytes, "ready");
-    std::vector<std::vector<uint8_t>> payloads;
+    // Two rounds, each within the frames the child has on its fill ring: the
+    // second is sent once the child has the first (however slowly it runs).
+    std::vector<std::vector<uint8_t>> first, second;
     for (uint32_t i = 0; i < kN; i++)
-        payloads.push_back(payloadFor(i, 1000));
-    EXPECT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, payloads, 100), kN);
+        (i < kFirst ? first : second).push_back(payloadFor(i, 1000));
+    EXPECT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, first), kFirst);
     ipc::RecvResult verdict = ipc::recvMessage(parentEnd.get());
+    if (verdict.status == ipc::IoStatus::Ok && verdict.message.bytes == "first round in") {
+        EXPECT_EQ(sendDatagrams(rig.veth(), rig.port(), 0, second), kN - kFirst);
+        verdict = ipc::recvMessage(parentEnd.get());
+    }
     EXPECT_EQ(WEXITSTATUS(reap()), 0);
     ASSERT_EQ(verdict.status, ipc::IoStatus::Ok);
     uint32_t backup = 0;
