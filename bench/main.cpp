@@ -75,10 +75,8 @@ Json runScenarios(std::vector<std::string> list, npf::bench::Options& o)
         if (npf::bench::g_interrupted)
             break;
         sc[s] = npf::bench::runScenario(s, o);
-        if (s == "steady") {
-            o.controlSteadyCpuNs = npf::bench::controlCpuNs(sc[s]);
-            o.steady = npf::bench::steadyOf(sc[s]);
-        }
+        if (s == "steady")
+            o.steady = npf::bench::steadyRuns(sc[s]);
         fflush(stdout);
     }
     return sc;

@@ -162,14 +162,15 @@ void pagesVsPinned(const std::vector<RunResult>& rs, const Options& o, Json& j)
     const RunResult* p = find(rs, "static-pinned");
     if (!p)
         return;
-    const ControlCheck c = checkControl(p->cpuNsPerPacket(), o.controlSteadyCpuNs);
-    Json r{{"control", controlJson(c, *p, o.controlSteadyCpuNs)}};
+    const double steadyCpuNs = o.steadyOf("static-pinned").cpuNs;
+    const ControlCheck c = checkControl(p->cpuNsPerPacket(), steadyCpuNs);
+    Json r{{"control", controlJson(c, *p, steadyCpuNs)}};
     if (c.verdict == ControlCheck::Verdict::Starved) {
         r["withheld"] = "control starved: ratio withheld";
         if (p->received)
             printf("static-pinned: control starved: ratio withheld (%.0f ns CPU per datagram here, %.1fx its %.0f "
                    "ns in the steady state)\n",
-                   p->cpuNsPerPacket(), c.cpuRatio, o.controlSteadyCpuNs);
+                   p->cpuNsPerPacket(), c.cpuRatio, steadyCpuNs);
         else
             printf("static-pinned: control starved: ratio withheld (it received nothing)\n");
         j["vsStaticPinned"] = r;
@@ -372,14 +373,14 @@ void installBound(const std::vector<RunResult>& rs, const Options& o, Json& j)
 void reservedVsSteady(const std::vector<RunResult>& rs, const Options& o, Json& j)
 {
     const RunResult* r = find(rs, "npf-reserve");
-    const auto pinned = o.steady.find("static-pinned"), fast = o.steady.find("npf");
-    if (!r || pinned == o.steady.end() || fast == o.steady.end() || pinned->second.pps <= 0 || fast->second.cpuNs <= 0)
+    const Options::Steady pinned = o.steadyOf("static-pinned"), fast = o.steadyOf("npf");
+    if (!r || pinned.pps <= 0 || fast.cpuNs <= 0)
         return;
-    const double rate = r->pps / pinned->second.pps, cpu = r->cpuNsPerPacket() / fast->second.cpuNs;
+    const double rate = r->pps / pinned.pps, cpu = r->cpuNsPerPacket() / fast.cpuNs;
     j["reservedVsSteady"] = {{"ppsVsStaticPinnedSteady", rate}, {"cpuVsNpfSteady", cpu}};
     printf("npf-reserve (a reserved 4 KiB pool): %.3f M/s = %.2fx static-pinned's steady %.3f M/s, %.0f ns CPU per "
            "datagram = %.2fx npf's steady %.0f ns\n",
-           r->pps / 1e6, rate, pinned->second.pps / 1e6, r->cpuNsPerPacket(), cpu, fast->second.cpuNs);
+           r->pps / 1e6, rate, pinned.pps / 1e6, r->cpuNsPerPacket(), cpu, fast.cpuNs);
 }
 
 // 4. Every packet faults: one datagram per page, budget far below the region.
@@ -639,15 +640,7 @@ const std::vector<std::string>& scenarioNames()
     return n;
 }
 
-double controlCpuNs(const Json& steady)
-{
-    for (const auto& r : steady.value("runs", Json::array()))
-        if (r.value("contender", "") == "static-pinned" && !r.contains("error"))
-            return r.value("rxCpuNsPerPacket", 0.0);
-    return 0;
-}
-
-std::map<std::string, Options::Steady> steadyOf(const Json& steady)
+std::map<std::string, Options::Steady> steadyRuns(const Json& steady)
 {
     std::map<std::string, Options::Steady> m;
     for (const auto& r : steady.value("runs", Json::array()))

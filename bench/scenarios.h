@@ -24,13 +24,19 @@ struct Options {
     uint64_t releaseMin = 0;            // npf, npf-sidecar: bytes consumed before a release (0 = every batch)
     uint32_t pagers = 1;                // npf, npf-2m: pager threads (EngineConfig::pagerThreads)
     bool udpCsum = true;                // generated datagrams carry correct UDP checksums (else 0)
-    double controlSteadyCpuNs = 0;      // static-pinned's CPU per datagram in this run's steady state (0: none)
     // This run's steady state, by contender: received pps and CPU ns per
-    // datagram (the reserved fault path is held against them).
+    // datagram (static-pinned's CPU is the control the other scenarios
+    // check; the reserved fault path is held against both).
     struct Steady {
         double pps = 0, cpuNs = 0;
     };
     std::map<std::string, Steady> steady;
+    // `kind`'s steady state in this run; zeros if it did not run there.
+    Steady steadyOf(const std::string& kind) const
+    {
+        const auto it = steady.find(kind);
+        return it == steady.end() ? Steady{} : it->second;
+    }
     // The 4 KiB install bound of this run's start (PageRates::touchedPerSec:
     // recycled pages, each read once by the receiver); 0: not measured.
     double installBoundPerSec = 0;
@@ -42,9 +48,7 @@ using Json = nlohmann::ordered_json;
 
 const std::vector<std::string>& scenarioNames();
 Json runScenario(const std::string& name, const Options& o);
-// static-pinned's CPU per datagram in a steady scenario's JSON (0: it did not run).
-double controlCpuNs(const Json& steady);
 // Every contender's received pps and CPU per datagram in a steady scenario's JSON.
-std::map<std::string, Options::Steady> steadyOf(const Json& steady);
+std::map<std::string, Options::Steady> steadyRuns(const Json& steady);
 
 } // namespace npf::bench

@@ -1,30 +1,22 @@
 #include "xsk/handover.h"
 
 #include "npf/abi.h"
-#include "sys/error.h"
 #include "sys/log.h"
+#include "xsk/queue.h"
 #include "xsk/umem.h"
 
 namespace npf::xsk {
-namespace {
-
-std::string queueName(const QueueConfig& cfg, const char* role)
-{
-    return std::string("delegated xsk ") + role + " of queue " + std::to_string(cfg.queue) + " (ifindex " +
-           std::to_string(cfg.ifindex) + ")";
-}
-
-} // namespace
 
 DelegatedQueue::DelegatedQueue(const QueueConfig& cfg, int xskmapFd) : cfg_(cfg)
 {
-    if (cfg_.queue >= NPF_MAX_QUEUES)
-        throwErrno(EINVAL, queueName(cfg_, "pair") + ": queue must be < " + std::to_string(NPF_MAX_QUEUES));
-    Fd owner = openXskSocket(queueName(cfg_, "primary"));
-    umem_ = registerSharedUmem(owner.get(), cfg_.umem, queueName(cfg_, "socket pair"));
+    checkQueueIndex(cfg_);
+    Fd owner = openXskSocket(queueName(cfg_, "delegated primary"));
+    umem_ = registerSharedUmem(owner.get(), cfg_.umem, queueName(cfg_, "delegated socket pair"));
     primary_ = XskSocket::bindOwner(std::move(owner), cfg_.ifindex, cfg_.queue, cfg_.primaryRxSize, cfg_.mode,
-                                    cfg_.needWakeup, cfg_.multiBuffer, cfg_.busyWaitMs, queueName(cfg_, "primary"));
-    backup_ = XskSocket::bindShared(primary_, cfg_.ifindex, cfg_.queue, cfg_.backupRxSize, queueName(cfg_, "backup"));
+                                    cfg_.needWakeup, cfg_.multiBuffer, cfg_.busyWaitMs,
+                                    queueName(cfg_, "delegated primary"));
+    backup_ = XskSocket::bindShared(primary_, cfg_.ifindex, cfg_.queue, cfg_.backupRxSize,
+                                    queueName(cfg_, "delegated backup"));
     cfg_.multiBuffer = primary_.multiBuffer();
     if (xskmapFd >= 0) {
         primary_.insertInto(xskmapFd, NPF_XSK_PRIMARY(cfg_.queue));

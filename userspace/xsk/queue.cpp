@@ -5,18 +5,20 @@
 
 namespace npf::xsk {
 
-namespace {
-std::string queueName(const QueueConfig& cfg, const char* role)
+std::string queueName(const QueueConfig& cfg, const std::string& role)
 {
-    return std::string("xsk ") + role + " of queue " + std::to_string(cfg.queue) + " (ifindex " +
-           std::to_string(cfg.ifindex) + ")";
+    return "xsk " + role + " of queue " + std::to_string(cfg.queue) + " (ifindex " + std::to_string(cfg.ifindex) + ")";
 }
-} // namespace
 
-const QueueConfig& QueueSockets::checked(const QueueConfig& cfg)
+void checkQueueIndex(const QueueConfig& cfg)
 {
     if (cfg.queue >= NPF_MAX_QUEUES)
         throwErrno(EINVAL, queueName(cfg, "pair") + ": queue must be < " + std::to_string(NPF_MAX_QUEUES));
+}
+
+const QueueConfig& QueueSockets::checked(const QueueConfig& cfg)
+{
+    checkQueueIndex(cfg);
     if (cfg.regionBytes == 0)
         throwErrno(EINVAL, queueName(cfg, "pair") + ": region size not set (metas are checked against it)");
     return cfg;

@@ -96,6 +96,11 @@ struct QueueStats {
     }
 };
 
+// "xsk <role> of queue <q> (ifindex <i>)", for messages and logs.
+std::string queueName(const QueueConfig& cfg, const std::string& role);
+// Throws EINVAL naming the queue if cfg.queue is not one XDP can steer to.
+void checkQueueIndex(const QueueConfig& cfg);
+
 class QueueSockets {
 public:
     // Creates the UMEM and both sockets, binds them to (cfg.ifindex,
