@@ -8,14 +8,9 @@
 
 namespace npf {
 
-FlowTable::FlowTable(dataplane::Dataplane& dp, const EngineConfig& cfg) : dp_(dp), cfg_(cfg) {}
+FlowTable::FlowTable(XdpLink& link, const EngineConfig& cfg) : link_(link), cfg_(cfg) {}
 
-void FlowTable::withdrawStale()
-{
-    for (const dataplane::FlowInfo& f : dataplane::listFlows(dp_))
-        if (std::optional<dataplane::FlowRing> ring = dataplane::FlowRing::open(dp_, f.id))
-            dataplane::PostProducer::withdraw(ring->cursor());
-}
+void FlowTable::withdrawStale() { link_.withdrawStale(); }
 
 ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                             bool fresh)
@@ -24,7 +19,7 @@ ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, con
     for (const auto& o : open_)
         if (o->spec == spec)
             throw StateError(EEXIST, "flow " + dataplane::toString(spec) + " is already open on " + cfg_.ifname);
-    dataplane::EngineFlow opened = dataplane::openEngineFlow(dp_, spec, binding, fresh);
+    dataplane::EngineFlow opened = link_.openFlow(spec, binding, fresh);
     const dataplane::FlowEntry entry = opened.entry;
     const dataplane::FlowOrigin origin = opened.origin;
     // Posts a previous producer left are discarded: both sides start at cons.
@@ -50,11 +45,7 @@ void FlowTable::removeEntry(const ServedFlow& f) noexcept
     // Withdraw the posts: they point into a region that may be about to go.
     dataplane::PostProducer::withdraw(f.cursor);
     try {
-        const dataplane::FlowEntry entry{f.id, f.gen};
-        if (f.ownsEntry)
-            dataplane::delFlow(dp_, f.spec, entry);
-        else
-            dataplane::unbindRegion(dp_, f.spec, entry);
+        link_.removeFlow(f.spec, {f.id, f.gen}, f.ownsEntry);
     } catch (const std::exception& e) {
         NPF_WARN("removing flow %u: %s", f.id, e.what());
     }

@@ -13,9 +13,9 @@
 #include <mutex>
 #include <vector>
 
-#include "dataplane/dataplane.h"
 #include "dataplane/flow_ring.h"
 #include "engine/served_flow.h"
+#include "engine/xdp_link.h"
 #include "npf/engine.h"
 #include "xsk/meta.h"
 
@@ -25,7 +25,7 @@ class Region;
 
 class FlowTable {
 public:
-    FlowTable(dataplane::Dataplane& dp, const EngineConfig& cfg);
+    FlowTable(XdpLink& link, const EngineConfig& cfg);
     FlowTable(const FlowTable&) = delete;
     FlowTable& operator=(const FlowTable&) = delete;
 
@@ -79,7 +79,7 @@ public:
 private:
     void removeEntry(const ServedFlow& f) noexcept;
 
-    dataplane::Dataplane& dp_;
+    XdpLink& link_;
     const EngineConfig& cfg_;
     xsk::FlowSet set_;
     std::array<std::atomic<ServedFlow*>, NPF_MAX_FLOWS> byId_{};

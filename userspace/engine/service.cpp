@@ -8,56 +8,23 @@
 #include <thread>
 
 #include "counters/engine_stats.h"
-#include "dataplane/attach.h"
-#include "dataplane/iface.h"
-#include "dataplane/pins.h"
-#include "dataplane/stats.h"
-#include "dataplane/xsk_slots.h"
-#include "engine/queue_plan.h"
+#include "engine/local_xdp.h"
 #include "region/region.h"
 #include "sys/error.h"
 #include "sys/log.h"
 #include "sys/netns.h"
-#include "xsk/sizing.h"
 
 namespace npf {
 namespace {
-
-dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached)
-{
-    dataplane::ensureBpffs();
-    try {
-        dataplane::Dataplane dp = dataplane::Dataplane::open(cfg.ifname);
-        if (!cfg.xdpThenPin.empty() || cfg.xdpThenExisting)
-            NPF_INFO("npf_xdp is attached to %s already: the program to chain behind it is not applied (npfctl "
-                     "status %s shows what is chained)",
-                     cfg.ifname.c_str(), cfg.ifname.c_str());
-        return dp;
-    } catch (const StateError& e) {
-        if (e.code().value() != ENOENT)
-            throw;
-    }
-    dataplane::AttachOptions opt;
-    opt.ifname = cfg.ifname;
-    opt.mode = cfg.mode == XdpMode::Native ? dataplane::AttachMode::Native : dataplane::AttachMode::Skb;
-    opt.thenPin = cfg.xdpThenPin;
-    opt.thenExisting = cfg.xdpThenExisting;
-    dataplane::AttachResult r = dataplane::attach(opt);
-    NPF_INFO("attached npf_xdp to %s (%s, prog id %u, %u queues)", r.ifname.c_str(), dataplane::toString(r.mode),
-             r.progId, r.queues);
-    if (r.chained)
-        NPF_INFO("chained '%s' (prog id %u) behind npf_xdp on %s%s", r.chained->name.c_str(), r.chained->id,
-                 r.ifname.c_str(), r.tookOver ? ", in its place" : "");
-    *attached = true;
-    return dataplane::Dataplane::open(cfg.ifname);
-}
 
 // More would only contend for the regions' locks.
 constexpr uint32_t kMaxPagers = 64;
 
 } // namespace
 
-Service::Service(const EngineConfig& c, EpochDomain* epochs)
+Service::Service(const EngineConfig& c, EpochDomain* epochs) : Service(c, nullptr, epochs) {}
+
+Service::Service(const EngineConfig& c, std::unique_ptr<XdpLink> link, EpochDomain* epochs)
     : cfg_(c), ownEpochs_(epochs ? nullptr : std::make_unique<EpochDomain>()), epochs_(epochs ? *epochs : *ownEpochs_)
 {
     if (cfg_.ifname.empty())
@@ -73,7 +40,7 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
     netns_.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
     if (!netns_)
         throwErrno("open /proc/thread-self/ns/net");
-    dp_.emplace(openOrAttach(cfg_, &attachedByUs_));
+    link_ = link ? std::move(link) : std::make_unique<LocalXdp>(cfg_);
     try {
         setUp();
     } catch (...) {
@@ -81,40 +48,19 @@ Service::Service(const EngineConfig& c, EpochDomain* epochs)
         workers_.clear();
         pagers_.clear();
         queues_.clear();
-        if (attachedByUs_)
-            detachOnExit();
+        link_->detach(false);
         throw;
     }
 }
 
 void Service::setUp()
 {
-    if (!dataplane::xskSlots(*dp_).empty())
-        throw StateError(EBUSY, "another npf engine has sockets bound on " + cfg_.ifname +
-                                    " (npfctl status " + cfg_.ifname + ")");
-    flows_ = std::make_unique<FlowTable>(*dp_, cfg_);
+    flows_ = std::make_unique<FlowTable>(*link_, cfg_);
     flows_->withdrawStale();
-
-    uint32_t nq = cfg_.queues ? cfg_.queues : dp_->queues();
-    if (nq > dp_->queues())
-        throw ArgumentError("engine on " + cfg_.ifname + ": " + std::to_string(nq) +
-                            " queues requested, the program serves " + std::to_string(dp_->queues()));
-    const uint32_t mtu = dataplane::linkMtu(cfg_.ifname); // in this (the service's) network namespace
-    const xsk::QueueSizes sizes = serviceQueueSizes(cfg_, mtu);
-    NPF_INFO("%s: MTU %u, %u-byte UMEM frames, %u per largest packet", cfg_.ifname.c_str(), mtu, sizes.frameSize,
-             sizes.framesPerPacket);
-    for (uint32_t q = 0; q < nq; q++) {
-        xsk::QueueConfig qc;
-        qc.ifindex = static_cast<uint32_t>(dp_->ifindex());
-        qc.queue = q;
-        qc.umem.frameSize = sizes.frameSize;
-        qc.umem.frameCount = sizes.frameCount;
-        qc.primaryRxSize = sizes.rxRingSize;
-        qc.backupRxSize = sizes.rxRingSize;
-        // Each flow bounds its datagrams by its own region (ServedFlow::claim).
-        qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
-        queues_.push_back(std::make_unique<xsk::QueueSockets>(qc, flows_->set(), dp_->xsks()));
-    }
+    const uint32_t nq = link_->queues();
+    const xsk::QueueSizes sizes = link_->sizes();
+    for (uint32_t q = 0; q < nq; q++)
+        queues_.push_back(link_->openQueue(q, flows_->set()));
     statsPath_ = cfg_.statsPath.empty() ? counters::engineStatsPath(cfg_.ifname) : cfg_.statsPath;
     PagerHooks hooks;
     hooks.tick = [this] { writeStatsFile(); };
@@ -212,19 +158,8 @@ Service::~Service()
     const std::string dir = statsPath_.substr(0, statsPath_.rfind('/'));
     ::rmdir(dir.c_str());
     ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
-    if (attachedByUs_ && moved)
-        detachOnExit();
-}
-
-void Service::detachOnExit() noexcept
-{
-    // An interface that is gone took the program with it: force removes the
-    // pins this service created.
-    try {
-        dataplane::detach(cfg_.ifname, ifaceGone_.load(std::memory_order_acquire));
-    } catch (const std::exception& e) {
-        NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
-    }
+    if (moved)
+        link_->detach(ifaceGone_.load(std::memory_order_acquire));
 }
 
 void Service::addRegion(Region& r) { regions_.add(&r); }
@@ -286,6 +221,6 @@ std::string Service::failure() const
     return "";
 }
 
-std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return dataplane::readXdpStats(*dp_); }
+std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return link_->xdpCounters(); }
 
 } // namespace npf

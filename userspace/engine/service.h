@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "dataplane/dataplane.h"
 #include "dataplane/flow_ring.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/region_set.h"
 #include "engine/worker.h"
+#include "engine/xdp_link.h"
 #include "npf/engine.h"
 #include "region/epoch.h"
 #include "sys/fd.h"
@@ -44,8 +44,11 @@ public:
     // cfg's region fields are not used (regions come with addRegion). Throws
     // std::system_error naming what failed (interface, attach, sockets).
     // `epochs`: a domain shared with other services (npfd: a client's region
-    // may receive on several interfaces); nullptr = one of its own.
+    // may receive on several interfaces); nullptr = one of its own. The
+    // first works npf_xdp itself (LocalXdp); the second runs on `link`
+    // (npf::Client in delegated mode: what npfd handed over).
     explicit Service(const EngineConfig& cfg, EpochDomain* epochs = nullptr);
+    Service(const EngineConfig& cfg, std::unique_ptr<XdpLink> link, EpochDomain* epochs = nullptr);
     ~Service(); // stops the threads, withdraws and removes the flows, detaches what it attached
     Service(const Service&) = delete;
     Service& operator=(const Service&) = delete;
@@ -84,13 +87,16 @@ public:
     uint32_t queues() const noexcept { return static_cast<uint32_t>(queues_.size()); }
     // The interface (in the service's network namespace) and the id of the
     // npf_xdp program whose maps it uses.
-    int ifindex() const noexcept { return dp_->ifindex(); }
-    uint32_t progId() const noexcept { return dp_->progId(); }
+    int ifindex() const noexcept { return link_->ifindex(); }
+    uint32_t progId() const noexcept { return link_->progId(); }
+    // The link is lost (delegated: npfd hung up); probe: may ask the kernel.
+    bool linkLost(bool probe) const { return !link_->lost(probe).empty(); }
+    int hangupFd() const noexcept { return link_->hangupFd(); }
     // Its workers' and pagers' loops ("npf-worker-0", "npf-pager"), each
     // named `prefix` + its thread's name, while they run: none before
     // start() nor once the interface is gone. Any thread.
     void loops(const std::string& prefix, std::vector<LoopProgress>& out) const;
-    bool attachedByUs() const noexcept { return attachedByUs_; }
+    bool attachedByUs() const noexcept { return link_->attachedByUs(); }
     // Returns after a whole round of every pager that began after the call
     // (npfd: the posts of its clients are protected from eviction by then).
     void syncPagers() noexcept;
@@ -104,15 +110,13 @@ public:
 private:
     void setUp();
     void stopThreads() noexcept;
-    void detachOnExit() noexcept;
     void writeStatsFile() noexcept;
     void barrier() noexcept; // no worker batch or pager round that began before is still running
 
     EngineConfig cfg_;
     Fd netns_; // the network namespace the service was created in (teardown runs there)
-    bool attachedByUs_ = false;
     bool started_ = false;
-    std::optional<dataplane::Dataplane> dp_;
+    std::unique_ptr<XdpLink> link_;
     std::unique_ptr<EpochDomain> ownEpochs_;
     EpochDomain& epochs_;
     RegionSet regions_;
