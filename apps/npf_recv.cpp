@@ -76,6 +76,7 @@ struct Options {
     int readyFd = -1; // --ready-fd: "ready\n" once every buffer is posted
     bool connect = false;  // --connect: through npfd
     std::string socket;    // its socket ("" = the default)
+    std::string clientMode = "auto"; // --client-mode: who runs the data path then
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false, json = false, noUdpCsum = false, runToCompletion = false, busyPoll = false;
     int verbose = 0;
@@ -591,6 +592,14 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     return ending == Ending::WriteFailed ? npf::exit_codes::kExitFailure : npf::exit_codes::kExitOk;
 }
 
+npf::RegionMemory regionMemoryOf(const Options& o)
+{
+    return o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
+           : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
+           : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
+                                       : npf::RegionMemory::Auto;
+}
+
 int run(const Options& o)
 {
     const Sizes sz = parseSizes(o);
@@ -598,23 +607,47 @@ int run(const Options& o)
     // Checked before anything is attached: a wrong number is a usage error.
     if (o.readyFd >= 0 && ::fcntl(o.readyFd, F_GETFD) < 0)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
-    if (o.connect && sz.reserve) // --reserve auto reserves nothing through npfd
-        throw std::invalid_argument("--reserve: through npfd (--connect) the region's pages are the client's memfd");
-    if (o.connect && o.busyPoll)
-        throw std::invalid_argument("--pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "
-                                    "--pager-busy-poll)");
-    if (o.connect && o.runToCompletion)
-        throw std::invalid_argument("--run-to-completion: through npfd (--connect) the fast path is npfd's workers'");
+    if (!o.connect && o.clientMode != "auto")
+        throw std::invalid_argument("--client-mode: only with --connect");
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
                                     : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (out.fd < 0)
         throw std::system_error(errno, std::generic_category(), "open output " + o.output);
     if (o.connect) {
-        npf::Client cli({.socket = o.socket.empty() ? npf::ClientConfig{}.socket : o.socket,
-                         .regionSize = sz.region,
-                         .pageSize = sz.page,
-                         .residentBudget = sz.budget,
-                         .name = "npf-recv"});
+        npf::ClientConfig cc;
+        if (!o.socket.empty())
+            cc.socket = o.socket;
+        cc.mode = o.clientMode == "delegated"  ? npf::ClientMode::Delegated
+                  : o.clientMode == "brokered" ? npf::ClientMode::Brokered
+                                               : npf::ClientMode::Auto;
+        cc.regionSize = sz.region;
+        cc.pageSize = sz.page;
+        cc.residentBudget = sz.budget;
+        cc.name = "npf-recv";
+        // Delegated mode: this process runs the engine, tuned as an in-process one.
+        cc.engine.regionMemory = regionMemoryOf(o);
+        cc.engine.reserve = sz.reserve;
+        cc.engine.prefetchDepth = o.prefetch;
+        cc.engine.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
+        cc.engine.verifyUdpChecksum = !o.noUdpCsum;
+        cc.engine.runToCompletion = o.runToCompletion;
+        cc.engine.pagerThreads = o.pagers;
+        cc.engine.pagerBusyPoll = o.busyPoll;
+        cc.engine.spillDir = o.spillDir;
+        npf::Client cli(cc);
+        if (cli.mode() == npf::ClientMode::Brokered) {
+            if (sz.reserve)
+                throw std::invalid_argument("--reserve: npfd runs this client's data path (brokered mode): the "
+                                            "region's pages are the client's memfd");
+            if (o.busyPoll)
+                throw std::invalid_argument("--pager-busy-poll: npfd runs this client's data path (brokered "
+                                            "mode): the pagers are npfd's (npfd --pager-busy-poll)");
+            if (o.runToCompletion)
+                throw std::invalid_argument("--run-to-completion: npfd runs this client's data path (brokered "
+                                            "mode): the fast path is npfd's workers'");
+        } else {
+            NPF_INFO("npf-recv: npfd delegated %s: this process runs its data path", cli.delegatedIface().c_str());
+        }
         npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
         return receive(o, sz, cli, flow, out);
     }
@@ -624,10 +657,7 @@ int run(const Options& o)
                      .regionSize = sz.region,
                      .residentBudget = sz.budget,
                      .pageSize = sz.page,
-                     .regionMemory = o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
-                                     : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
-                                     : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
-                                                                 : npf::RegionMemory::Auto,
+                     .regionMemory = regionMemoryOf(o),
                      .reserve = sz.reserve,
                      .prefetchDepth = o.prefetch,
                      .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
@@ -723,10 +753,17 @@ void addOptions(CLI::App& app, Options& o)
         ->check(CLI::Range(0, std::numeric_limits<int>::max()));
     app.add_option("--connect", o.socket,
                    "receive through npfd (the npf daemon) at this socket (default /run/npf/npfd.sock) instead of "
-                   "an in-process engine; IFACE is npfd's interface. --mode, --queues, --prefetch, --pagers, "
-                   "--spill-dir, --reorder-ms and --no-udp-csum are npfd's then; --run-to-completion is refused")
+                   "an in-process engine; IFACE is npfd's interface. --mode and --queues are npfd's then; in "
+                   "brokered mode so are --prefetch, --pagers, --spill-dir, --reorder-ms and --no-udp-csum, and "
+                   "--reserve, --pager-busy-poll and --run-to-completion are refused")
         ->expected(0, 1)
         ->type_name("[SOCKET]");
+    app.add_option("--client-mode", o.clientMode,
+                   "with --connect, who runs the data path: delegated (this process, on the sockets npfd hands "
+                   "it; npfd's config delegates the interface), brokered (npfd), auto (delegated where npfd "
+                   "delegates the interface)")
+        ->check(CLI::IsMember({"auto", "delegated", "brokered"}))
+        ->capture_default_str();
     app.add_flag("--json", o.json, "the exit summary as one JSON object on stderr");
     app.add_flag("-q,--quiet", o.quiet, "no summary on exit");
     app.add_flag("-v,--verbose", o.verbose, "more log output (repeat for more)");

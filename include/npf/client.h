@@ -28,8 +28,25 @@
 
 namespace npf {
 
+// Who runs the data path (docs/architecture.md, "Delegated mode").
+enum class ClientMode {
+    // Delegated where npfd delegates the interface (its config's
+    // "delegate"), else brokered.
+    Auto,
+    // npfd hands this process the interface's data path -- its AF_XDP
+    // sockets, the resident bitmap, each flow's post ring -- and libnpf runs
+    // an npf::Engine here: the region is this process's private memory, its
+    // faults are served by its own (user-mode) userfaultfd. One client per
+    // interface; refused where npfd does not delegate.
+    Delegated,
+    // npfd runs the data path: the region is a memfd npfd maps too.
+    Brokered,
+};
+const char* toString(ClientMode m) noexcept; // "auto", "delegated", "brokered"
+
 struct ClientConfig {
     std::string socket = "/run/npf/npfd.sock";
+    ClientMode mode = ClientMode::Auto;
     uint64_t regionSize = 1ull << 30;   // bytes of virtual receive memory (multiple of pageSize)
     // 4096, or 2 MiB: a hugetlbfs region (its pages from the kernel's huge
     // page pool, /proc/sys/vm/nr_hugepages; npfd refuses the region with
@@ -47,6 +64,16 @@ struct ClientConfig {
     uint64_t residentBudget = 0;
     std::string name;                   // shown in npfd's log
     std::chrono::milliseconds timeout{10000}; // for each request to npfd
+    // Delegated mode: the tuning of the engine this process runs (reserve,
+    // regionMemory, prefetchDepth, pagerThreads, CPUs, runToCompletion,
+    // spillDir, statsPath; "-" by default: no snapshot file). The interface,
+    // its queues and their sockets, the region's size, page size and
+    // budget come from npfd and the fields above.
+    EngineConfig engine = [] {
+        EngineConfig c;
+        c.statsPath = "-";
+        return c;
+    }();
 };
 
 // Privileges: none. The process needs userfaultfd in user mode only
@@ -79,6 +106,11 @@ public:
     // client's, or another std::system_error if npfd refuses.
     void closeFlow(Flow& f);
 
+    // Delegated or Brokered: what npfd granted.
+    ClientMode mode() const noexcept;
+    // Delegated mode: the interface whose data path this process runs ("" brokered).
+    const std::string& delegatedIface() const noexcept;
+
     uint8_t* region() const noexcept;
     uint64_t regionSize() const noexcept;
     uint64_t residentBudget() const noexcept; // what npfd granted
@@ -105,6 +137,8 @@ public:
     std::string failure() const;
     // After npfd restarted: connects again and registers the same region
     // (what it holds stays). The old flows are dead; open them again.
+    // Delegated mode: throws std::system_error(EOPNOTSUPP) (the region is
+    // the engine's: make a new Client).
     void reconnect();
     // Pages npfd had evicted that came back from this client's spill file
     // when the connection was lost (failure() noticed it, or reconnect()).

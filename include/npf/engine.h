@@ -129,7 +129,8 @@ struct EngineConfig {
     // (stays in RAM: eviction then bounds the region, not the process).
     std::string spillDir = "/var/tmp";
     // JSON snapshot for `npfctl stats`; "" = /run/npf/netns-<inode>/<ifname>/engine.json,
-    // <inode> the network namespace's (as the pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/).
+    // <inode> the network namespace's (as the pins: NPF_PIN_ROOT/netns-<inode>/<ifname>/);
+    // "-" = none (npf::Client's delegated engine, unless its config names one).
     std::string statsPath;
     // When the engine attaches the program: an XDP program to chain behind
     // npf_xdp, which gets every packet npf passes (docs/architecture.md,
@@ -307,8 +308,11 @@ public:
     bool attachedByUs() const noexcept;
 
     struct Impl;
+    // libnpf's own (npf::Client in delegated mode): an engine of its parts.
+    explicit Engine(std::unique_ptr<Impl> impl);
 
 private:
+    friend class Client;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -16,10 +16,12 @@
 #include <system_error>
 #include <vector>
 
+#include "client/delegated_xdp.h"
 #include "client/install_thread.h"
 #include "counters/engine_stats.h"
 #include "counters/flow_stats.h"
 #include "dataplane/flow_ring.h"
+#include "engine/engine_impl.h"
 #include "engine/flow_impl.h"
 #include "ipc/channel.h"
 #include "region/routes.h"
@@ -96,6 +98,8 @@ struct Link {
     // drops a page's spill content as soon as it restores it).
     uint64_t restore() noexcept
     {
+        if (memfd < 0) // delegated mode: the region is the engine's, nothing of it was npfd's
+            return 0;
         const bool huge = pageSize != NPF_PAGE_SIZE;
         void* alias = nullptr;
         if (huge && (alias = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0)) ==
@@ -140,9 +144,13 @@ struct Link {
 
 struct Client::Impl {
     ClientConfig cfg;
+    RegionGeometry geo;
     Fd memfd, spill;
     MmapArea map;
     uint64_t budget = 0;
+    // Delegated mode: the engine this process runs on npfd's sockets.
+    std::unique_ptr<Engine> engine;
+    std::string delegated; // its interface
     std::optional<ipc::Channel> ch;
     std::mutex mu; // the channel: one request at a time
     // Each open flow and the connection it was opened on.
@@ -168,6 +176,11 @@ struct Client::Impl {
     uint64_t releaseBatch = 0;
 
     void connect();
+    void makeSharedRegion(); // brokered: the memfd, its mapping, the spill file
+    void registerRegion(const ipc::HelloReply& h);
+    void startDelegated(const ipc::HelloReply& h);
+    uint64_t grantedBudget(const ipc::HelloReply& h) const;
+    NpfdCalls npfdCalls();
     template <typename Req>
     auto call(const Req& rq, std::span<const int> fds = {})
     {
@@ -256,24 +269,46 @@ void Client::Impl::flushRelease() noexcept
     }
 }
 
+// Asked none: npfd's default for this rule (its fair share), or from an
+// npfd that names none, the rule's whole limit.
+uint64_t Client::Impl::grantedBudget(const ipc::HelloReply& h) const
+{
+    uint64_t b = cfg.residentBudget;
+    if (!b) {
+        b = h.defaultBudget.value_or(h.limits.residentBytes);
+        b = std::max<uint64_t>(std::min(b, cfg.regionSize) / cfg.pageSize * cfg.pageSize, cfg.pageSize);
+    }
+    return std::min(b, cfg.regionSize);
+}
+
 void Client::Impl::connect()
 {
     ch.emplace(ipc::Channel::connect(cfg.socket));
-    link = std::make_shared<Link>(memfd.get(), spill.get(), cfg.regionSize, cfg.pageSize);
+    link = std::make_shared<Link>(memfd ? memfd.get() : -1, spill ? spill.get() : -1, cfg.regionSize, cfg.pageSize);
     ipc::HelloRequest hello;
     hello.name = cfg.name;
+    hello.delegate = cfg.mode != ClientMode::Brokered;
     ipc::HelloReply h = call(hello).reply;
     if (h.protocol != hello.protocol) // npfd speaks to each client in the client's version
         throwErrno(EPROTO, "npf client: npfd answered a protocol " + std::to_string(hello.protocol) +
                                " hello in protocol " + std::to_string(h.protocol) + ": not an npfd this client knows");
-    // Asked none: npfd's default for this rule (its fair share), or from an
-    // npfd that names none, the rule's whole limit.
-    budget = cfg.residentBudget;
-    if (!budget) {
-        budget = h.defaultBudget.value_or(h.limits.residentBytes);
-        budget = std::max<uint64_t>(std::min(budget, cfg.regionSize) / cfg.pageSize * cfg.pageSize, cfg.pageSize);
+    if (!h.delegated.empty()) {
+        if (!hello.delegate)
+            throwErrno(EPROTO, "npf client: npfd delegated " + h.delegated + " to a client that did not offer to run it");
+        startDelegated(h);
+        return;
     }
-    budget = std::min(budget, cfg.regionSize);
+    if (cfg.mode == ClientMode::Delegated)
+        throwErrno(EOPNOTSUPP, "npf client: npfd does not delegate an interface to this client (its config's "
+                               "\"delegate\" names none it may use; it serves " +
+                                   (h.ifaces.empty() ? std::string("none") : h.ifaces.front()) +
+                                   (h.ifaces.size() > 1 ? ", ..." : "") + "): ask for ClientMode::Brokered or Auto");
+    registerRegion(h);
+}
+
+void Client::Impl::registerRegion(const ipc::HelloReply& h)
+{
+    budget = grantedBudget(h);
     releaseBatch = std::max<uint64_t>(cfg.pageSize, std::min<uint64_t>(budget / 16, kReleaseBatchMax));
     // The mapping is registered with a fresh userfaultfd each time: npfd
     // gets it, and this process keeps no copy (were npfd to die, the
@@ -294,37 +329,96 @@ void Client::Impl::connect()
     (void)call(rq, std::span<const int>(fds, installer ? 4 : 3));
 }
 
+// What the delegated engine asks of npfd: its flows, over this connection.
+NpfdCalls Client::Impl::npfdCalls()
+{
+    NpfdCalls calls;
+    calls.openFlow = [this](const ipc::DelegateFlowRequest& rq, Fd* ring) {
+        auto r = call(rq);
+        *ring = std::move(r.fds[0]);
+        return r.reply;
+    };
+    calls.closeFlow = [this](uint32_t id) {
+        if (!link->isGone()) // npfd removed the flows of a connection that ended
+            (void)call(ipc::CloseFlowRequest{id});
+    };
+    calls.flowStats = [this](uint32_t id) { return flowStats(id, 0, link); };
+    calls.lost = [this](bool probe) {
+        return (probe ? link->hungUp(ch->fd()) : link->isGone())
+                   ? std::string("npfd closed the connection (it exited or restarted): make a new npf::Client")
+                   : std::string();
+    };
+    calls.hangupFd = ch->fd();
+    return calls;
+}
+
+void Client::Impl::startDelegated(const ipc::HelloReply& h)
+{
+    // Brokered mode's shared region is not needed: the engine's is private.
+    map = MmapArea();
+    memfd.reset();
+    spill.reset();
+    link = std::make_shared<Link>(-1, -1, cfg.regionSize, cfg.pageSize);
+    budget = grantedBudget(h);
+    ipc::DelegateRequest rq;
+    rq.size = cfg.regionSize;
+    rq.budget = budget;
+    rq.pageSize = static_cast<uint32_t>(cfg.pageSize);
+    auto d = call(rq);
+    std::vector<HandedQueue> queues;
+    for (uint32_t q = 0; q < d.reply.queues; q++) {
+        auto r = call(ipc::QueueRequest{q});
+        queues.push_back({std::move(r.fds[0]), std::move(r.fds[1]), std::move(r.fds[2])});
+    }
+    EngineConfig ec = cfg.engine;
+    ec.ifname = d.reply.iface;
+    ec.queues = d.reply.queues;
+    ec.regionSize = cfg.regionSize;
+    ec.pageSize = cfg.pageSize;
+    ec.residentBudget = budget;
+    dataplane::ResidentMap bitmap = dataplane::ResidentMap::adopt(std::move(d.fds[0]), geo.bitmapPages());
+    engine = std::make_unique<Engine>(std::make_unique<Engine::Impl>(
+        ec, std::make_unique<DelegatedXdp>(d.reply, std::move(queues), npfdCalls()), std::move(bitmap)));
+    delegated = d.reply.iface;
+}
+
 Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
 {
     Impl& c = *impl_;
     c.cfg = cfg;
-    RegionGeometry geo;
     std::string why;
-    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &geo,
+    if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &c.geo,
                               &why) != RegionGeometry::Error::None)
         throwErrno(EINVAL, "npf client: region " + why);
+    if (cfg.mode != ClientMode::Delegated)
+        c.makeSharedRegion();
+    c.connect();
+}
+
+void Client::Impl::makeSharedRegion()
+{
     const bool huge = geo.huge();
-    c.memfd.reset(::memfd_create("npf-client-region",
-                                 MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2M : 0)));
-    if (!c.memfd)
+    memfd.reset(::memfd_create("npf-client-region",
+                               MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB | kMfdHuge2M : 0)));
+    if (!memfd)
         throwErrno(huge ? "memfd_create(MFD_HUGETLB) for the npf region (a kernel with hugetlbfs?)"
                         : "memfd_create for the npf region");
-    checkErrno(::ftruncate(c.memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
+    checkErrno(::ftruncate(memfd.get(), static_cast<off_t>(cfg.regionSize)), "size the npf region memfd");
     // MAP_NORESERVE: a hugetlbfs mapping would otherwise reserve the whole
     // region's huge pages up front; npfd keeps it within its budget.
-    c.map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, c.memfd.get(), 0,
-                          "the npf region");
+    map = MmapArea::map(cfg.regionSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd.get(), 0,
+                        "the npf region");
     // Where npfd saves what it evicts: this process's, so it survives npfd.
-    c.spill.reset(::memfd_create("npf-client-spill", MFD_CLOEXEC));
-    if (!c.spill)
+    spill.reset(::memfd_create("npf-client-spill", MFD_CLOEXEC));
+    if (!spill)
         throwErrno("memfd_create for the npf region's spill");
-    checkErrno(::ftruncate(c.spill.get(), static_cast<off_t>(cfg.regionSize)), "size the npf spill memfd");
-    c.connect();
+    checkErrno(::ftruncate(spill.get(), static_cast<off_t>(cfg.regionSize)), "size the npf spill memfd");
 }
 
 Client::~Client()
 {
     impl_->flows.clear();
+    impl_->engine.reset(); // its flows closed (close_flow), its sockets closed: npfd takes the interface back
     if (impl_->ch && !impl_->link->isGone()) {
         try {
             (void)impl_->call(ipc::ByeRequest{});
@@ -338,6 +432,12 @@ Client::~Client()
 Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
 {
     Impl& c = *impl_;
+    if (c.engine) {
+        if (!iface.empty() && iface != c.delegated)
+            throwErrno(EINVAL, "npf client: this client runs the data path of " + c.delegated +
+                                   " (delegated mode): a flow on " + iface + " needs a client of its own");
+        return c.engine->openFlow(port, addr);
+    }
     ipc::OpenFlowRequest rq;
     rq.iface = iface;
     rq.port = port;
@@ -374,6 +474,14 @@ Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string
 void Client::closeFlow(Flow& f)
 {
     Impl& c = *impl_;
+    if (c.engine) {
+        try {
+            c.engine->closeFlow(f);
+        } catch (const std::invalid_argument& e) {
+            throwErrno(EINVAL, e.what());
+        }
+        return;
+    }
     Impl::OpenFlow open;
     {
         std::lock_guard<std::mutex> lock(c.flowsMu);
@@ -397,18 +505,41 @@ void Client::closeFlow(Flow& f)
     }
 }
 
-uint8_t* Client::region() const noexcept { return impl_->map.as<uint8_t>(); }
+const char* toString(ClientMode m) noexcept
+{
+    switch (m) {
+    case ClientMode::Auto:
+        return "auto";
+    case ClientMode::Delegated:
+        return "delegated";
+    case ClientMode::Brokered:
+        break;
+    }
+    return "brokered";
+}
+
+ClientMode Client::mode() const noexcept { return impl_->engine ? ClientMode::Delegated : ClientMode::Brokered; }
+const std::string& Client::delegatedIface() const noexcept { return impl_->delegated; }
+
+uint8_t* Client::region() const noexcept
+{
+    return impl_->engine ? impl_->engine->region() : impl_->map.as<uint8_t>();
+}
 uint64_t Client::regionSize() const noexcept { return impl_->cfg.regionSize; }
 uint64_t Client::residentBudget() const noexcept { return impl_->budget; }
 
 const char* Client::route() const noexcept
 {
+    if (impl_->engine)
+        return impl_->engine->impl_->region->route();
     return impl_->cfg.pageSize == NPF_PAGE_SIZE ? routes::kClientMemfd4k : routes::kClientHugetlbfs2m;
 }
 
 void Client::release(uint64_t offset, uint64_t len)
 {
     Impl& c = *impl_;
+    if (c.engine)
+        return c.engine->release(offset, len);
     if (offset > c.cfg.regionSize || len > c.cfg.regionSize - offset)
         throwErrno(EINVAL, "release [" + std::to_string(offset) + ", +" + std::to_string(len) +
                                ") is outside the region of " + std::to_string(c.cfg.regionSize) + " bytes");
@@ -451,17 +582,27 @@ void Client::release(uint64_t offset, uint64_t len)
 
 uint64_t Client::populate(uint64_t offset, uint64_t len)
 {
+    if (impl_->engine)
+        return impl_->engine->populate(offset, len);
     return impl_->call(ipc::PopulateRequest{offset, len}).reply.pages;
 }
 
 EngineStats Client::stats() const
 {
+    if (impl_->engine)
+        return impl_->engine->stats();
     auto r = impl_->call(ipc::StatsRequest{});
     return counters::parseEngineStats(r.reply.stats);
 }
 
 std::string Client::failure() const
 {
+    if (impl_->engine) {
+        const std::string f = impl_->engine->failure();
+        return !f.empty() ? f : impl_->engine->impl_->service->linkLost(true)
+                                    ? "npfd closed the connection (it exited or restarted): make a new npf::Client"
+                                    : "";
+    }
     return impl_->link->hungUp(impl_->ch->fd()) ? "npfd closed the connection (it exited or restarted): reconnect()"
                                                 : "";
 }
@@ -474,6 +615,9 @@ uint64_t Client::restoredPages() const noexcept
 void Client::reconnect()
 {
     Impl& c = *impl_;
+    if (c.engine)
+        throwErrno(EOPNOTSUPP, "npf client: reconnect in delegated mode (the region is this client's engine's, "
+                               "and ends with it): make a new npf::Client");
     {
         std::lock_guard<std::mutex> lock(c.mu);
         // Closing our end ends npfd's session (if it still has one) only

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -377,6 +378,11 @@ std::optional<IfaceSpec> parseIfaceSpec(std::string_view text, std::string* why)
     return s;
 }
 
+bool DaemonConfig::delegated(const std::string& label) const
+{
+    return std::find(delegate.begin(), delegate.end(), label) != delegate.end();
+}
+
 DaemonConfig parseConfig(std::string_view text, const std::string& origin)
 {
     const Ctx ctx(origin);
@@ -401,6 +407,16 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
                 c.ifaces.push_back(name);
             }
             ifaces = true;
+        } else if (k == "delegate") {
+            if (!v.is_array() || v.size() > kMaxIfaces)
+                ctx.fail(k, "must be an array of interfaces from \"ifaces\"");
+            for (size_t i = 0; i < v.size(); ++i) {
+                const std::string p = k + "[" + std::to_string(i) + "]";
+                const std::string& name = ctx.string(p, v[i]);
+                if (c.delegated(name))
+                    ctx.fail(p, "\"" + name + "\" is listed twice");
+                c.delegate.push_back(name);
+            }
         } else if (k == "socket") {
             c.socket = ctx.absolutePath(k, v, sizeof(sockaddr_un::sun_path) - 1);
         } else if (k == "socket_group") {
@@ -432,12 +448,16 @@ DaemonConfig parseConfig(std::string_view text, const std::string& origin)
             for (size_t i = 0; i < v.size(); ++i)
                 c.clients.push_back(parseRule(ctx, k + "[" + std::to_string(i) + "]", v[i]));
         } else {
-            ctx.fail(k, "unknown key (known: ifaces, socket, socket_group, spill_dir, allow_root, max_connections, "
+            ctx.fail(k, "unknown key (known: ifaces, delegate, socket, socket_group, spill_dir, allow_root, max_connections, "
                         "hello_timeout_ms, client_install_wait_us, pods_socket, clients)");
         }
     }
     if (!ifaces)
         ctx.fail("ifaces", "missing: list the interfaces npfd serves, e.g. \"ifaces\": [\"eth0\"]");
+    for (size_t i = 0; i < c.delegate.size(); ++i)
+        if (std::find(c.ifaces.begin(), c.ifaces.end(), c.delegate[i]) == c.ifaces.end())
+            ctx.fail("delegate[" + std::to_string(i) + "]",
+                     "\"" + c.delegate[i] + "\" is not one of \"ifaces\" (write it as it is written there)");
     if (!c.podsSocket.empty() && c.podsSocket == c.socket)
         ctx.fail("pods_socket", "\"" + c.podsSocket + "\" is the clients' socket too: give npf-cni a socket of its own");
     return c;

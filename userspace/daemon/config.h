@@ -15,6 +15,8 @@
 //     "hello_timeout_ms": 5000,               a connection says hello within it
 //     "client_install_wait_us": 1000,         pages go into a client's mapping (its memory
 //                                             cgroup pays) unless that takes longer; 0 = never
+//     "delegate": ["eth0"],                   interfaces whose data path npfd hands to their
+//                                             one client (delegated mode); each one of "ifaces"
 //     "pods_socket": "/run/npf/pods.sock",    where npf-cni hands over pods' listeners
 //                                             (root only, mode 0600); absent = none
 //     "clients": [
@@ -111,6 +113,10 @@ std::optional<IfaceSpec> parseIfaceSpec(std::string_view text, std::string* why)
 
 struct DaemonConfig {
     std::vector<std::string> ifaces; // as written: parseIfaceSpec
+    // Of those (as written), the ones npfd delegates: one client at a time
+    // runs the data path in its own process (docs/architecture.md).
+    std::vector<std::string> delegate;
+    bool delegated(const std::string& label) const;
     std::string socket = kDefaultSocket;
     std::string socketGroup;           // "" = leave the group; else a name or a decimal gid
     std::string spillDir = kDefaultSpillDir;

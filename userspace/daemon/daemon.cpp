@@ -9,12 +9,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include "daemon/delegation.h"
 #include "daemon/health.h"
 #include "daemon/memory_limit.h"
 #include "daemon/metrics.h"
 #include "daemon/pods.h"
 #include "daemon/readiness.h"
 #include "daemon/session.h"
+#include "dataplane/stats.h"
 #include "engine/service.h"
 #include "sys/clock.h"
 #include "sys/error.h"
@@ -111,7 +113,8 @@ void Daemon::startHttp()
         Health::Source{[this] {
                            std::vector<LoopProgress> out;
                            for (const Iface& s : ifaces_)
-                               s.service->loops(s.label + " ", out);
+                               if (s.service)
+                                   s.service->loops(s.label + " ", out);
                            return out;
                        },
                        [this] { return notServed(ifaces_, listener_); },
@@ -157,10 +160,14 @@ void Daemon::openIfaces()
             nsFd.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
         if (netns != ownNetns_ && !nsFd)
             throwErrno("npfd: open the network namespace of " + label);
-        ifaces_.push_back({label, spec.ifname, netns, std::make_unique<Service>(c, &epochs_), std::move(nsFd)});
+        if (opt_.config.delegated(label))
+            ifaces_.push_back({label, spec.ifname, netns, nullptr, std::move(nsFd), std::make_unique<Delegation>(c)});
+        else
+            ifaces_.push_back({label, spec.ifname, netns, std::make_unique<Service>(c, &epochs_), std::move(nsFd)});
     }
     for (Iface& s : ifaces_)
-        s.service->start();
+        if (s.service)
+            s.service->start();
 }
 
 void Daemon::listenClients()
@@ -190,14 +197,17 @@ Iface* Daemon::iface(const std::string& ifname, uint64_t netns) noexcept
     return nullptr;
 }
 
-Iface& Daemon::faultServer(uint64_t netns) noexcept
+Iface* Daemon::faultServer(uint64_t netns) noexcept
 {
     for (uint64_t ns : {netns, ownNetns_})
         for (Iface& s : ifaces_)
-            if (s.netns == ns)
-                return s;
-    return ifaces_.front();
+            if (s.netns == ns && s.service)
+                return &s;
+    return nullptr;
 }
+
+int Iface::ifindex() const noexcept { return service ? service->ifindex() : delegation->dp().ifindex(); }
+uint32_t Iface::progId() const noexcept { return service ? service->progId() : delegation->dp().progId(); }
 
 std::vector<std::string> Daemon::ifacesIn(uint64_t netns) const
 {
@@ -225,7 +235,10 @@ Snapshot Daemon::snapshot()
                                  std::to_string(kSnapshotWait.count()) + " ms (busy, or stuck: /healthz says)");
     Snapshot out;
     for (const Iface& s : ifaces_)
-        out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
+        if (s.service)
+            out.ifaces.push_back({s.label, s.service->stats(), s.service->regionStats(), s.service->xdpCounters()});
+        else // the data path's numbers are its client's; XDP's are here
+            out.ifaces.push_back({s.label, EngineStats{}, RegionStats{}, dataplane::readXdpStats(s.delegation->dp())});
     for (const auto& [fd, session] : sessions_)
         session->clientFlows(out.flows);
     out.clients = sessions_.size();
@@ -278,7 +291,7 @@ std::string Daemon::run()
                 timeoutMs = std::min<int>(timeoutMs, static_cast<int>(left / kMs) + 1);
         }
         for (Iface& s : ifaces_)
-            if (std::string why = s.service->failure(); !why.empty()) {
+            if (std::string why = s.service ? s.service->failure() : ""; !why.empty()) {
                 NPF_ERR("npfd: %s: stopping", why.c_str());
                 return why;
             }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/delegation.h"
 #include "daemon/flow_claims.h"
 #include "daemon/quota.h"
 #include "ipc/pods.h"
@@ -55,13 +56,17 @@ struct DaemonOptions {
 };
 
 // One interface npfd serves: as configured ("eth0", "pod-a:eth0"), its name
-// and network namespace, its service.
+// and network namespace, and either its service (brokered: npfd runs the
+// data path for all its clients) or its delegation (one client runs it).
 struct Iface {
     std::string label;   // as configured: the metrics' iface label, the log's
     std::string ifname;  // in its namespace
     uint64_t netns = 0;  // that namespace's cookie (ipc::currentNetns)
-    std::unique_ptr<Service> service;
+    std::unique_ptr<Service> service;       // brokered
     Fd netnsFd;          // that namespace, when it is not npfd's (the probes enter it)
+    std::unique_ptr<Delegation> delegation; // delegated
+    int ifindex() const noexcept;
+    uint32_t progId() const noexcept;
 };
 
 class Daemon {
@@ -89,10 +94,11 @@ public:
     std::vector<std::string> ifacesIn(uint64_t netns) const; // the names a client there may use
     std::string describeIfaces() const;                       // "eth0, pod-a:eth0"
     // The interface whose pagers serve the faults (CPU faults, prefetch,
-    // protection) of a region of a client in `netns`: the first npfd serves
-    // in that namespace (the pod's), else the first in npfd's own (the
-    // node's NIC). Datagrams reach the region from any interface's pagers.
-    Iface& faultServer(uint64_t netns) noexcept;
+    // protection) of a region of a client in `netns`: the first brokered one
+    // npfd serves in that namespace (the pod's), else the first in npfd's
+    // own (the node's NIC); nullptr if none. Datagrams reach the region from
+    // any interface's pagers.
+    Iface* faultServer(uint64_t netns) noexcept;
     EpochDomain& epochs() noexcept { return epochs_; }
     FlowClaims& flowClaims() noexcept { return claims_; }
     bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }

@@ -20,13 +20,13 @@ std::string xdpProblem(const Iface& s)
     if (s.netnsFd)
         in.emplace(s.netnsFd.get(), "of " + s.label);
     char name[IF_NAMESIZE];
-    if (!::if_indextoname(static_cast<unsigned>(s.service->ifindex()), name))
-        return "is gone (no interface with ifindex " + std::to_string(s.service->ifindex()) +
+    if (!::if_indextoname(static_cast<unsigned>(s.ifindex()), name))
+        return "is gone (no interface with ifindex " + std::to_string(s.ifindex()) +
                " any more: deleted, or moved out of its network namespace)";
     // Known by id: npfd holds no CAP_SYS_ADMIN to read another program's name.
-    const dataplane::XdpState st = dataplane::queryXdp(s.service->ifindex(), s.service->progId());
-    const std::string ours = std::to_string(s.service->progId());
-    if (const dataplane::XdpProgram* prog = st.npf(); prog && prog->id == s.service->progId())
+    const dataplane::XdpState st = dataplane::queryXdp(s.ifindex(), s.progId());
+    const std::string ours = std::to_string(s.progId());
+    if (const dataplane::XdpProgram* prog = st.npf(); prog && prog->id == s.progId())
         return "";
     if (!st.programs.empty())
         return "npfd's npf_xdp (prog id " + ours + ") was replaced by " + st.programs.front().shownName() +
@@ -40,7 +40,7 @@ std::vector<std::string> notServed(const std::vector<Iface>& ifaces, const ipc::
 {
     std::vector<std::string> out;
     for (const Iface& s : ifaces) {
-        if (std::string gone = s.service->failure(); !gone.empty()) { // npfd stops serving: it exits
+        if (std::string gone = s.service ? s.service->failure() : ""; !gone.empty()) { // npfd stops serving: it exits
             out.push_back(s.label + ": " + gone);
             continue;
         }

@@ -9,6 +9,7 @@
 #include "counters/engine_stats.h"
 #include "counters/flow_stats.h"
 #include "daemon/daemon.h"
+#include "daemon/delegation.h"
 #include "daemon/late_release.h"
 #include "daemon/metrics.h"
 #include "engine/service_stats.h"
@@ -57,6 +58,8 @@ Session::~Session()
         faultServer_->service->removeRegion(*region_);
         region_.reset();
     }
+    if (delegated_)
+        delegated_->delegation->release(this);
 }
 
 std::string Session::describe() const
@@ -145,6 +148,9 @@ const Session::Route Session::kRoutes[] = {
     {ipc::StatsRequest::kType, &Session::serveAs<ipc::StatsRequest, &Session::stats>},
     {ipc::FlowStatsRequest::kType, &Session::serveAs<ipc::FlowStatsRequest, &Session::flowStats>},
     {ipc::ByeRequest::kType, &Session::serveAs<ipc::ByeRequest, &Session::bye>},
+    {ipc::DelegateRequest::kType, &Session::serveAs<ipc::DelegateRequest, &Session::delegate>},
+    {ipc::QueueRequest::kType, &Session::serveAs<ipc::QueueRequest, &Session::queue>},
+    {ipc::DelegateFlowRequest::kType, &Session::serveAs<ipc::DelegateFlowRequest, &Session::delegateFlow>},
 };
 
 std::string Session::serve(const ipc::Message& m, Call& c)
@@ -223,24 +229,37 @@ ipc::HelloReply Session::hello(const ipc::HelloRequest& h, Call&)
                             "uid " + std::to_string(cred_.uid) + " gid " + std::to_string(cred_.gid) +
                                 " matches no client rule of npfd's config",
                             EACCES);
+    const std::string delegated = chooseMode(h.delegate != 0);
     helloDone_ = true;
     ipc::HelloReply r = ipc::helloReplyFor(protocol);
+    r.delegated = delegated;
     r.daemonPid = static_cast<uint32_t>(::getpid());
     r.ifaces = d_.ifacesIn(netns_);
     r.limits = {rule_->regionBytes, rule_->residentBytes, rule_->flows};
     const Quotas::Use free = lease_.free();
     r.free = {free.regionBytes, free.residentBytes, free.flows};
     r.defaultBudget = lease_.defaultBudget();
-    NPF_INFO("%s: hello%s (protocol %u, library ABI %u)", describe().c_str(),
-             name_.empty() ? "" : (" from " + name_).c_str(), protocol, h.abi);
+    NPF_INFO("%s: hello%s (protocol %u, library ABI %u)%s%s", describe().c_str(),
+             name_.empty() ? "" : (" from " + name_).c_str(), protocol, h.abi,
+             delegated.empty() ? "" : ": runs the data path of ", delegated.c_str());
     return r;
 }
 
 ipc::RegionReply Session::region(const ipc::RegionRequest& rq, Call& c)
 {
     std::vector<Fd>& fds = c.fds;
-    if (region_)
+    if (region_ || bitmap_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it");
+    if (delegated_)
+        throw ProtocolError(ErrorCode::BadMessage, "this connection runs the data path of " + delegated_->label +
+                                                       " itself (delegated mode): its region is registered with "
+                                                       "delegate, not region");
+    Iface* server = d_.faultServer(netns_);
+    if (!server)
+        throw ProtocolError(ErrorCode::NotAllowed,
+                            "npfd runs no data path this client can use: every interface it may name is "
+                            "delegated (" + d_.describeIfaces() + ")",
+                            ENODEV);
     // [2], [3]: the spill file, the install area.
     if (fds.size() < 2 || fds.size() > 4 || !ipc::isMemfd(fds[0].get()) || !ipc::isUserfaultfd(fds[1].get()) ||
         !std::all_of(fds.begin() + 2, fds.end(), [](const Fd& f) { return ipc::isMemfd(f.get()); }))
@@ -289,7 +308,7 @@ ipc::RegionReply Session::region(const ipc::RegionRequest& rq, Call& c)
     giveBack.keep = true;
     bitmap_.emplace(std::move(bitmap));
     region_ = std::move(region);
-    faultServer_ = &d_.faultServer(netns_);
+    faultServer_ = server;
     faultServer_->service->addRegion(*region_);
     NPF_INFO("%s: region of %llu MiB, resident budget %llu MiB, %s pages, faults served by %s's pagers",
              describe().c_str(), static_cast<unsigned long long>(rq.size >> 20),
@@ -350,11 +369,40 @@ ipc::OpenFlowReply Session::openFlow(const ipc::OpenFlowRequest& rq, Call& c)
         throw ProtocolError(ErrorCode::NoRegion, "open_flow before region");
     Iface* itf = &flowIface(rq.iface);
     Service* svc = itf->service.get();
-    const std::string& iface = itf->label;
+    if (!svc)
+        throw ProtocolError(ErrorCode::Busy,
+                            itf->label + "'s data path is delegated: one client runs it, through delegate_flow",
+                            EBUSY);
     const dataplane::FlowSpec spec = allowedFlow(rq.port, rq.addr);
+    ServedFlow* flow = nullptr;
+    admitFlow(*itf, spec, [&] {
+        try {
+            // A ring map nobody else has mapped, whatever was there before.
+            flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
+        } catch (const StateError& e) {
+            throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
+                                e.code().value());
+        }
+        return OpenFlow{itf, flow, spec, {flow->id, flow->gen}, std::nullopt};
+    });
+    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), flow->id, dataplane::toString(spec).c_str(),
+             itf->label.c_str());
+    ipc::OpenFlowReply r;
+    r.flow = flow->id;
+    r.gen = flow->gen;
+    r.port = spec.port;
+    r.completionEntries = flow->ring.size();
+    c.outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
+    return r;
+}
+
+Session::OpenFlow& Session::admitFlow(Iface& itf, const dataplane::FlowSpec& spec,
+                                      const std::function<OpenFlow()>& open)
+{
+    const std::string& iface = itf.label;
     // The refusal names no other client (a tenant learns nothing of
     // another); npfd's log does, for the operator.
-    if (const Session* owner = d_.flowClaims().claim(*itf, spec, this)) {
+    if (const Session* owner = d_.flowClaims().claim(itf, spec, this)) {
         if (owner != this)
             NPF_INFO("%s: %s on %s refused: it overlaps a flow of %s", describe().c_str(),
                      dataplane::toString(spec).c_str(), iface.c_str(), owner->describe().c_str());
@@ -376,34 +424,27 @@ ipc::OpenFlowReply Session::openFlow(const ipc::OpenFlowRequest& rq, Call& c)
             if (leased)
                 s.lease_.giveFlow();
         }
-    } undo{*this, *itf, spec};
+    } undo{*this, itf, spec};
     if (std::string why; !lease_.takeFlow(&why))
         throw ProtocolError(ErrorCode::NoSpace, why);
     undo.leased = true;
-    ServedFlow* flow = nullptr;
-    try {
-        // A ring map nobody else has mapped, whatever was there before.
-        flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
-    } catch (const StateError& e) {
-        throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
-                            e.code().value());
-    }
-    flows_.push_back({itf, flow, spec});
+    flows_.push_back(open());
     undo.keep = true;
-    NPF_INFO("%s: flow %u: %s on %s", describe().c_str(), flow->id, dataplane::toString(spec).c_str(), iface.c_str());
-    ipc::OpenFlowReply r;
-    r.flow = flow->id;
-    r.gen = flow->gen;
-    r.port = spec.port;
-    r.completionEntries = flow->ring.size();
-    c.outFds = {flow->ringMap.fd(), flow->ring.memfd(), flow->ring.notifyFd()};
-    return r;
+    return flows_.back();
 }
 
 void Session::close(OpenFlow& f) noexcept
 {
-    const uint32_t id = f.flow->id;
-    f.iface->service->closeFlow(*f.flow);
+    const uint32_t id = f.entry.id;
+    if (f.flow) {
+        f.iface->service->closeFlow(*f.flow);
+    } else { // delegated: XDP passes its datagrams from now on (the client serves it no more)
+        try {
+            dataplane::delFlow(f.iface->delegation->dp(), f.spec, f.entry);
+        } catch (const std::exception& e) {
+            NPF_WARN("%s: removing flow %u: %s", describe().c_str(), id, e.what());
+        }
+    }
     d_.flowClaims().release(*f.iface, f.spec);
     lease_.giveFlow();
     NPF_INFO("%s: flow %u closed", describe().c_str(), id);
@@ -412,7 +453,7 @@ void Session::close(OpenFlow& f) noexcept
 const Session::OpenFlow& Session::ownFlow(uint32_t id) const
 {
     for (const OpenFlow& f : flows_)
-        if (f.flow->id == id)
+        if (f.entry.id == id)
             return f;
     // The same answer whoever holds the id, if anyone: nothing about another
     // client's flow is told.
@@ -433,6 +474,9 @@ ipc::OkReply Session::bye(const ipc::ByeRequest&, Call&) { return {}; }
 // [offset, offset + len) of the region, which release and populate need.
 void Session::checkRange(const char* what, uint64_t offset, uint64_t len) const
 {
+    if (delegated_)
+        throw ProtocolError(ErrorCode::BadMessage, std::string(what) + ": this connection's region is in its own "
+                                                                       "process (delegated mode): its engine does it");
     if (!region_)
         throw ProtocolError(ErrorCode::NoRegion, std::string(what) + " before region");
     if (offset > region_->size() || len > region_->size() - offset)
@@ -464,7 +508,8 @@ std::optional<ipc::PagesReply> Session::populate(const ipc::PopulateRequest& rq,
     // comes (a write clears the release mark): no wait.
     Populate p{c.id, rq.offset, rq.offset + len, 0, {}, monotonicNs() + 1'000'000'000};
     for (const OpenFlow& f : flows_)
-        p.pagers.emplace_back(f.iface->service.get(), f.iface->service->askPagers());
+        if (f.flow)
+            p.pagers.emplace_back(f.iface->service.get(), f.iface->service->askPagers());
     populate_ = std::move(p);
     return std::nullopt;
 }
@@ -477,7 +522,7 @@ uint64_t Session::releaseLate(uint64_t offset, uint64_t len, std::span<const ipc
     std::vector<PostsSince> since;
     for (const ipc::ReleaseRequest::Posted& p : posted)
         for (const OpenFlow& f : flows_)
-            if (f.flow->id == p.flow)
+            if (f.flow && f.flow->id == p.flow)
                 since.push_back({f.flow->posts, p.prod});
     const std::optional<std::vector<ByteRange>> parts = lateRelease(offset, len, since);
     uint64_t pages = 0;
@@ -493,8 +538,8 @@ uint64_t Session::releaseLate(uint64_t offset, uint64_t len, std::span<const ipc
 void Session::clientFlows(std::vector<ClientFlow>& out) const
 {
     for (const OpenFlow& f : flows_)
-        out.push_back({f.iface->label, f.flow->spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
-                       cred_.uid, f.iface->service->flowStats(*f.flow)});
+        out.push_back({f.iface->label, f.spec.port, name_.empty() ? "uid " + std::to_string(cred_.uid) : name_,
+                       cred_.uid, statsOf(f)});
 }
 
 ipc::FlowStatsReply Session::flowStats(const ipc::FlowStatsRequest& rq, Call&)
@@ -502,7 +547,7 @@ ipc::FlowStatsReply Session::flowStats(const ipc::FlowStatsRequest& rq, Call&)
     const OpenFlow& f = ownFlow(rq.flow);
     FlowStats s;
     try {
-        s = f.iface->service->flowStats(*f.flow);
+        s = statsOf(f);
     } catch (const std::system_error& e) { // the per-flow counters' map could not be read
         throw ProtocolError(ErrorCode::Internal, "flow " + std::to_string(rq.flow) + ": " + e.what(),
                             e.code().value());
@@ -520,7 +565,8 @@ ipc::StatsReply Session::stats(const ipc::StatsRequest&, Call&)
     std::string iface = here.empty() ? "" : here.front();
     SequencerStats q;
     for (const OpenFlow& f : flows_) {
-        q += f.flow->seq.stats();
+        if (f.flow)
+            q += f.flow->seq.stats();
         iface = f.iface->ifname;
     }
     addCompletions(s, q);

@@ -4,6 +4,7 @@
 // control thread; every one gets exactly one reply.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -18,6 +19,7 @@
 #include "ipc/pods.h"
 #include "ipc/protocol.h"
 #include "ipc/unix_socket.h"
+#include "npf/counters.h"
 #include "region/region.h"
 #include "sys/fd.h"
 
@@ -83,8 +85,10 @@ public:
 private:
     struct OpenFlow {
         Iface* iface;
-        ServedFlow* flow;
+        ServedFlow* flow;         // brokered: npfd's side; delegated: nullptr (the client serves it)
         dataplane::FlowSpec spec; // as claimed in the daemon's FlowClaims
+        dataplane::FlowEntry entry;
+        std::optional<dataplane::FlowRing> ring; // delegated: its post ring map, handed over
     };
 
     // A populate, between slices.
@@ -134,6 +138,17 @@ private:
     ipc::StatsReply stats(const ipc::StatsRequest& rq, Call& c);
     ipc::FlowStatsReply flowStats(const ipc::FlowStatsRequest& rq, Call& c);
     ipc::OkReply bye(const ipc::ByeRequest& rq, Call& c);
+    // Delegated mode (session_delegated.cpp).
+    ipc::DelegateReply delegate(const ipc::DelegateRequest& rq, Call& c);
+    ipc::QueueReply queue(const ipc::QueueRequest& rq, Call& c);
+    ipc::DelegateFlowReply delegateFlow(const ipc::DelegateFlowRequest& rq, Call& c);
+    // hello: the interface this client runs itself ("" = brokered), if it
+    // offered to; throws when it may use no interface at all.
+    std::string chooseMode(bool offered);
+    // Claims `spec` on `itf` for this connection and a flow of its lease,
+    // and keeps what `open` opened; undoes the claims if `open` throws.
+    OpenFlow& admitFlow(Iface& itf, const dataplane::FlowSpec& spec, const std::function<OpenFlow()>& open);
+    FlowStats statsOf(const OpenFlow& f) const;
 
     Iface& flowIface(const std::string& name) const;
     dataplane::FlowSpec allowedFlow(uint16_t port, std::string addr) const;
@@ -160,6 +175,8 @@ private:
     std::optional<dataplane::ResidentMap> bitmap_;
     std::unique_ptr<Region> region_; // destroyed before the bitmap (it clears it)
     Iface* faultServer_ = nullptr;  // whose pagers serve region_'s faults
+    Iface* delegated_ = nullptr;    // delegated mode: the interface whose data path it runs
+    uint64_t delegatedSize_ = 0;    // delegated mode: its region's size (bitmap_ is its bitmap)
     std::vector<OpenFlow> flows_;
     std::optional<Populate> populate_;
     std::string ending_; // why the connection ends (serveOne)

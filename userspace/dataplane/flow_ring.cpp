@@ -104,6 +104,21 @@ ResidentMap ResidentMap::create(uint64_t pages)
     return m;
 }
 
+ResidentMap ResidentMap::adopt(Fd fd, uint64_t pages)
+{
+    if (pages == 0 || pages > NPF_MAX_REGION_PAGES)
+        throwErrno(EINVAL, "resident bitmap for " + std::to_string(pages) + " pages (must be 1 .. " +
+                               std::to_string(NPF_MAX_REGION_PAGES) + ")");
+    ResidentMap m;
+    m.class_ = bitmapClass(pages);
+    m.words_ = NPF_BITMAP_CLASS_PAGES(m.class_) / 64;
+    m.fd_ = std::move(fd);
+    // A map smaller than the class (not the one npfd bound) fails here.
+    m.map_ = MmapArea::map(pageAlign(m.words_ * sizeof(uint64_t)), PROT_READ | PROT_WRITE, MAP_SHARED,
+                           m.fd_.get(), 0, "the resident bitmap npfd made");
+    return m;
+}
+
 uint32_t boundRegions(const Dataplane& dp)
 {
     std::set<uint32_t> ids;

@@ -51,6 +51,9 @@ public:
     // A zeroed bitmap for a region of `pages` pages (1 .. NPF_MAX_REGION_PAGES),
     // of its size class: the words past the region stay zero.
     static ResidentMap create(uint64_t pages);
+    // The bitmap another process made for a region of `pages` pages (npfd,
+    // for a client in delegated mode), mapped read-write: no privilege needed.
+    static ResidentMap adopt(Fd fd, uint64_t pages);
 
     int fd() const noexcept { return fd_.get(); }
     uint64_t* words() const noexcept { return map_.as<uint64_t>(); }

@@ -57,6 +57,19 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
         throw ArgumentError("engine: no interface given");
     service = std::make_unique<Service>(cfg);
     bitmap.emplace(dataplane::ResidentMap::create(geo.bitmapPages()));
+    makeRegion(false);
+}
+
+Engine::Impl::Impl(const EngineConfig& c, std::unique_ptr<XdpLink> link, dataplane::ResidentMap map) : cfg(c)
+{
+    (void)checkRegion(cfg);
+    bitmap.emplace(std::move(map));
+    service = std::make_unique<Service>(cfg, std::move(link));
+    makeRegion(true);
+}
+
+void Engine::Impl::makeRegion(bool userModeOnly)
+{
     RegionConfig rc;
     rc.size = cfg.regionSize;
     rc.pageSize = cfg.pageSize;
@@ -69,6 +82,7 @@ Engine::Impl::Impl(const EngineConfig& c) : cfg(c)
     rc.epochs = &service->epochs();
     rc.spillDir = cfg.spillDir;
     rc.name = "npf-region-" + cfg.ifname;
+    rc.userModeOnly = userModeOnly;
     try {
         region = std::make_unique<Region>(rc);
     } catch (const std::system_error& e) {
@@ -91,7 +105,9 @@ Engine::Impl::~Impl()
     region.reset();
 }
 
-Engine::Engine(const EngineConfig& cfg) : impl_(std::make_unique<Impl>(cfg))
+Engine::Engine(const EngineConfig& cfg) : Engine(std::make_unique<Impl>(cfg)) {}
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
 {
     impl_->service->start();
 }
@@ -112,7 +128,9 @@ Flow& Engine::openFlow(uint16_t port, const std::string& addr)
     parts.region = e.region.get();
     Service* svc = e.service.get();
     parts.failure = [svc] { return svc->failure(); };
-    parts.error = [svc](bool) { return svc->ifaceGone() ? -ENODEV : 0; };
+    // Delegated (npf::Client): -EPIPE once npfd hung up, as for its brokered flows.
+    parts.error = [svc](bool probe) { return svc->ifaceGone() ? -ENODEV : svc->linkLost(probe) ? -EPIPE : 0; };
+    parts.hangupFd = svc->hangupFd();
     parts.stats = [svc, &served] { return svc->flowStats(served); };
     if (e.cfg.runToCompletion) {
         parts.runFastPath = [svc] { return svc->runFastPath(); };

@@ -10,6 +10,7 @@
 
 #include "dataplane/flow_ring.h"
 #include "engine/service.h"
+#include "engine/xdp_link.h"
 #include "npf/engine.h"
 #include "region/region.h"
 
@@ -17,7 +18,12 @@ namespace npf {
 
 struct Engine::Impl {
     explicit Impl(const EngineConfig& cfg);
+    // npf::Client in delegated mode: the service runs on what npfd handed
+    // over (`link`), the region's resident bitmap is npfd's map (`bitmap`),
+    // and the region's userfaultfd is user-mode only (no privilege).
+    Impl(const EngineConfig& cfg, std::unique_ptr<XdpLink> link, dataplane::ResidentMap bitmap);
     ~Impl();
+    void makeRegion(bool userModeOnly); // the region, of cfg, over `bitmap`, served by `service`
 
     EngineConfig cfg;
     // Destroyed in reverse: the flows' application side, then the service

@@ -153,11 +153,13 @@ Service::~Service()
     pagers_.clear();
     queues_.clear(); // sockets leave the XSKMAP: XDP fails open to the kernel stack
     flows_->closeAll();
-    ::unlink(statsPath_.c_str());
-    // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
-    const std::string dir = statsPath_.substr(0, statsPath_.rfind('/'));
-    ::rmdir(dir.c_str());
-    ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
+    if (statsPath_ != "-") {
+        ::unlink(statsPath_.c_str());
+        // /run/npf/netns-<inode>/<ifname>, then the namespace's directory once empty
+        const std::string dir = statsPath_.substr(0, statsPath_.rfind('/'));
+        ::rmdir(dir.c_str());
+        ::rmdir(dir.substr(0, dir.rfind('/')).c_str());
+    }
     if (moved)
         link_->detach(ifaceGone_.load(std::memory_order_acquire));
 }

@@ -118,6 +118,8 @@ std::string Service::statsJson() const
 
 void Service::writeStatsFile() noexcept
 {
+    if (statsPath_ == "-")
+        return;
     try {
         std::error_code ec;
         std::filesystem::create_directories(std::filesystem::path(statsPath_).parent_path(), ec);

@@ -196,7 +196,31 @@ constexpr auto schemaOf(Tag<HelloReply>)
                   nested("limits", &HelloReply::limits, kLimits),
                   // From an npfd of before 2026-12, neither: the client falls back to its limits.
                   nested("free", &HelloReply::free, kLimits, When::Optional),
-                  MaybeUint<HelloReply>{"default_budget", &HelloReply::defaultBudget});
+                  MaybeUint<HelloReply>{"default_budget", &HelloReply::defaultBudget},
+                  Text<HelloReply>{"delegated", &HelloReply::delegated, kMaxIfname, When::Omitted, isInterfaceName,
+                                   "is not an interface name"});
+}
+constexpr auto schemaOf(Tag<DelegateReply>)
+{
+    return fields("delegate reply",
+                  Text<DelegateReply>{"iface", &DelegateReply::iface, kMaxIfname, When::Required, isInterfaceName,
+                                      "is not an interface name"},
+                  uint("ifindex", &DelegateReply::ifindex, 1), uint("prog_id", &DelegateReply::progId, 1),
+                  uint("queues", &DelegateReply::queues, 1, NPF_MAX_QUEUES),
+                  uint("frame_size", &DelegateReply::frameSize, 2048, 4096, When::Required, true),
+                  uint("frame_count", &DelegateReply::frameCount, 1, 1u << 20),
+                  uint("fill_size", &DelegateReply::fillSize, 1, 1u << 22, When::Required, true),
+                  uint("comp_size", &DelegateReply::compSize, 1, 1u << 22, When::Required, true),
+                  uint("rx_size", &DelegateReply::rxSize, 1, 1u << 22, When::Required, true),
+                  uint("frames_per_packet", &DelegateReply::framesPerPacket, 1, 64),
+                  uint("multi_buffer", &DelegateReply::multiBuffer, 0, 1));
+}
+constexpr auto schemaOf(Tag<QueueReply>) { return fields("queue reply"); }
+constexpr auto schemaOf(Tag<DelegateFlowReply>)
+{
+    return fields("delegate_flow reply", uint("flow", &DelegateFlowReply::flow),
+                  uint("gen", &DelegateFlowReply::gen), uint("port", &DelegateFlowReply::port, 1),
+                  uint("ring_size", &DelegateFlowReply::ringSize, 1, UINT32_MAX, When::Required, true));
 }
 constexpr auto schemaOf(Tag<RegionReply>) { return fields("region reply", uint("region", &RegionReply::region)); }
 constexpr auto schemaOf(Tag<OpenFlowReply>)
@@ -218,7 +242,23 @@ constexpr auto schemaOf(Tag<HelloRequest>)
 {
     return fields("hello", uint("protocol", &HelloRequest::protocol), uint("abi", &HelloRequest::abi),
                   Text<HelloRequest>{"name", &HelloRequest::name, kMaxName, When::Omitted, noControl,
-                                     "contains control characters"});
+                                     "contains control characters"},
+                  uint("delegate", &HelloRequest::delegate, 0, 1, When::Omitted));
+}
+constexpr auto schemaOf(Tag<DelegateRequest>)
+{
+    return fields("delegate", uint("size", &DelegateRequest::size, 1), uint("budget", &DelegateRequest::budget),
+                  uint("page_size", &DelegateRequest::pageSize, 4096, 1u << 30, When::Required, true));
+}
+constexpr auto schemaOf(Tag<QueueRequest>)
+{
+    return fields("queue", uint("queue", &QueueRequest::queue, 0, NPF_MAX_QUEUES - 1));
+}
+constexpr auto schemaOf(Tag<DelegateFlowRequest>)
+{
+    return fields("delegate_flow", uint("port", &DelegateFlowRequest::port, 1),
+                  Text<DelegateFlowRequest>{"addr", &DelegateFlowRequest::addr, kMaxAddr, When::Optional,
+                                            validAddrText, "is not an IPv4 or IPv6 address"});
 }
 constexpr auto schemaOf(Tag<RegionRequest>)
 {
@@ -265,6 +305,15 @@ void check(const Fields& f, RegionRequest& r)
         f.fail("size", "base + size overflows");
 }
 
+void check(const Fields& f, DelegateRequest& r)
+{
+    if (r.size % r.pageSize)
+        f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
+    if (r.budget < r.pageSize)
+        f.fail("budget", "must be at least page_size " + std::to_string(r.pageSize) + ", got " +
+                             std::to_string(r.budget));
+}
+
 void check(const Fields& f, OpenFlowRequest& r)
 {
     if (r.completionEntries && (r.completionEntries < NPF_POST_RING_SIZE || !powerOfTwo(r.completionEntries)))
@@ -299,6 +348,12 @@ NPF_MESSAGE_CODEC(PopulateRequest)
 NPF_MESSAGE_CODEC(StatsRequest)
 NPF_MESSAGE_CODEC(FlowStatsRequest)
 NPF_MESSAGE_CODEC(ByeRequest)
+NPF_MESSAGE_CODEC(DelegateReply)
+NPF_MESSAGE_CODEC(QueueReply)
+NPF_MESSAGE_CODEC(DelegateFlowReply)
+NPF_MESSAGE_CODEC(DelegateRequest)
+NPF_MESSAGE_CODEC(QueueRequest)
+NPF_MESSAGE_CODEC(DelegateFlowRequest)
 
 ErrorReply ErrorReply::from(const ProtocolError& e)
 {

@@ -177,8 +177,54 @@ struct HelloReply {
     // "default_budget": a region's budget when its client asks none (0: the
     // rule has none free); nullopt from an npfd before 2026-12.
     std::optional<uint64_t> defaultBudget;
+    // "delegated": the interface whose data path npfd hands this client
+    // (it offered to run it, HelloRequest::delegate), "" = brokered mode.
+    std::string delegated;
     std::string encode(uint32_t id) const;
     static HelloReply decode(const Message& m);
+};
+
+// The data path of the delegated interface, as npfd bound it (delegate's
+// reply): the program, and the geometry of every queue's sockets. fds: the
+// region's resident bitmap (a BPF array map the client maps and writes; XDP
+// reads it).
+struct DelegateReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 1;
+    std::string iface;
+    uint32_t ifindex = 0;
+    uint32_t progId = 0;          // "prog_id"
+    uint32_t queues = 0;          // "queues": queue q's sockets come with queue {q}
+    uint32_t frameSize = 0;       // "frame_size"
+    uint32_t frameCount = 0;      // "frame_count"
+    uint32_t fillSize = 0;        // "fill_size"
+    uint32_t compSize = 0;        // "comp_size"
+    uint32_t rxSize = 0;          // "rx_size": each socket's RX ring
+    uint32_t framesPerPacket = 0; // "frames_per_packet": of the largest packet
+    uint32_t multiBuffer = 0;     // "multi_buffer": 1 if bound with XDP_USE_SG
+    std::string encode(uint32_t id) const;
+    static DelegateReply decode(const Message& m);
+};
+
+// fds, in order: the UMEM's memfd (sealed: map it read-only), the primary
+// socket (the UMEM is registered on it), the backup socket.
+struct QueueReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 3;
+    std::string encode(uint32_t id) const;
+    static QueueReply decode(const Message& m);
+};
+
+// fds: the flow's post ring (BPF map; the client posts, XDP consumes).
+struct DelegateFlowReply {
+    static constexpr std::string_view kType = "ok";
+    static constexpr size_t kFds = 1;
+    uint32_t flow = 0;
+    uint32_t gen = 0;
+    uint16_t port = 0;
+    uint32_t ringSize = NPF_POST_RING_SIZE; // "ring_size": post ring entries
+    std::string encode(uint32_t id) const;
+    static DelegateFlowReply decode(const Message& m);
 };
 
 struct RegionReply {
@@ -241,6 +287,9 @@ struct HelloRequest {
     uint32_t protocol = kProtocolVersion;
     uint32_t abi = NPF_ABI_VERSION;
     std::string name; // optional, <= kMaxName bytes, no control characters
+    // "delegate": 1 = the client can run the data path of an interface npfd
+    // delegates (docs/protocol.md, "Delegated mode"); omitted = 0.
+    uint32_t delegate = 0;
     std::string encode(uint32_t id) const;
     static HelloRequest decode(const Message& m);
 };
@@ -344,6 +393,45 @@ struct FlowStatsRequest {
     uint32_t flow = 0;
     std::string encode(uint32_t id) const;
     static FlowStatsRequest decode(const Message& m);
+};
+
+// Delegated mode, instead of region: the client's region lives in its own
+// memory; npfd charges its size and budget to the client's rule as a
+// region's, makes its resident bitmap and says how the interface's
+// sockets are bound. Only after a hello reply with "delegated".
+struct DelegateRequest {
+    static constexpr std::string_view kType = "delegate";
+    static constexpr size_t kFds = 0;
+    using Reply = DelegateReply;
+    uint64_t size = 0;        // > 0, a multiple of pageSize
+    uint64_t budget = 0;      // resident bytes, >= pageSize
+    uint32_t pageSize = 4096; // "page_size"
+    std::string encode(uint32_t id) const;
+    static DelegateRequest decode(const Message& m);
+};
+
+// Delegated mode: queue q's sockets (QueueReply), after delegate.
+struct QueueRequest {
+    static constexpr std::string_view kType = "queue";
+    static constexpr size_t kFds = 0;
+    using Reply = QueueReply;
+    uint32_t queue = 0;
+    std::string encode(uint32_t id) const;
+    static QueueRequest decode(const Message& m);
+};
+
+// Delegated mode's open_flow: npfd adds the flow's entry bound to the
+// region's bitmap; the client serves it. close_flow and flow_stats as for
+// open_flow's flows (flow_stats: XDP's counts alone; the rest are the
+// client's).
+struct DelegateFlowRequest {
+    static constexpr std::string_view kType = "delegate_flow";
+    static constexpr size_t kFds = 0;
+    using Reply = DelegateFlowReply;
+    uint16_t port = 0;  // 1..65535
+    std::string addr;   // "" = any, else IPv4 or IPv6 text
+    std::string encode(uint32_t id) const;
+    static DelegateFlowRequest decode(const Message& m);
 };
 
 // The daemon replies ok, then closes the connection.

@@ -90,15 +90,15 @@ RegionGeometry checkedGeometry(const RegionConfig& cfg)
 // completed buffers, an application may recv() into one), and they must
 // fault and wait for the pager, not fail with EFAULT. docs/architecture.md,
 // "userfaultfd without privilege".
-Userfaultfd openUffd(bool huge, bool clientMemory, bool anonymous, const std::string& who)
+Userfaultfd openUffd(bool huge, bool clientMemory, bool anonymous, bool userModeOnly, const std::string& who)
 {
+    const int flags = clientMemory || userModeOnly ? UFFD_USER_MODE_ONLY : 0;
     if (anonymous) // MISSING on anonymous memory is the base feature; WP and MOVE are newer
-        return Userfaultfd::open(0, UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_MOVE, "region " + who);
+        return Userfaultfd::open(0, UFFD_FEATURE_PAGEFAULT_FLAG_WP | UFFD_FEATURE_MOVE, "region " + who, flags);
     return Userfaultfd::open(UFFD_FEATURE_MISSING_SHMEM |
                                  (huge ? UFFD_FEATURE_MISSING_HUGETLBFS | UFFD_FEATURE_MINOR_HUGETLBFS : 0) |
                                  (clientMemory ? UFFD_FEATURE_SIGBUS : 0),
-                             UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who,
-                             clientMemory ? UFFD_USER_MODE_ONLY : 0);
+                             UFFD_FEATURE_WP_HUGETLBFS_SHMEM, "region " + who, flags);
 }
 
 } // namespace
@@ -123,7 +123,7 @@ Region::Region(const RegionConfig& cfg, ClientMemory* client)
         map_ = mapAnonymous(geo_.size, bytes(1), "region " + who + " (" + sizeStr(geo_.size) + ")");
     else
         mapMemfd(client);
-    uffd_ = openUffd(huge, client != nullptr, anon, who);
+    uffd_ = openUffd(huge, client != nullptr, anon, cfg_.userModeOnly, who);
     // 2 MiB hugetlbfs pages are installed with UFFDIO_CONTINUE.
     hugetlb_ = huge && !anon;
     // The memfd mapped again: CONTINUE's writes for 2 MiB pages, and every

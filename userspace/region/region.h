@@ -94,6 +94,11 @@ struct RegionConfig {
     std::string name = "npf-region";
     uint32_t maxBatchPages = kDefaultBatchPages; // 4 KiB pages per UFFDIO_COPY and per eviction batch (at least one page)
     bool autoEvict = true;             // evict to budget at the end of each install call
+    // The region's own userfaultfd handles the faults of user-mode accesses
+    // only (UFFD_USER_MODE_ONLY): a process without the privilege for a full
+    // one (npf::Client in delegated mode). A system call that reaches a page
+    // that is not resident then fails with EFAULT instead of waiting for it.
+    bool userModeOnly = false;
     // Write-protect victims between save and punch so that writers outside
     // the epoch protocol (the application) cannot lose a write. Off: only
     // epoch readers are safe against eviction. Ignored if the kernel lacks

@@ -81,7 +81,8 @@ bool userfaultfdAvailable(std::string* why)
 
 bool userfaultfdHasMove()
 {
-    Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK));
+    // User-mode only: any process may ask (the features are the same).
+    Fd probe(rawUserfaultfd(O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY));
     uffdio_api api{};
     api.api = UFFD_API;
     return probe && ::ioctl(probe.get(), UFFDIO_API, &api) == 0 && (api.features & UFFD_FEATURE_MOVE);

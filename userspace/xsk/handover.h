@@ -32,6 +32,9 @@ public:
     // slots. No frame is on the fill ring until the client adopts the queue.
     // Must run in the interface's network namespace.
     DelegatedQueue(const QueueConfig& cfg, int xskmapFd);
+    // Takes both sockets out of the XSKMAP (the client may hold them still:
+    // no datagram reaches them from now on) and closes npfd's copies.
+    ~DelegatedQueue();
     DelegatedQueue(const DelegatedQueue&) = delete;
     DelegatedQueue& operator=(const DelegatedQueue&) = delete;
 
@@ -46,6 +49,7 @@ public:
 
 private:
     QueueConfig cfg_;
+    int xskmap_ = -1; // borrowed: the caller's map outlives the queue
     Fd umem_;
     XskSocket primary_;
     XskSocket backup_;
