@@ -592,6 +592,21 @@ int receive(const Options& o, const Sizes& sz, Source& eng, npf::Flow& flow, con
     return ending == Ending::WriteFailed ? npf::exit_codes::kExitFailure : npf::exit_codes::kExitOk;
 }
 
+// What only a data path of this process's own takes: a usage error when
+// npfd runs it (brokered mode).
+void refuseBrokered(const Options& o, const Sizes& sz)
+{
+    if (sz.reserve)
+        throw std::invalid_argument("--reserve: npfd runs this client's data path (brokered mode): the region's "
+                                    "pages are the client's memfd");
+    if (o.busyPoll)
+        throw std::invalid_argument("--pager-busy-poll: npfd runs this client's data path (brokered mode): the "
+                                    "pagers are npfd's (npfd --pager-busy-poll)");
+    if (o.runToCompletion)
+        throw std::invalid_argument("--run-to-completion: npfd runs this client's data path (brokered mode): the "
+                                    "fast path is npfd's workers'");
+}
+
 npf::RegionMemory regionMemoryOf(const Options& o)
 {
     return o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
@@ -609,6 +624,8 @@ int run(const Options& o)
         throw std::invalid_argument("--ready-fd: " + std::to_string(o.readyFd) + " is not an open file descriptor");
     if (!o.connect && o.clientMode != "auto")
         throw std::invalid_argument("--client-mode: only with --connect");
+    if (o.clientMode == "brokered")
+        refuseBrokered(o, sz);
     const OutFd out{o.output == "-" ? ::dup(STDOUT_FILENO)
                                     : ::open(o.output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (out.fd < 0)
@@ -636,15 +653,7 @@ int run(const Options& o)
         cc.engine.spillDir = o.spillDir;
         npf::Client cli(cc);
         if (cli.mode() == npf::ClientMode::Brokered) {
-            if (sz.reserve)
-                throw std::invalid_argument("--reserve: npfd runs this client's data path (brokered mode): the "
-                                            "region's pages are the client's memfd");
-            if (o.busyPoll)
-                throw std::invalid_argument("--pager-busy-poll: npfd runs this client's data path (brokered "
-                                            "mode): the pagers are npfd's (npfd --pager-busy-poll)");
-            if (o.runToCompletion)
-                throw std::invalid_argument("--run-to-completion: npfd runs this client's data path (brokered "
-                                            "mode): the fast path is npfd's workers'");
+            refuseBrokered(o, sz);
         } else {
             NPF_INFO("npf-recv: npfd delegated %s: this process runs its data path", cli.delegatedIface().c_str());
         }

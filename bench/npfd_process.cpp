@@ -60,7 +60,7 @@ std::string describe(int status)
 
 } // namespace
 
-NpfdProcess::NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMapping)
+NpfdProcess::NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMapping, bool delegate)
     : ifname_(cfg.ifname), binary_(npfdBinary(cfg.npfd)), socket_(dir + "/npfd.sock"), log_(dir + "/npfd.log")
 {
     const std::string config = dir + "/npfd.json";
@@ -71,6 +71,8 @@ NpfdProcess::NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMa
                          {"clients", nlohmann::json::array()}};
         if (ownMapping)
             c["client_install_wait_us"] = 0;
+        if (delegate)
+            c["delegate"] = {cfg.ifname};
         std::ofstream f(config);
         f << c.dump(2) << "\n";
         if (!f)

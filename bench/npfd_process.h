@@ -19,9 +19,10 @@ namespace npf::bench {
 // detaches the program it attached) and SIGKILL after a deadline. Its
 // config admits no client rule: root's clients only (the bench's).
 // `ownMapping`: client_install_wait_us 0 (npfd installs into its own mapping).
+// `delegate`: the interface is delegated (its one client runs the data path).
 class NpfdProcess {
 public:
-    NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMapping);
+    NpfdProcess(const RxConfig& cfg, const std::string& dir, bool ownMapping, bool delegate = false);
     ~NpfdProcess();
     NpfdProcess(const NpfdProcess&) = delete;
     NpfdProcess& operator=(const NpfdProcess&) = delete;

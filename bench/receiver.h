@@ -9,6 +9,7 @@
 #include <string>
 
 #include "npf/abi.h"
+#include "npf/engine.h"
 #include <vector>
 
 #include "meter.h"
@@ -83,9 +84,14 @@ const std::vector<std::string>& receiverKinds();
 
 // Implementations.
 std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfig& cfg);
-// npf::Client + an npfd it starts; ownMapping: npfd installs the client's
-// pages into its own mapping (client_install_wait_us 0), not the client's.
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize);
+// The in-process engine of npf contender `kind` ("npf", "npf-2m", ...): what
+// npf runs, and what npf-sidecar's delegated client runs.
+EngineConfig npfEngineConfig(const std::string& kind, const RxConfig& cfg);
+// npf::Client + an npfd it starts (rx_sidecar.cpp): npf-sidecar[-2m]
+// delegated (the bench runs the engine npf[-2m] runs, on npfd's sockets),
+// npf-sidecar-brokered[-2m] (npfd runs it), npf-sidecar-own (brokered, npfd
+// installs the client's pages into its own mapping: client_install_wait_us 0).
+std::unique_ptr<Receiver> makeSidecarReceiver(const std::string& kind, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeXskReceiver(bool copy, const RxConfig& cfg);
 std::unique_ptr<Receiver> makeRecvmmsgReceiver(const RxConfig& cfg);
 std::unique_ptr<Receiver> makeIoUringReceiver(const RxConfig& cfg);

@@ -27,47 +27,10 @@ public:
         // npf-rtc, npf-2m-rtc: npf, npf-2m run to completion (the app's wait() runs the fast path).
         const bool rtc = contender.ends_with("-rtc");
         const std::string kind = rtc ? contender.substr(0, contender.size() - 4) : contender;
-        EngineConfig ec{.ifname = cfg.ifname,
-                        .mode = XdpMode::Native,
-                        .queues = cfg.queues,
-                        .regionSize = cfg.regionSize,
-                        .residentBudget = cfg.budget,
-                        .prefetchDepth = cfg.prefetch,
-                        .frameSize = cfg.frameSize,
-                        .frameCount = cfg.frameCount,
-                        .runToCompletion = rtc,
-                        .pagerThreads = cfg.pagers,
-                        .pagerBusyPoll = cfg.pagerBusyPoll,
-                        .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
-        if (kind == "npf-memfd") {
-            ec.regionMemory = RegionMemory::Memfd; // shmem: a page per install, punched out
-        } else if (kind == "npf-pool") {
-            ec.regionMemory = RegionMemory::PagePool; // 4 KiB pages moved in from a pool and back
-        } else if (kind == "npf-2m") {
-            ec.pageSize = 2ull << 20; // transparent huge pages from the region's page pool
-            ec.regionMemory = RegionMemory::PagePool;
-        } else if (kind == "npf-2m-hugetlbfs") {
-            // 2 MiB pages from the huge page pool: the budget plus a batch.
-            ec.pageSize = 2ull << 20;
-            ec.regionMemory = RegionMemory::Memfd;
+        EngineConfig ec = npfEngineConfig(kind, cfg);
+        ec.runToCompletion = rtc;
+        if (kind == "npf-2m-hugetlbfs") // 2 MiB pages from the huge page pool: the budget plus a batch
             pool_ = reserveHugePages(kind, cfg, 2, &warmSeconds_);
-        } else if (kind == "npf-reserve") {
-            // The default route with its pages reserved before the window
-            // (npf-recv --reserve): the budget, else the region, at most 1 GiB.
-            ec.reserve = std::min<uint64_t>(cfg.budget ? cfg.budget : cfg.regionSize, 1ull << 30);
-        } else if (kind == "npf-noprefetch") {
-            ec.prefetchDepth = 0;
-        } else if (kind == "drop-on-fault") {
-            ec.faultPolicy = FaultPolicy::Drop;
-            ec.prefetchDepth = 0; // a NIC without NPF does not know what comes next either
-        } else if (kind == "blocking") {
-            ec.faultPolicy = FaultPolicy::Block;
-            ec.prefetchDepth = 0;
-        }
-        for (uint32_t q = 0; q < cfg.queues; q++)
-            ec.workerCpus.push_back(cfg.cpus[q % cfg.cpus.size()]);
-        for (uint32_t k = 0; k < cfg.pagers; k++)
-            ec.pagerCpus.push_back(cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()]);
         eng_ = std::make_unique<Engine>(ec);
         Flow& flow = eng_->openFlow(cfg.port, cfg.addr);
         if (!cfg.cold)
@@ -126,6 +89,49 @@ private:
 
 } // namespace
 
+EngineConfig npfEngineConfig(const std::string& kind, const RxConfig& cfg)
+{
+    EngineConfig ec{.ifname = cfg.ifname,
+                    .mode = XdpMode::Native,
+                    .queues = cfg.queues,
+                    .regionSize = cfg.regionSize,
+                    .residentBudget = cfg.budget,
+                    .prefetchDepth = cfg.prefetch,
+                    .frameSize = cfg.frameSize,
+                    .frameCount = cfg.frameCount,
+                    .pagerThreads = cfg.pagers,
+                    .pagerBusyPoll = cfg.pagerBusyPoll,
+                    .statsPath = "/tmp/npf-bench-" + std::to_string(getpid()) + ".json"};
+    if (kind == "npf-memfd") {
+        ec.regionMemory = RegionMemory::Memfd; // shmem: a page per install, punched out
+    } else if (kind == "npf-pool") {
+        ec.regionMemory = RegionMemory::PagePool; // 4 KiB pages moved in from a pool and back
+    } else if (kind == "npf-2m") {
+        ec.pageSize = 2ull << 20; // transparent huge pages from the region's page pool
+        ec.regionMemory = RegionMemory::PagePool;
+    } else if (kind == "npf-2m-hugetlbfs") {
+        ec.pageSize = 2ull << 20;
+        ec.regionMemory = RegionMemory::Memfd;
+    } else if (kind == "npf-reserve") {
+        // The default route with its pages reserved before the window
+        // (npf-recv --reserve): the budget, else the region, at most 1 GiB.
+        ec.reserve = std::min<uint64_t>(cfg.budget ? cfg.budget : cfg.regionSize, 1ull << 30);
+    } else if (kind == "npf-noprefetch") {
+        ec.prefetchDepth = 0;
+    } else if (kind == "drop-on-fault") {
+        ec.faultPolicy = FaultPolicy::Drop;
+        ec.prefetchDepth = 0; // a NIC without NPF does not know what comes next either
+    } else if (kind == "blocking") {
+        ec.faultPolicy = FaultPolicy::Block;
+        ec.prefetchDepth = 0;
+    }
+    for (uint32_t q = 0; q < cfg.queues; q++)
+        ec.workerCpus.push_back(cfg.cpus[q % cfg.cpus.size()]);
+    for (uint32_t k = 0; k < cfg.pagers; k++)
+        ec.pagerCpus.push_back(cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()]);
+    return ec;
+}
+
 std::unique_ptr<topology::HugePages> reserveHugePages(const std::string& kind, const RxConfig& cfg, uint64_t spare,
                                                       double* warmSeconds)
 {
@@ -147,8 +153,9 @@ std::unique_ptr<Receiver> makeNpfReceiver(const std::string& kind, const RxConfi
 const std::vector<std::string>& receiverKinds()
 {
     static const std::vector<std::string> k{"npf",           "npf-reserve",     "npf-pool",        "npf-memfd",       "npf-2m",         "npf-2m-hugetlbfs",
-                                            "npf-rtc",       "npf-2m-rtc",      "npf-sidecar",    "npf-sidecar-own",
-                                            "npf-sidecar-2m", "npf-noprefetch", "drop-on-fault",  "blocking",
+                                            "npf-rtc",       "npf-2m-rtc",      "npf-sidecar",    "npf-sidecar-2m",
+                                            "npf-sidecar-brokered", "npf-sidecar-brokered-2m", "npf-sidecar-own",
+                                            "npf-noprefetch", "drop-on-fault",  "blocking",
                                             "xdp-drop",      "static-pinned",   "recvmmsg",       "io_uring"};
     return k;
 }
@@ -158,9 +165,8 @@ std::unique_ptr<Receiver> makeReceiver(const std::string& kind, const RxConfig& 
     if (kind == "npf" || kind == "npf-reserve" || kind == "npf-pool" || kind == "npf-memfd" || kind == "npf-2m" || kind == "npf-2m-hugetlbfs" || kind == "npf-rtc" ||
         kind == "npf-2m-rtc" || kind == "npf-noprefetch" || kind == "drop-on-fault" || kind == "blocking")
         return makeNpfReceiver(kind, cfg);
-    if (kind == "npf-sidecar" || kind == "npf-sidecar-own" || kind == "npf-sidecar-2m")
-        return makeSidecarReceiver(cfg, kind == "npf-sidecar-own",
-                                   kind == "npf-sidecar-2m" ? 2ull << 20 : NPF_PAGE_SIZE);
+    if (kind.starts_with("npf-sidecar"))
+        return makeSidecarReceiver(kind, cfg);
     if (kind == "xdp-drop")
         return makeXskReceiver(false, cfg);
     if (kind == "static-pinned")

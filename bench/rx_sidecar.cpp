@@ -1,12 +1,15 @@
-// npf-sidecar: the npf contender's application loop on an npf::Client served
-// by a real npfd, which the contender starts for the run. What differs from
-// "npf" is only the process boundary: the dataplane (XDP, AF_XDP workers,
-// pager) runs in npfd; the bench keeps the region (its memfd, registered with
-// its userfaultfd and handed over), posts into the flow's ring map and polls
-// the flow's completion ring, both shared memory. release() and populate()
-// are requests on npfd's socket. npf-sidecar-2m: the same with a 2 MiB
-// (hugetlbfs) region, whose pages a thread of the bench's (npf-install)
-// installs from npfd's images.
+// The npf contender's application loop on an npf::Client served by a real
+// npfd, which the contender starts for the run.
+//  npf-sidecar, npf-sidecar-2m: delegated mode. npfd attaches the program and
+//    hands over the sockets; the bench's Client runs the engine npf (npf-2m)
+//    runs, on them: only the privileged set-up is npfd's.
+//  npf-sidecar-brokered, -brokered-2m, -own: brokered mode. The dataplane
+//    (XDP, AF_XDP workers, pager) runs in npfd; the bench keeps the region (its
+//    memfd, registered with its userfaultfd and handed over), posts into the
+//    flow's ring map and polls the flow's completion ring, both shared memory.
+//    release() and populate() are requests on npfd's socket. -2m: a 2 MiB
+//    (hugetlbfs) region, whose pages a thread of the bench's (npf-install)
+//    installs from npfd's images; -own: npfd installs into its own mapping.
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -65,18 +68,16 @@ private:
 
 class SidecarReceiver final : public Receiver {
 public:
-    SidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize)
-        : cfg_(cfg),
-          // npf-sidecar-2m: the budget plus a few for installs in flight and npfd's fallbacks.
-          hugePages_(pageSize == NPF_PAGE_SIZE ? nullptr : reserveHugePages("npf-sidecar-2m", cfg, 4)),
-          npfd_(cfg, dir_.path(), ownMapping),
-          cli_(ClientConfig{.socket = npfd_.socket(),
-                            .regionSize = cfg.regionSize,
-                            .pageSize = pageSize,
-                            .residentBudget = cfg.budget,
-                            .name = "npf-bench"})
+    SidecarReceiver(const std::string& kind, const RxConfig& cfg)
+        : cfg_(cfg), delegated_(!kind.ends_with("-own") && kind.find("-brokered") == std::string::npos),
+          // npf-sidecar-brokered-2m: the budget plus a few for installs in flight and npfd's fallbacks.
+          hugePages_(kind == "npf-sidecar-brokered-2m" ? reserveHugePages(kind, cfg, 4) : nullptr),
+          npfd_(cfg, dir_.path(), kind.ends_with("-own"), delegated_), cli_(clientConfig(kind))
     {
-        npfd_.pinThreads(cfg);
+        if (delegated_ != (cli_.mode() == ClientMode::Delegated))
+            throw std::runtime_error(kind + ": npfd gave the client " + toString(cli_.mode()) + " mode");
+        if (!delegated_) // else the engine pins its threads (npfEngineConfig's CPUs)
+            npfd_.pinThreads(cfg);
         flow_ = &cli_.openFlow(cfg.port, cfg.addr, cfg.ifname);
         if (!cfg.cold)
             cli_.populate(0, cfg.regionSize);
@@ -111,7 +112,8 @@ public:
         const uint64_t stoppedNs = monotonicNs();
         npfdCpu_ = npfd_.cpuSeconds();
         counters::Json snap;
-        const std::string path = counters::engineStatsPath(cfg_.ifname);
+        // The engine's snapshot: npfd's (brokered), the bench's own (delegated).
+        const std::string path = delegated_ ? statsPath_ : counters::engineStatsPath(cfg_.ifname);
         for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
              std::chrono::steady_clock::now() < end; std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
             std::ifstream in(path);
@@ -135,7 +137,11 @@ public:
         // npfd's dataplane counters (one client: all of them are the bench's),
         // as the npf contender reports its engine's; then the client's own.
         snap["client"] = counters::engineStatsJson(own, cfg_.ifname, ::getpid(), stoppedNs);
-        snap["npfd"] = {{"binary", npfd_.binary()}, {"pid", npfd_.pid()}, {"dir", dir_.path()}, {"cpuSeconds", npfdCpu_}};
+        snap["npfd"] = {{"binary", npfd_.binary()},
+                        {"pid", npfd_.pid()},
+                        {"dir", dir_.path()},
+                        {"cpuSeconds", npfdCpu_},
+                        {"mode", toString(cli_.mode())}};
         // release() is a request to npfd and its reply: the one round trip the loop makes.
         snap["releases"] = {{"calls", releases_}, {"seconds", double(releaseNs_) * 1e-9}};
         details_ = nlohmann::json::parse(snap.dump());
@@ -148,6 +154,21 @@ public:
     double helperCpuSeconds() const override { return final_ ? npfdCpu_ : npfd_.cpuSeconds(); }
 
 private:
+    ClientConfig clientConfig(const std::string& kind)
+    {
+        ClientConfig c{.socket = npfd_.socket(),
+                       .mode = delegated_ ? ClientMode::Delegated : ClientMode::Brokered,
+                       .regionSize = cfg_.regionSize,
+                       .pageSize = kind.ends_with("-2m") ? 2ull << 20 : NPF_PAGE_SIZE,
+                       .residentBudget = cfg_.budget,
+                       .name = "npf-bench"};
+        if (delegated_) {
+            c.engine = npfEngineConfig(kind == "npf-sidecar-2m" ? "npf-2m" : "npf", cfg_);
+            statsPath_ = c.engine.statsPath;
+        }
+        return c;
+    }
+
     // The npf contender's loop (flow_loop.h), on the client's flow and region.
     void loop(Meter& m) noexcept
     {
@@ -164,7 +185,9 @@ private:
     // Teardown order: the app thread (stop()), the client (bye: npfd closes
     // its flows), npfd, the directory of its config, socket and log.
     RxConfig cfg_;
-    std::unique_ptr<topology::HugePages> hugePages_; // npf-sidecar-2m: given back after npfd and the client
+    const bool delegated_;
+    std::string statsPath_; // delegated: the bench's engine's snapshot
+    std::unique_ptr<topology::HugePages> hugePages_; // npf-sidecar-brokered-2m: given back after npfd and the client
     TempDir dir_;
     NpfdProcess npfd_;
     Client cli_;
@@ -181,9 +204,9 @@ private:
 
 } // namespace
 
-std::unique_ptr<Receiver> makeSidecarReceiver(const RxConfig& cfg, bool ownMapping, uint64_t pageSize)
+std::unique_ptr<Receiver> makeSidecarReceiver(const std::string& kind, const RxConfig& cfg)
 {
-    return std::make_unique<SidecarReceiver>(cfg, ownMapping, pageSize);
+    return std::make_unique<SidecarReceiver>(kind, cfg);
 }
 
 } // namespace npf::bench

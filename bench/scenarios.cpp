@@ -125,16 +125,18 @@ const RunResult* find(const std::vector<RunResult>& rs, const std::string& k)
 }
 
 // npfd's clients against in-process npf in the same scenario: received pps
-// and CPU per packet (npfd's CPU included), as ratios sidecar / in-process;
-// and the client's mapping against npfd's own.
+// and CPU per packet (npfd's CPU included), as ratios sidecar / in-process:
+// delegated (npf-sidecar, -2m: the 0.95x target) and brokered; and
+// the brokered client's mapping against npfd's own.
 void sidecarVsNpf(const std::vector<RunResult>& rs, Json& j)
 {
     const struct {
         const char *sidecar, *other, *key;
     } pairs[] = {{"npf-sidecar", "npf", "sidecarVsNpf"},
-                 {"npf-sidecar", "npf-sidecar-own", "sidecarVsOwnMapping"},
                  {"npf-sidecar-2m", "npf-2m", "sidecar2mVsNpf2m"},
-                 {"npf-sidecar-2m", "npf-2m-hugetlbfs", "sidecar2mVsNpf2mHugetlbfs"}};
+                 {"npf-sidecar-brokered", "npf", "brokeredVsNpf"},
+                 {"npf-sidecar-brokered-2m", "npf-2m", "brokered2mVsNpf2m"},
+                 {"npf-sidecar-brokered", "npf-sidecar-own", "brokeredVsOwnMapping"}};
     for (const auto& p : pairs) {
         const RunResult *s = find(rs, p.sidecar), *n = find(rs, p.other);
         if (!n || !s || n->pps <= 0 || n->cpuNsPerPacket() <= 0)
@@ -252,8 +254,8 @@ std::vector<RunResult> runTable(const char* title, const Options& o, const std::
 Json steady(const Options& o)
 {
     auto rs = runTable("steady state: everything resident, max rate", o,
-                       {"npf", "npf-rtc", "npf-sidecar", "npf-sidecar-own", "static-pinned", "xdp-drop", "recvmmsg",
-                        "io_uring"},
+                       {"npf", "npf-rtc", "npf-sidecar", "npf-sidecar-brokered", "npf-sidecar-own", "static-pinned",
+                        "xdp-drop", "recvmmsg", "io_uring"},
                        0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
@@ -273,8 +275,9 @@ Json steady(const Options& o)
 Json cold(const Options& o)
 {
     auto rs = runTable("cold ring: region non-resident at t=0", o,
-                       {"npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own",
-                        "npf-noprefetch", "drop-on-fault", "blocking", "static-pinned"},
+                       {"npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar",
+                        "npf-sidecar-brokered", "npf-sidecar-own", "npf-noprefetch", "drop-on-fault", "blocking",
+                        "static-pinned"},
                        o.coldRate, [](RxConfig& rx) { rx.cold = true; });
     // "first": the first 1 ms bin with a datagram received; the pipeline's
     // own start (generator, veth, AF_XDP) shows in static-pinned's, which
@@ -311,8 +314,9 @@ Json pressure(const Options& o)
 {
     const uint64_t budget = o.region / 4;
     auto rs = runTable("memory pressure: working set 4x the resident budget", o,
-                       {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m",
-                        "npf-noprefetch", "drop-on-fault", "static-pinned"},
+                       {"npf", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-sidecar", "npf-sidecar-2m",
+                        "npf-sidecar-brokered", "npf-sidecar-brokered-2m", "npf-sidecar-own", "npf-noprefetch",
+                        "drop-on-fault", "static-pinned"},
                        o.coldRate, [&](RxConfig& rx) { rx.budget = budget; });
     Json runs = Json::array();
     printf("%-15s %12s %12s %12s %10s %10s\n", "contender", "faults/s", "prefetch/s", "evicted/s", "residMiB",
@@ -390,7 +394,8 @@ Json faultpath(const Options& o)
     const uint64_t budget = 32ull << 20; // above the 16 MiB of posted buffers, far below the region
     auto rs = runTable("fault path alone: every datagram lands on a non-resident page", o,
                        {"npf-noprefetch", "npf", "npf-reserve", "npf-pool", "npf-memfd", "npf-2m", "npf-2m-hugetlbfs", "npf-rtc", "npf-2m-rtc",
-                        "npf-sidecar", "npf-sidecar-own", "npf-sidecar-2m", "static-pinned"},
+                        "npf-sidecar", "npf-sidecar-2m", "npf-sidecar-brokered", "npf-sidecar-brokered-2m",
+                        "npf-sidecar-own", "static-pinned"},
                        0, [&](RxConfig& rx) {
                            rx.regionSize = region;
                            rx.stride = 4096;

@@ -141,21 +141,24 @@ TEST(BenchSmoke, QuickRunWritesJson)
             EXPECT_GT(r["received"].get<uint64_t>(), 0u) << s << " " << r["contender"];
             EXPECT_EQ(r["badPayloads"].get<uint64_t>(), 0u) << s << " " << r["contender"];
         }
-    // npf-sidecar ran through a real npfd wherever npf runs, and left neither
-    // the npfd it started nor its directory (config, socket, log) behind.
-    for (const char* s : {"steady", "cold", "pressure", "faultpath"}) {
-        const nlohmann::json* run = nullptr;
-        for (const auto& r : j["scenarios"][s]["runs"])
-            if (r["contender"] == "npf-sidecar")
-                run = &r;
-        ASSERT_NE(run, nullptr) << s << ": no npf-sidecar run";
-        EXPECT_FALSE(run->contains("error")) << run->dump();
-        EXPECT_GT((*run)["received"].get<uint64_t>(), 0u) << s;
-        const auto& npfd = (*run)["details"]["npfd"];
-        ASSERT_TRUE(npfd.contains("pid") && npfd.contains("dir")) << run->dump();
-        EXPECT_TRUE(::kill(npfd["pid"].get<pid_t>(), 0) != 0 && errno == ESRCH) << s << ": npfd still running";
-        EXPECT_FALSE(std::filesystem::exists(npfd["dir"].get<std::string>())) << s << ": " << npfd["dir"];
-    }
+    // npf-sidecar (delegated) and npf-sidecar-brokered ran through a real
+    // npfd wherever npf runs, in the mode they name, and left neither the
+    // npfd they started nor its directory (config, socket, log) behind.
+    for (const char* s : {"steady", "cold", "pressure", "faultpath"})
+        for (const auto& [contender, mode] : {std::pair{"npf-sidecar", "delegated"}, {"npf-sidecar-brokered", "brokered"}}) {
+            const nlohmann::json* run = nullptr;
+            for (const auto& r : j["scenarios"][s]["runs"])
+                if (r["contender"] == contender)
+                    run = &r;
+            ASSERT_NE(run, nullptr) << s << ": no " << contender << " run";
+            EXPECT_FALSE(run->contains("error")) << run->dump();
+            EXPECT_GT((*run)["received"].get<uint64_t>(), 0u) << s << " " << contender;
+            const auto& npfd = (*run)["details"]["npfd"];
+            ASSERT_TRUE(npfd.contains("pid") && npfd.contains("dir")) << run->dump();
+            EXPECT_EQ(npfd.value("mode", ""), mode) << s << " " << contender;
+            EXPECT_TRUE(::kill(npfd["pid"].get<pid_t>(), 0) != 0 && errno == ESRCH) << s << ": npfd still running";
+            EXPECT_FALSE(std::filesystem::exists(npfd["dir"].get<std::string>())) << s << ": " << npfd["dir"];
+        }
     for (const char* s : {"steady", "faultpath"})
         EXPECT_TRUE(j["scenarios"][s].contains("sidecarVsNpf")) << s;
     expectBurst(j["scenarios"]["burst"]);

@@ -102,34 +102,46 @@ TEST(NpfRecvArgs, ReadyFdNotOpenExits2)
     EXPECT_NE(r.err.find("--ready-fd"), std::string::npos) << r.err;
 }
 
-// Run to completion is the in-process engine's: through npfd the fast path
-// is npfd's workers', so asking for both is a usage error, said before
-// anything connects.
-TEST(NpfRecvArgs, RunToCompletionThroughNpfdExits2)
+// Run to completion, a reserve and busy-polling pagers are a data path of
+// npf-recv's own: in brokered mode npfd runs it, so asking for them there is
+// a usage error, said before anything connects (in mode auto: once npfd
+// said which mode it grants).
+TEST(NpfRecvArgs, RunToCompletionThroughNpfdBrokeredExits2)
 {
-    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --run-to-completion");
+    RecvRun r = npfRecv(std::string(kNoSuchIface) +
+                        " 5000 --connect /nonexistent/npfd.sock --client-mode brokered --run-to-completion");
     EXPECT_EQ(r.status, kExitUsage) << r.err;
-    EXPECT_EQ(r.err, "npf-recv: error: --run-to-completion: through npfd (--connect) the fast path is npfd's "
-                     "workers'\n");
+    EXPECT_EQ(r.err, "npf-recv: error: --run-to-completion: npfd runs this client's data path (brokered mode): the "
+                     "fast path is npfd's workers'\n");
 }
 
-// A reserve is pages of npf-recv's own region: through npfd the region is
-// the client's memfd, so asking for one there is a usage error too.
-TEST(NpfRecvArgs, ReserveThroughNpfdExits2)
+TEST(NpfRecvArgs, ReserveThroughNpfdBrokeredExits2)
 {
-    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --reserve 1M");
+    RecvRun r =
+        npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --client-mode brokered --reserve 1M");
     EXPECT_EQ(r.status, kExitUsage) << r.err;
-    EXPECT_EQ(r.err, "npf-recv: error: --reserve: through npfd (--connect) the region's pages are the client's "
-                     "memfd\n");
+    EXPECT_EQ(r.err, "npf-recv: error: --reserve: npfd runs this client's data path (brokered mode): the region's "
+                     "pages are the client's memfd\n");
 }
 
-// Through npfd the pagers are npfd's: busy polling them is npfd's option.
-TEST(NpfRecvArgs, PagerBusyPollThroughNpfdExits2)
+TEST(NpfRecvArgs, PagerBusyPollThroughNpfdBrokeredExits2)
 {
-    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --pager-busy-poll");
+    RecvRun r = npfRecv(std::string(kNoSuchIface) +
+                        " 5000 --connect /nonexistent/npfd.sock --client-mode brokered --pager-busy-poll");
     EXPECT_EQ(r.status, kExitUsage) << r.err;
-    EXPECT_EQ(r.err, "npf-recv: error: --pager-busy-poll: through npfd (--connect) the pagers are npfd's (npfd "
-                     "--pager-busy-poll)\n");
+    EXPECT_EQ(r.err, "npf-recv: error: --pager-busy-poll: npfd runs this client's data path (brokered mode): the "
+                     "pagers are npfd's (npfd --pager-busy-poll)\n");
+}
+
+// --client-mode is --connect's, and one of three words.
+TEST(NpfRecvArgs, ClientModeWithoutConnectOrUnknownExits2)
+{
+    RecvRun r = npfRecv(std::string(kNoSuchIface) + " 5000 --client-mode delegated");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_EQ(r.err, "npf-recv: error: --client-mode: only with --connect\n");
+    r = npfRecv(std::string(kNoSuchIface) + " 5000 --connect /nonexistent/npfd.sock --client-mode sideways");
+    EXPECT_EQ(r.status, kExitUsage) << r.err;
+    EXPECT_NE(r.err.find("--client-mode"), std::string::npos) << r.err;
 }
 
 // Everything npf-recv does before it looks the interface up creates nothing,

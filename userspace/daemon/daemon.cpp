@@ -203,6 +203,9 @@ Iface* Daemon::faultServer(uint64_t netns) noexcept
         for (Iface& s : ifaces_)
             if (s.netns == ns && s.service)
                 return &s;
+    for (Iface& s : ifaces_)
+        if (s.service)
+            return &s;
     return nullptr;
 }
 

@@ -96,8 +96,8 @@ public:
     // The interface whose pagers serve the faults (CPU faults, prefetch,
     // protection) of a region of a client in `netns`: the first brokered one
     // npfd serves in that namespace (the pod's), else the first in npfd's
-    // own (the node's NIC); nullptr if none. Datagrams reach the region from
-    // any interface's pagers.
+    // own (the node's NIC), else the first; nullptr if every one is
+    // delegated. Datagrams reach the region from any interface's pagers.
     Iface* faultServer(uint64_t netns) noexcept;
     EpochDomain& epochs() noexcept { return epochs_; }
     FlowClaims& flowClaims() noexcept { return claims_; }
