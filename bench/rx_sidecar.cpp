@@ -149,7 +149,11 @@ public:
     }
     uint64_t pinnedBytes() const override { return pinned_; }
     uint64_t residentBytes() const override { return resident_; }
-    nlohmann::json details() const override { return details_; }
+    // Delegated: the engine's numbers now (the window's start), as npf's.
+    nlohmann::json details() const override
+    {
+        return final_ || !delegated_ ? details_ : nlohmann::json::parse(cli_.statsJson());
+    }
     std::string route() const override { return details_.value("route", "client-memfd"); }
     double helperCpuSeconds() const override { return final_ ? npfdCpu_ : npfd_.cpuSeconds(); }
 

@@ -133,6 +133,10 @@ public:
     // This client's numbers (its flows' completions, its region's faults);
     // the shared dataplane's counters are the operator's (npfctl stats).
     EngineStats stats() const;
+    // The same as Engine::statsJson() shapes it (counters, latencies, the
+    // region's counters and "route"): delegated mode, its engine's; brokered
+    // mode, this client's numbers (stats()) and route().
+    std::string statsJson() const;
     // Why the client is no longer served, "" while it is.
     std::string failure() const;
     // After npfd restarted: connects again and registers the same region

@@ -198,12 +198,24 @@ TEST(Config, MistakesNameTheKey)
         {R"({"ifaces":["e"],"max_connections":"many"})", "test.json: max_connections: must be an unsigned integer"},
         {R"({"ifaces":["e"],"hello_timeout_ms":99})", "test.json: hello_timeout_ms: 99 is out of range"},
         {R"({"ifaces":["e"],"hello_timeout_ms":600001})", "test.json: hello_timeout_ms: 600001 is out of range"},
+        {R"({"ifaces":["e"],"delegate":["f"]})", "test.json: delegate[0]: \"f\" is not one of \"ifaces\""},
+        {R"({"ifaces":["e"],"delegate":["e","e"]})", "test.json: delegate[1]: \"e\" is listed twice"},
+        {R"({"ifaces":["e"],"delegate":"e"})", "test.json: delegate: must be an array"},
     };
     for (const Case& c : cases) {
         std::string e = errorOf(c.text);
         EXPECT_NE(e.find(c.error), std::string::npos) << c.text << "\n  -> " << e;
         EXPECT_EQ(e.rfind("test.json: ", 0), 0u) << e;
     }
+}
+
+// "delegate" names interfaces of "ifaces" as written there.
+TEST(Config, DelegatedInterfaces)
+{
+    const DaemonConfig c = parseConfig(R"({"ifaces":["eth0","pod-a:eth0"],"delegate":["pod-a:eth0"]})", "test.json");
+    EXPECT_TRUE(c.delegated("pod-a:eth0"));
+    EXPECT_FALSE(c.delegated("eth0"));
+    EXPECT_FALSE(parseConfig(R"({"ifaces":["eth0"]})", "test.json").delegated("eth0"));
 }
 
 TEST(Config, RulesMatchInOrder)

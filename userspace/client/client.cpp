@@ -595,6 +595,15 @@ EngineStats Client::stats() const
     return counters::parseEngineStats(r.reply.stats);
 }
 
+std::string Client::statsJson() const
+{
+    if (impl_->engine)
+        return impl_->engine->statsJson();
+    counters::Json j = counters::engineStatsJson(stats(), impl_->delegated, ::getpid(), 0);
+    j["route"] = route();
+    return j.dump();
+}
+
 std::string Client::failure() const
 {
     if (impl_->engine) {
