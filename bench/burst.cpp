@@ -6,7 +6,8 @@
 // from the machine's page rates measured just before the run. Variants:
 // the default route, a reserve, 2 MiB pages (which reserve the region by
 // default), 2 MiB pages without a reserve (--reserve 0), and the default
-// route through npfd (npf-recv --connect, as a client);
+// route through npfd (npf-recv --connect, as a client): npfd in the sidecar
+// shape (delegated: npf-recv runs the data path) and brokered (npfd runs it);
 // rounds of all of them in turn, so that the machine's drift falls on all.
 #include "burst.h"
 
@@ -58,13 +59,15 @@ struct Variant {
     bool huge = false;
     Reserve reserve = Reserve::Default;
     bool npfd = false; // npf-recv --connect to an npfd the bench starts (default options: as a user runs it)
+    bool delegated = false; // that npfd delegates the interface (the sidecar shape)
 };
 
 const std::vector<Variant>& variants()
 {
     static const std::vector<Variant> v{{"npf", false, Reserve::Default},    {"npf-reserve", false, Reserve::Region},
                                         {"npf-2m", true, Reserve::Default},  {"npf-2m-noreserve", true, Reserve::None},
-                                        {"npfd", false, Reserve::Default, true}};
+                                        {"npfd", false, Reserve::Default, true, true},
+                                        {"npfd-brokered", false, Reserve::Default, true, false}};
     return v;
 }
 
@@ -223,8 +226,9 @@ BurstRun runBurst(const Variant& v, const TrafficConfig& t, const RxConfig& rx, 
     if (v.npfd) {
         const std::string npfdDir = dir + "/npfd-" + tag;
         std::filesystem::create_directories(npfdDir);
-        npfd.emplace(rx, npfdDir, false);
-        args.insert(args.end(), {"--connect", npfd->socket()});
+        npfd.emplace(rx, npfdDir, false, v.delegated);
+        args.insert(args.end(),
+                    {"--connect", npfd->socket(), "--client-mode", v.delegated ? "delegated" : "brokered"});
     }
     const std::string log = dir + "/npf-recv-" + tag + ".log", genLog = dir + "/trafgen-" + tag + ".log";
     Child recv(args, log, true);
@@ -332,16 +336,19 @@ Json burst(const Options& o)
             runs.push_back(r.toJson());
         }
     Json summary = Json::object();
-    // Through npfd against in process, the same round: what the process boundary costs a burst.
-    std::vector<double> viaNpfd;
-    for (auto& [round, w] : written)
-        if (w.count("npf") && w.count("npfd") && w["npf"] > 0)
-            viaNpfd.push_back(double(w["npfd"]) / double(w["npf"]));
-    if (!viaNpfd.empty()) {
-        std::sort(viaNpfd.begin(), viaNpfd.end());
-        summary["npfdOverNpfWritten"] = {{"min", viaNpfd.front()}, {"median", viaNpfd[viaNpfd.size() / 2]}};
-        printf("npfd / npf       written: min %.2f, median %.2f over %zu round(s)\n", viaNpfd.front(),
-               viaNpfd[viaNpfd.size() / 2], viaNpfd.size());
+    // Through npfd against in process, the same round: what the process
+    // boundary costs a burst, delegated (the sidecar shape) and brokered.
+    for (const auto& [variant, key] : {std::pair{"npfd", "npfdOverNpfWritten"}, {"npfd-brokered", "brokeredOverNpfWritten"}}) {
+        std::vector<double> via;
+        for (auto& [round, w] : written)
+            if (w.count("npf") && w.count(variant) && w["npf"] > 0)
+                via.push_back(double(w[variant]) / double(w["npf"]));
+        if (via.empty())
+            continue;
+        std::sort(via.begin(), via.end());
+        summary[key] = {{"min", via.front()}, {"median", via[via.size() / 2]}};
+        printf("%-13s / npf written: min %.2f, median %.2f over %zu round(s)\n", variant, via.front(),
+               via[via.size() / 2], via.size());
     }
     for (auto& [name, xs] : ratio) {
         std::sort(xs.begin(), xs.end());

@@ -100,7 +100,7 @@ void addOptions(CLI::App& app, Args& a)
     app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-reserve, npf-pool, npf-memfd, npf-2m, "
                                               "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-2m, npf-sidecar-brokered, "
                                               "npf-sidecar-brokered-2m, npf-sidecar-own, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
-                                              "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd)")
+                                              "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd, npfd-brokered)")
         ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
     app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")

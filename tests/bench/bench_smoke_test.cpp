@@ -97,7 +97,7 @@ void expectBurst(const nlohmann::json& b)
         std::printf("[ skipped  ] burst: %s\n", b["skipped"].get<std::string>().c_str());
         return;
     }
-    ASSERT_EQ(b["runs"].size(), 5u) << b.dump(); // npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd
+    ASSERT_EQ(b["runs"].size(), 6u) << b.dump(); // npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd, npfd-brokered
     for (const auto& r : b["runs"]) {
         ASSERT_FALSE(r.contains("error")) << r.dump();
         EXPECT_GT(r["reached"].get<uint64_t>(), 0u) << r["variant"];
