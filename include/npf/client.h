@@ -1,7 +1,11 @@
 // libnpf, sidecar mode: receive through npfd (the npf daemon) instead of an
-// in-process engine. The application owns its region -- a memfd it maps,
-// registered with its own userfaultfd, both handed to npfd -- and gets the
-// same npf::Flow as with npf::Engine; only the construction differs:
+// in-process engine, in one of two modes (ClientMode). Brokered: npfd runs
+// the data path; the application owns its region -- a memfd it maps,
+// registered with its own userfaultfd, both handed to npfd. Delegated
+// (npfd's config delegates the interface to its one client): npfd hands
+// over the interface's sockets and libnpf runs an npf::Engine in this
+// process, on private memory. Either way the application gets the same
+// npf::Flow as with npf::Engine; only the construction differs:
 //
 //   npf::Client cli({.regionSize = 64ull << 20, .residentBudget = 8ull << 20});   // within npfd's rule
 //   npf::Flow& f = cli.openFlow(9000);

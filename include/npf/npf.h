@@ -243,6 +243,16 @@ struct npf_engine_opts {
  * region and starts the worker and pager threads. *out is set on success. */
 int npf_engine_open(const struct npf_engine_opts *opts, npf_ctx **out);
 
+/* Who runs the data path of an npfd client (npf::ClientMode): delegated
+ * where npfd's config delegates the interface, else brokered (AUTO); this
+ * process, on the sockets npfd hands it, or refused (DELEGATED); npfd
+ * (BROKERED). npf_ctx_mode says which a context got (and IN_PROCESS for
+ * npf_engine_open's). */
+#define NPF_CLIENT_MODE_AUTO       0
+#define NPF_CLIENT_MODE_DELEGATED  1
+#define NPF_CLIENT_MODE_BROKERED   2
+#define NPF_CTX_MODE_IN_PROCESS    3
+
 /* A connection to npfd (npf::ClientConfig). */
 struct npf_client_opts {
 	size_t sz;                /* sizeof(struct npf_client_opts) */
@@ -252,12 +262,20 @@ struct npf_client_opts {
 	uint64_t resident_budget; /* 0 = npfd's default: the rule's fair share (resident_bytes / connections), up to region_size */
 	uint64_t page_size;       /* 4096 or 2 MiB; 0 = 4096 */
 	uint32_t timeout_ms;      /* for each request to npfd; 0 = 10000 */
-	size_t :0;                /* end of the first version: new fields go after it */
+	size_t :0;                /* end of the first version (see "Versioned structs") */
+	/* NPF_CLIENT_MODE_*; 0 = AUTO. A caller built against the first
+	 * version passes the smaller sz and gets AUTO. */
+	uint32_t mode;
+	size_t :0;                /* end of the second version: new fields go after it */
 };
 
 /* Connects to npfd, says hello and registers a region of this process with
  * it. A refusal's reason is npfd's, in npf_strerror_last(). */
 int npf_client_open(const struct npf_client_opts *opts, npf_ctx **out);
+
+/* NPF_CLIENT_MODE_DELEGATED or _BROKERED for npf_client_open's context,
+ * NPF_CTX_MODE_IN_PROCESS for npf_engine_open's; -EINVAL for NULL. */
+int npf_ctx_mode(const npf_ctx *ctx);
 
 /* Closes every flow of ctx still open, then the engine (detaching npf_xdp if
  * it attached it) or the connection, and unmaps the region. NULL is a no-op. */

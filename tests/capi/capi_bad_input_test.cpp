@@ -57,6 +57,7 @@ TEST(CApiArgs, NullHandlesAreEinvalNotCrashes)
     EXPECT_EQ(npf_release(nullptr, 0, 1), -EINVAL);
     EXPECT_EQ(npf_populate(nullptr, 0, 1), -EINVAL);
     EXPECT_EQ(npf_ctx_failure(nullptr, buf, sizeof(buf)), -EINVAL);
+    EXPECT_EQ(npf_ctx_mode(nullptr), -EINVAL);
     npf_ctx_counters cc{};
     cc.sz = sizeof(cc);
     EXPECT_EQ(npf_ctx_read_counters(nullptr, &cc), -EINVAL);
@@ -105,6 +106,14 @@ TEST(CApiArgs, OptionStructsAreVersionedBySz)
     EXPECT_LT(npf_client_open(&c, &ctx), 0);
     EXPECT_TRUE(lastSays("/nonexistent/npfd.sock"));
     EXPECT_EQ(ctx, nullptr);
+    // A mode there is none of; and the first version's size (no mode) is still taken.
+    c.mode = 3;
+    EXPECT_EQ(npf_client_open(&c, &ctx), -EINVAL);
+    EXPECT_TRUE(lastSays("npf_client_opts.mode 3"));
+    c.mode = 0;
+    c.sz = offsetof(npf_client_opts, mode);
+    EXPECT_LT(npf_client_open(&c, &ctx), 0);
+    EXPECT_TRUE(lastSays("/nonexistent/npfd.sock")) << "a first-version caller gets past the options";
 }
 
 TEST(CApiArgs, EngineOptionsAreChecked)

@@ -104,9 +104,9 @@ TEST(CApiConventions, EngineOptsOfANewerCallerNeedAZeroTail)
 TEST(CApiConventions, ClientOptsOfEachSize)
 {
     npf_ctx* ctx = nullptr;
-    // One version so far: nothing smaller than it.
+    // Two versions: nothing smaller than the first (which ends before mode).
     Newer<npf_client_opts, 8> c{};
-    c.opts.sz = sizeof(npf_client_opts) - 1;
+    c.opts.sz = offsetof(npf_client_opts, mode) - 1;
     EXPECT_TRUE(failedWith(npf_client_open(&c.opts, &ctx), EINVAL));
     EXPECT_TRUE(lastSays("npf_client_opts.sz"));
     // Newer, zero tail: read, and the connection fails on the socket.

@@ -51,7 +51,7 @@ static NPF_CHECK_NOINLINE void client_opts(struct npf_client_opts *out)
 
 static NPF_CHECK_NOINLINE void client_opts_last(struct npf_client_opts *out)
 {
-	NPF_OPTS(npf_client_opts, o, .timeout_ms = 7);
+	NPF_OPTS(npf_client_opts, o, .timeout_ms = 7, .mode = NPF_CLIENT_MODE_DELEGATED);
 	memcpy(out, &o, sizeof(o));
 }
 
@@ -76,7 +76,7 @@ static int same_client(const struct npf_client_opts *a, const struct npf_client_
 #else
 	return a->sz == b->sz && a->socket == b->socket && a->name == b->name && a->region_size == b->region_size &&
 	       a->resident_budget == b->resident_budget && a->page_size == b->page_size &&
-	       a->timeout_ms == b->timeout_ms;
+	       a->timeout_ms == b->timeout_ms && a->mode == b->mode;
 #endif
 }
 
@@ -107,6 +107,7 @@ int npf_opts_check(void)
 	CHECK(c.sz == sizeof(struct npf_client_opts));
 	CHECK(same_client(&c, &want_c));
 	want_c.timeout_ms = 7;
+	want_c.mode = NPF_CLIENT_MODE_DELEGATED;
 	dirty_stack();
 	client_opts_last(&c);
 	CHECK(same_client(&c, &want_c));

@@ -46,9 +46,13 @@ constexpr size_t kEngineOptsV2 =
 // reserve starts past the second version's tail padding (its `size_t :0;`).
 static_assert(offsetof(npf_engine_opts, reserve) == kEngineOptsV2);
 static_assert(sizeof(npf_engine_opts) == kEngineOptsV2 + sizeof(uint64_t));
-// npf_client_opts: one version so far.
+// npf_client_opts: the first version ended at timeout_ms (and its tail
+// padding); the second at mode.
+constexpr size_t kClientOptsV1 =
+    roundUp(offsetof(npf_client_opts, timeout_ms) + sizeof(uint32_t), alignof(npf_client_opts));
+static_assert(offsetof(npf_client_opts, mode) == kClientOptsV1);
 static_assert(sizeof(npf_client_opts) ==
-              roundUp(offsetof(npf_client_opts, timeout_ms) + sizeof(uint32_t), alignof(npf_client_opts)));
+              roundUp(offsetof(npf_client_opts, mode) + sizeof(uint32_t), alignof(npf_client_opts)));
 // npf_ctx_counters: no tail padding (npf/npf.h says so).
 static_assert(sizeof(npf_ctx_counters) == offsetof(npf_ctx_counters, kernel_rx_dropped) + sizeof(uint64_t));
 #if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
@@ -63,7 +67,7 @@ static_assert(kEngineOptsV1 == 64 && kEngineOptsV2 == 72 && sizeof(npf_engine_op
 static_assert(offsetof(npf_client_opts, socket) == 8 && offsetof(npf_client_opts, name) == 16 &&
               offsetof(npf_client_opts, region_size) == 24 && offsetof(npf_client_opts, resident_budget) == 32 &&
               offsetof(npf_client_opts, page_size) == 40 && offsetof(npf_client_opts, timeout_ms) == 48 &&
-              sizeof(npf_client_opts) == 56);
+              kClientOptsV1 == 56 && offsetof(npf_client_opts, mode) == 56 && sizeof(npf_client_opts) == 64);
 static_assert(offsetof(npf_ctx_counters, completed_ok) == 8 && offsetof(npf_ctx_counters, kernel_rx_dropped) == 104 &&
               sizeof(npf_ctx_counters) == 112);
 #endif
@@ -130,6 +134,9 @@ npf::ClientConfig clientConfig(const npf_client_opts& o)
         cfg.pageSize = o.page_size;
     if (o.timeout_ms)
         cfg.timeout = std::chrono::milliseconds(o.timeout_ms);
+    cfg.mode = o.mode == NPF_CLIENT_MODE_DELEGATED  ? npf::ClientMode::Delegated
+               : o.mode == NPF_CLIENT_MODE_BROKERED ? npf::ClientMode::Brokered
+                                                    : npf::ClientMode::Auto;
     return cfg;
 }
 
@@ -180,13 +187,25 @@ int npf_client_open(const struct npf_client_opts* opts, npf_ctx** out)
             return fail(EINVAL, "npf_client_open: out is NULL");
         *out = nullptr;
         npf_client_opts o;
-        if (int rc = npf::capi::readOptions(opts, &o, sizeof(npf_client_opts), "npf_client_opts"))
+        if (int rc = npf::capi::readOptions(opts, &o, kClientOptsV1, "npf_client_opts"))
             return rc;
+        if (o.mode > NPF_CLIENT_MODE_BROKERED)
+            return fail(EINVAL, "npf_client_opts.mode " + std::to_string(o.mode) +
+                                    " is not an NPF_CLIENT_MODE_ (0 auto, 1 delegated, 2 brokered)");
         auto ctx = std::make_unique<npf_ctx>();
         ctx->client = std::make_unique<npf::Client>(clientConfig(o));
         *out = ctx.release();
         return 0;
     });
+}
+
+int npf_ctx_mode(const npf_ctx* ctx)
+{
+    if (!ctx)
+        return fail(EINVAL, "npf_ctx_mode: ctx is NULL");
+    if (!ctx->client)
+        return NPF_CTX_MODE_IN_PROCESS;
+    return ctx->client->mode() == npf::ClientMode::Delegated ? NPF_CLIENT_MODE_DELEGATED : NPF_CLIENT_MODE_BROKERED;
 }
 
 void npf_ctx_close(npf_ctx* ctx)
