@@ -50,14 +50,7 @@ void Delegation::bind()
                                     cfg_.ifname + " names their process): it must exit first");
     std::vector<std::unique_ptr<xsk::DelegatedQueue>> made;
     for (uint32_t q = 0; q < queues_; q++) {
-        xsk::QueueConfig qc;
-        qc.ifindex = static_cast<uint32_t>(dp_->ifindex());
-        qc.queue = q;
-        qc.umem.frameSize = sizes_.frameSize;
-        qc.umem.frameCount = sizes_.frameCount;
-        qc.primaryRxSize = sizes_.rxRingSize;
-        qc.backupRxSize = sizes_.rxRingSize;
-        qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
+        const xsk::QueueConfig qc = serviceQueueConfig(static_cast<uint32_t>(dp_->ifindex()), q, sizes_);
         try {
             made.push_back(std::make_unique<xsk::DelegatedQueue>(qc, dp_->xsks()));
         } catch (const std::system_error& e) {

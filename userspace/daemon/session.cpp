@@ -266,25 +266,10 @@ ipc::RegionReply Session::region(const ipc::RegionRequest& rq, Call& c)
         throw ProtocolError(ErrorCode::BadFd,
                             "region takes a memfd, a userfaultfd and optionally a spill memfd and an install area "
                             "memfd");
-    RegionGeometry geo;
-    std::string bad;
-    switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
-    case RegionGeometry::Error::None:
-        break;
-    case RegionGeometry::Error::TooLarge:
-        throw ProtocolError(ErrorCode::TooLarge, "region " + bad);
-    default:
-        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL);
-    }
     // The rule's totals first: the bitmap and the page state below cost
     // npfd memory in proportion to the size.
-    if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
-        throw ProtocolError(ErrorCode::TooLarge, why);
-    struct GiveBack { // unless the region is made
-        Quotas::Lease& l;
-        bool keep = false;
-        ~GiveBack() { if (!keep) l.giveRegion(); }
-    } giveBack{lease_};
+    const RegionGeometry geo = admitRegion(rq.size, rq.pageSize, rq.budget);
+    RegionGiveBack giveBack{lease_}; // unless the region is made
     dataplane::ResidentMap bitmap = dataplane::ResidentMap::create(geo.bitmapPages());
     RegionConfig rc;
     rc.size = rq.size;
@@ -315,6 +300,23 @@ ipc::RegionReply Session::region(const ipc::RegionRequest& rq, Call& c)
              static_cast<unsigned long long>(rq.budget >> 20), geo.huge() ? "2 MiB" : "4 KiB",
              faultServer_->label.c_str());
     return ipc::RegionReply{static_cast<uint32_t>(id_)};
+}
+
+RegionGeometry Session::admitRegion(uint64_t size, uint32_t pageSize, uint64_t budget)
+{
+    RegionGeometry geo;
+    std::string bad;
+    switch (RegionGeometry::check(size, pageSize, budget, kDefaultBatchPages, &geo, &bad)) {
+    case RegionGeometry::Error::None:
+        break;
+    case RegionGeometry::Error::TooLarge:
+        throw ProtocolError(ErrorCode::TooLarge, "region " + bad);
+    default:
+        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL);
+    }
+    if (std::string why; !lease_.takeRegion(size, budget, &why))
+        throw ProtocolError(ErrorCode::TooLarge, why);
+    return geo;
 }
 
 // The interface an open_flow names ("": the only one npfd serves in the

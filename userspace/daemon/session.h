@@ -20,6 +20,7 @@
 #include "ipc/protocol.h"
 #include "ipc/unix_socket.h"
 #include "npf/counters.h"
+#include "region/geometry.h"
 #include "region/region.h"
 #include "sys/fd.h"
 
@@ -149,6 +150,19 @@ private:
     // and keeps what `open` opened; undoes the claims if `open` throws.
     OpenFlow& admitFlow(Iface& itf, const dataplane::FlowSpec& spec, const std::function<OpenFlow()>& open);
     FlowStats statsOf(const OpenFlow& f) const;
+    // A region (brokered or delegated) of these sizes, checked and taken
+    // from the rule's totals; throws ProtocolError (too_large, bad_message).
+    RegionGeometry admitRegion(uint64_t size, uint32_t pageSize, uint64_t budget);
+    // Gives a region admitRegion took back to the rule, unless kept.
+    struct RegionGiveBack {
+        Quotas::Lease& lease;
+        bool keep = false;
+        ~RegionGiveBack()
+        {
+            if (!keep)
+                lease.giveRegion();
+        }
+    };
 
     Iface& flowIface(const std::string& name) const;
     dataplane::FlowSpec allowedFlow(uint16_t port, std::string addr) const;

@@ -58,25 +58,10 @@ ipc::DelegateReply Session::delegate(const ipc::DelegateRequest& rq, Call& c)
                             "delegate: this connection is brokered (its hello reply named no delegated interface)");
     if (bitmap_)
         throw ProtocolError(ErrorCode::BadMessage, "a connection has one region, and it has it");
-    RegionGeometry geo;
-    std::string bad;
-    switch (RegionGeometry::check(rq.size, rq.pageSize, rq.budget, kDefaultBatchPages, &geo, &bad)) {
-    case RegionGeometry::Error::None:
-        break;
-    case RegionGeometry::Error::TooLarge:
-        throw ProtocolError(ErrorCode::TooLarge, "region " + bad);
-    default:
-        throw ProtocolError(ErrorCode::BadMessage, "region " + bad, EINVAL);
-    }
     // The region is the client's memory, but its size and budget are what
     // the rule bounds, as for a brokered one.
-    if (std::string why; !lease_.takeRegion(rq.size, rq.budget, &why))
-        throw ProtocolError(ErrorCode::TooLarge, why);
-    struct GiveBack { // unless the data path is handed over
-        Quotas::Lease& l;
-        bool keep = false;
-        ~GiveBack() { if (!keep) l.giveRegion(); }
-    } giveBack{lease_};
+    const RegionGeometry geo = admitRegion(rq.size, rq.pageSize, rq.budget);
+    RegionGiveBack giveBack{lease_}; // unless the data path is handed over
     dataplane::ResidentMap bitmap = dataplane::ResidentMap::create(geo.bitmapPages());
     Delegation& del = *delegated_->delegation;
     try {

@@ -86,7 +86,7 @@ uint32_t bitmapClass(uint64_t pages) noexcept
     return c;
 }
 
-ResidentMap ResidentMap::create(uint64_t pages)
+ResidentMap ResidentMap::sized(uint64_t pages)
 {
     if (pages == 0 || pages > NPF_MAX_REGION_PAGES)
         throwErrno(EINVAL, "resident bitmap for " + std::to_string(pages) + " pages (must be 1 .. " +
@@ -94,6 +94,12 @@ ResidentMap ResidentMap::create(uint64_t pages)
     ResidentMap m;
     m.class_ = bitmapClass(pages);
     m.words_ = NPF_BITMAP_CLASS_PAGES(m.class_) / 64;
+    return m;
+}
+
+ResidentMap ResidentMap::create(uint64_t pages)
+{
+    ResidentMap m = sized(pages);
     LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE);
     m.fd_.reset(bpf_map_create(BPF_MAP_TYPE_ARRAY, "npf_bitmap", sizeof(uint32_t), sizeof(uint64_t),
                                static_cast<uint32_t>(m.words_), &opts));
@@ -106,12 +112,7 @@ ResidentMap ResidentMap::create(uint64_t pages)
 
 ResidentMap ResidentMap::adopt(Fd fd, uint64_t pages)
 {
-    if (pages == 0 || pages > NPF_MAX_REGION_PAGES)
-        throwErrno(EINVAL, "resident bitmap for " + std::to_string(pages) + " pages (must be 1 .. " +
-                               std::to_string(NPF_MAX_REGION_PAGES) + ")");
-    ResidentMap m;
-    m.class_ = bitmapClass(pages);
-    m.words_ = NPF_BITMAP_CLASS_PAGES(m.class_) / 64;
+    ResidentMap m = sized(pages);
     m.fd_ = std::move(fd);
     // A map smaller than the class (not the one npfd bound) fails here.
     m.map_ = MmapArea::map(pageAlign(m.words_ * sizeof(uint64_t)), PROT_READ | PROT_WRITE, MAP_SHARED,

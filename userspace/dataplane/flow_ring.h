@@ -62,6 +62,7 @@ public:
 
 private:
     ResidentMap() = default;
+    static ResidentMap sized(uint64_t pages); // class and words of `pages`; throws EINVAL out of range
     Fd fd_;
     MmapArea map_;
     uint64_t words_ = 0;

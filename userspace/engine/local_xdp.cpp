@@ -69,16 +69,8 @@ void LocalXdp::setUp()
 
 std::unique_ptr<xsk::QueueSockets> LocalXdp::openQueue(uint32_t q, const xsk::FlowSet& flows)
 {
-    xsk::QueueConfig qc;
-    qc.ifindex = static_cast<uint32_t>(dp_->ifindex());
-    qc.queue = q;
-    qc.umem.frameSize = sizes_.frameSize;
-    qc.umem.frameCount = sizes_.frameCount;
-    qc.primaryRxSize = sizes_.rxRingSize;
-    qc.backupRxSize = sizes_.rxRingSize;
-    // Each flow bounds its datagrams by its own region (ServedFlow::claim).
-    qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
-    return std::make_unique<xsk::QueueSockets>(qc, flows, dp_->xsks());
+    return std::make_unique<xsk::QueueSockets>(serviceQueueConfig(static_cast<uint32_t>(dp_->ifindex()), q, sizes_),
+                                               flows, dp_->xsks());
 }
 
 void LocalXdp::withdrawStale()

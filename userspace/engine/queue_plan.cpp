@@ -30,6 +30,19 @@ xsk::QueueSizes serviceQueueSizes(const EngineConfig& cfg, uint32_t mtu) noexcep
     return xsk::queueSizes(mtu, NPF_POST_RING_SIZE, cfg.frameSize, cfg.frameCount, cfg.rxRingSize);
 }
 
+xsk::QueueConfig serviceQueueConfig(uint32_t ifindex, uint32_t q, const xsk::QueueSizes& sizes) noexcept
+{
+    xsk::QueueConfig qc;
+    qc.ifindex = ifindex;
+    qc.queue = q;
+    qc.umem.frameSize = sizes.frameSize;
+    qc.umem.frameCount = sizes.frameCount;
+    qc.primaryRxSize = sizes.rxRingSize;
+    qc.backupRxSize = sizes.rxRingSize;
+    qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
+    return qc;
+}
+
 QueuePlan planQueues(const EngineConfig& cfg)
 {
     QueuePlan p;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "npf/engine.h"
+#include "xsk/config.h"
 #include "xsk/sizing.h"
 
 namespace npf {
@@ -27,5 +28,10 @@ QueuePlan planQueues(const EngineConfig& cfg);
 
 // The sizes a Service gives each queue of an interface with this MTU.
 xsk::QueueSizes serviceQueueSizes(const EngineConfig& cfg, uint32_t mtu) noexcept;
+
+// Queue q of interface `ifindex` bound with those sizes (npf's own sockets,
+// or the ones npfd makes for a delegated client). Each flow bounds its
+// datagrams by its own region (ServedFlow::claim): the sockets by the largest.
+xsk::QueueConfig serviceQueueConfig(uint32_t ifindex, uint32_t q, const xsk::QueueSizes& sizes) noexcept;
 
 } // namespace npf

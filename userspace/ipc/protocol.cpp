@@ -292,27 +292,27 @@ constexpr auto schemaOf(Tag<FlowStatsRequest>) { return fields("flow_stats", uin
 constexpr auto schemaOf(Tag<ByeRequest>) { return fields("bye"); }
 
 // What one field cannot say alone.
-void check(const Fields& f, RegionRequest& r)
+// A region's size and budget against its page size (region, delegate).
+template <typename R>
+void checkRegionSize(const Fields& f, const R& r)
 {
     if (r.size % r.pageSize)
         f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
     if (r.budget < r.pageSize)
         f.fail("budget", "must be at least page_size " + std::to_string(r.pageSize) + ", got " +
                              std::to_string(r.budget));
+}
+
+void check(const Fields& f, RegionRequest& r)
+{
+    checkRegionSize(f, r);
     if (r.base % r.pageSize)
         f.fail("base", std::to_string(r.base) + " is not aligned to page_size " + std::to_string(r.pageSize));
     if (r.base + r.size < r.base)
         f.fail("size", "base + size overflows");
 }
 
-void check(const Fields& f, DelegateRequest& r)
-{
-    if (r.size % r.pageSize)
-        f.fail("size", std::to_string(r.size) + " is not a multiple of page_size " + std::to_string(r.pageSize));
-    if (r.budget < r.pageSize)
-        f.fail("budget", "must be at least page_size " + std::to_string(r.pageSize) + ", got " +
-                             std::to_string(r.budget));
-}
+void check(const Fields& f, DelegateRequest& r) { checkRegionSize(f, r); }
 
 void check(const Fields& f, OpenFlowRequest& r)
 {
