@@ -11,8 +11,8 @@ import { pathToFileURL } from "node:url";
 // npfd's capabilities, exactly; deploy/k8s/README.md explains each.
 export const NPFD_CAPS = ["BPF", "IPC_LOCK", "NET_ADMIN", "NET_RAW", "PERFMON"];
 const SOCKET_DIR = "/run/npf";
-const CONFIG_KEYS = ["ifaces", "socket", "socket_group", "spill_dir", "allow_root", "max_connections", "hello_timeout_ms",
-    "pods_socket", "clients"];
+const CONFIG_KEYS = ["ifaces", "delegate", "socket", "socket_group", "spill_dir", "allow_root", "max_connections",
+    "hello_timeout_ms", "client_install_wait_us", "pods_socket", "clients"];
 const RULE_KEYS = ["uid", "gid", "cgroup", "pod", "ports", "addr", "region_bytes", "resident_bytes", "flows", "connections"];
 // npf-cni's containers in the DaemonSet, by subcommand: the capabilities each adds, exactly.
 const CNI_CAPS = { install: [], watch: ["SYS_ADMIN"] };
@@ -104,6 +104,9 @@ function checkNpfdConfig(where, text) {
     }
     for (const k of Object.keys(c)) if (!CONFIG_KEYS.includes(k)) fail(where, `npfd.json: ${k}: unknown key`);
     if (!Array.isArray(c.ifaces) || !c.ifaces.length) fail(where, "npfd.json: ifaces: required, non-empty");
+    (c.delegate ?? []).forEach((d, i) => {
+        if (!(c.ifaces ?? []).includes(d)) fail(where, `npfd.json: delegate[${i}]: "${d}" is not one of ifaces`);
+    });
     (c.clients ?? []).forEach((r, i) => {
         for (const k of Object.keys(r)) if (!RULE_KEYS.includes(k)) fail(where, `npfd.json: clients[${i}].${k}: unknown key`);
         if (!Array.isArray(r.ports) || !r.ports.length) fail(where, `npfd.json: clients[${i}].ports: required`);
