@@ -607,12 +607,23 @@ void refuseBrokered(const Options& o, const Sizes& sz)
                                     "fast path is npfd's workers'");
 }
 
-npf::RegionMemory regionMemoryOf(const Options& o)
+// The engine options onto `c`: the in-process engine's, or the one a
+// delegated client runs (the interface, its queues and the region's sizes
+// are then npfd's and the client's).
+void tuneEngine(const Options& o, const Sizes& sz, npf::EngineConfig& c)
 {
-    return o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
-           : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
-           : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
-                                       : npf::RegionMemory::Auto;
+    c.regionMemory = o.regionMemory == "pool"    ? npf::RegionMemory::PagePool
+                     : o.regionMemory == "memfd" ? npf::RegionMemory::Memfd
+                     : o.regionMemory == "anon"  ? npf::RegionMemory::Anonymous
+                                                 : npf::RegionMemory::Auto;
+    c.reserve = sz.reserve;
+    c.prefetchDepth = o.prefetch;
+    c.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
+    c.verifyUdpChecksum = !o.noUdpCsum;
+    c.runToCompletion = o.runToCompletion;
+    c.pagerThreads = o.pagers;
+    c.pagerBusyPoll = o.busyPoll;
+    c.spillDir = o.spillDir;
 }
 
 int run(const Options& o)
@@ -641,16 +652,7 @@ int run(const Options& o)
         cc.pageSize = sz.page;
         cc.residentBudget = sz.budget;
         cc.name = "npf-recv";
-        // Delegated mode: this process runs the engine, tuned as an in-process one.
-        cc.engine.regionMemory = regionMemoryOf(o);
-        cc.engine.reserve = sz.reserve;
-        cc.engine.prefetchDepth = o.prefetch;
-        cc.engine.reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000));
-        cc.engine.verifyUdpChecksum = !o.noUdpCsum;
-        cc.engine.runToCompletion = o.runToCompletion;
-        cc.engine.pagerThreads = o.pagers;
-        cc.engine.pagerBusyPoll = o.busyPoll;
-        cc.engine.spillDir = o.spillDir;
+        tuneEngine(o, sz, cc.engine); // delegated mode: this process runs the engine, tuned as an in-process one
         npf::Client cli(cc);
         if (cli.mode() == npf::ClientMode::Brokered) {
             refuseBrokered(o, sz);
@@ -660,21 +662,14 @@ int run(const Options& o)
         npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
         return receive(o, sz, cli, flow, out);
     }
-    npf::Engine eng({.ifname = o.ifname,
-                     .mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native,
-                     .queues = o.queues,
-                     .regionSize = sz.region,
-                     .residentBudget = sz.budget,
-                     .pageSize = sz.page,
-                     .regionMemory = regionMemoryOf(o),
-                     .reserve = sz.reserve,
-                     .prefetchDepth = o.prefetch,
-                     .reorderTimeout = std::chrono::microseconds(static_cast<int64_t>(o.reorderMs * 1000)),
-                     .verifyUdpChecksum = !o.noUdpCsum,
-                     .runToCompletion = o.runToCompletion,
-                     .pagerThreads = o.pagers,
-                     .pagerBusyPoll = o.busyPoll,
-                     .spillDir = o.spillDir});
+    npf::EngineConfig ec{.ifname = o.ifname,
+                         .mode = o.mode == "skb" ? npf::XdpMode::Skb : npf::XdpMode::Native,
+                         .queues = o.queues,
+                         .regionSize = sz.region,
+                         .residentBudget = sz.budget,
+                         .pageSize = sz.page};
+    tuneEngine(o, sz, ec);
+    npf::Engine eng(ec);
     npf::Flow& flow = eng.openFlow(o.port, o.addr);
     return receive(o, sz, eng, flow, out);
 }

@@ -176,7 +176,7 @@ struct Client::Impl {
     uint64_t releaseBatch = 0;
 
     void connect();
-    void makeSharedRegion(); // brokered: the memfd, its mapping, the spill file
+    void makeSharedRegion(); // brokered, once: the memfd, its mapping, the spill file
     void registerRegion(const ipc::HelloReply& h);
     void startDelegated(const ipc::HelloReply& h);
     uint64_t grantedBudget(const ipc::HelloReply& h) const;
@@ -284,6 +284,7 @@ uint64_t Client::Impl::grantedBudget(const ipc::HelloReply& h) const
 void Client::Impl::connect()
 {
     ch.emplace(ipc::Channel::connect(cfg.socket));
+    // (Delegated, or brokered before its region is made: nothing for it to restore.)
     link = std::make_shared<Link>(memfd ? memfd.get() : -1, spill ? spill.get() : -1, cfg.regionSize, cfg.pageSize);
     ipc::HelloRequest hello;
     hello.name = cfg.name;
@@ -303,6 +304,10 @@ void Client::Impl::connect()
                                "\"delegate\" names none it may use; it serves " +
                                    (h.ifaces.empty() ? std::string("none") : h.ifaces.front()) +
                                    (h.ifaces.size() > 1 ? ", ..." : "") + "): ask for ClientMode::Brokered or Auto");
+    if (!memfd) { // brokered, the first connection: the region npfd will share
+        makeSharedRegion();
+        link = std::make_shared<Link>(memfd.get(), spill.get(), cfg.regionSize, cfg.pageSize);
+    }
     registerRegion(h);
 }
 
@@ -342,7 +347,7 @@ NpfdCalls Client::Impl::npfdCalls()
         if (!link->isGone()) // npfd removed the flows of a connection that ended
             (void)call(ipc::CloseFlowRequest{id});
     };
-    calls.flowStats = [this](uint32_t id) { return flowStats(id, 0, link); };
+    calls.flowStats = [this](uint32_t id, uint16_t port) { return flowStats(id, port, link); };
     calls.lost = [this](bool probe) {
         return (probe ? link->hungUp(ch->fd()) : link->isGone())
                    ? std::string("npfd closed the connection (it exited or restarted): make a new npf::Client")
@@ -354,11 +359,6 @@ NpfdCalls Client::Impl::npfdCalls()
 
 void Client::Impl::startDelegated(const ipc::HelloReply& h)
 {
-    // Brokered mode's shared region is not needed: the engine's is private.
-    map = MmapArea();
-    memfd.reset();
-    spill.reset();
-    link = std::make_shared<Link>(-1, -1, cfg.regionSize, cfg.pageSize);
     budget = grantedBudget(h);
     ipc::DelegateRequest rq;
     rq.size = cfg.regionSize;
@@ -390,8 +390,6 @@ Client::Client(const ClientConfig& cfg) : impl_(std::make_unique<Impl>())
     if (RegionGeometry::check(cfg.regionSize, cfg.pageSize, cfg.residentBudget, kDefaultBatchPages, &c.geo,
                               &why) != RegionGeometry::Error::None)
         throwErrno(EINVAL, "npf client: region " + why);
-    if (cfg.mode != ClientMode::Delegated)
-        c.makeSharedRegion();
     c.connect();
 }
 
@@ -606,12 +604,8 @@ std::string Client::statsJson() const
 
 std::string Client::failure() const
 {
-    if (impl_->engine) {
-        const std::string f = impl_->engine->failure();
-        return !f.empty() ? f : impl_->engine->impl_->service->linkLost(true)
-                                    ? "npfd closed the connection (it exited or restarted): make a new npf::Client"
-                                    : "";
-    }
+    if (impl_->engine)
+        return impl_->engine->failure(); // the interface gone, or npfd (NpfdCalls::lost)
     return impl_->link->hungUp(impl_->ch->fd()) ? "npfd closed the connection (it exited or restarted): reconnect()"
                                                 : "";
 }

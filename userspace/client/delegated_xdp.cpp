@@ -1,6 +1,7 @@
 #include "client/delegated_xdp.h"
 
 #include "dataplane/flow_ring.h"
+#include "engine/queue_plan.h"
 #include "sys/error.h"
 
 namespace npf {
@@ -19,18 +20,11 @@ DelegatedXdp::DelegatedXdp(const ipc::DelegateReply& d, std::vector<HandedQueue>
 
 std::unique_ptr<xsk::QueueSockets> DelegatedXdp::openQueue(uint32_t q, const xsk::FlowSet& flows)
 {
-    xsk::QueueConfig qc;
-    qc.ifindex = d_.ifindex;
-    qc.queue = q;
-    qc.umem.frameSize = d_.frameSize;
-    qc.umem.frameCount = d_.frameCount;
+    // As npfd bound it: the service's sizes, and the rings and flags it names.
+    xsk::QueueConfig qc = serviceQueueConfig(d_.ifindex, q, sizes_);
     qc.umem.fillSize = d_.fillSize;
     qc.umem.compSize = d_.compSize;
-    qc.primaryRxSize = d_.rxSize;
-    qc.backupRxSize = d_.rxSize;
     qc.multiBuffer = d_.multiBuffer != 0;
-    // Each flow bounds its datagrams by its own region (ServedFlow::claim).
-    qc.regionBytes = NPF_MAX_REGION_PAGES * NPF_PAGE_SIZE;
     HandedQueue& h = handed_.at(q);
     return std::make_unique<xsk::QueueSockets>(xsk::Adopt{}, qc, flows, std::move(h.umem), std::move(h.primary),
                                                std::move(h.backup));
@@ -53,13 +47,10 @@ void DelegatedXdp::removeFlow(const dataplane::FlowSpec&, const dataplane::FlowE
     calls_.closeFlow(entry.id);
 }
 
-dataplane::FlowXdpStats DelegatedXdp::flowXdpStats(const dataplane::FlowEntry& entry) const
+dataplane::FlowXdpStats DelegatedXdp::flowXdpStats(const dataplane::FlowSpec& spec,
+                                                   const dataplane::FlowEntry& entry) const
 {
-    const FlowStats s = calls_.flowStats(entry.id);
-    dataplane::FlowXdpStats out{};
-    for (size_t i = 0; i < out.size() && i < s.xdp.size(); i++)
-        out[i] = s.xdp[i];
-    return out;
+    return calls_.flowStats(entry.id, spec.port).xdp; // npfd answers XDP's part
 }
 
 } // namespace npf

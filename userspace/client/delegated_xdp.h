@@ -21,7 +21,7 @@ struct NpfdCalls {
     // delegate_flow: the reply, and the post ring map in *ring.
     std::function<ipc::DelegateFlowReply(const ipc::DelegateFlowRequest&, Fd* ring)> openFlow;
     std::function<void(uint32_t flow)> closeFlow;
-    std::function<FlowStats(uint32_t flow)> flowStats;
+    std::function<FlowStats(uint32_t flow, uint16_t port)> flowStats; // port: for its messages
     // Why the connection is lost ("" while it is not); probe: may ask the kernel.
     std::function<std::string(bool probe)> lost;
     int hangupFd = -1; // the connection: it hangs up when npfd goes
@@ -48,7 +48,8 @@ public:
     dataplane::EngineFlow openFlow(const dataplane::FlowSpec& spec, const dataplane::RegionBinding& binding,
                                    bool fresh) override;
     void removeFlow(const dataplane::FlowSpec& spec, const dataplane::FlowEntry& entry, bool ownsEntry) override;
-    dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowEntry& entry) const override;
+    dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowSpec& spec,
+                                         const dataplane::FlowEntry& entry) const override;
     // The program's counters are the operator's (npfctl stats): zeros here.
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const override { return {}; }
     std::string lost(bool probe) const override { return calls_.lost(probe); }

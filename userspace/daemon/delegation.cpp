@@ -1,6 +1,5 @@
 #include "daemon/delegation.h"
 
-#include "dataplane/attach.h"
 #include "dataplane/iface.h"
 #include "dataplane/xsk_slots.h"
 #include "engine/local_xdp.h"
@@ -23,13 +22,8 @@ Delegation::Delegation(const EngineConfig& cfg) : cfg_(cfg)
 Delegation::~Delegation()
 {
     bound_.clear();
-    if (!attachedByUs_)
-        return;
-    try {
-        dataplane::detach(cfg_.ifname, false);
-    } catch (const std::exception& e) {
-        NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
-    }
+    if (attachedByUs_)
+        detachOrWarn(cfg_.ifname, false);
 }
 
 bool Delegation::reserve(const void* who) noexcept

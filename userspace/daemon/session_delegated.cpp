@@ -145,9 +145,7 @@ FlowStats Session::statsOf(const OpenFlow& f) const
     if (f.flow)
         return f.iface->service->flowStats(*f.flow);
     FlowStats s;
-    const dataplane::FlowXdpStats now = dataplane::readFlowXdpStats(f.iface->delegation->dp(), f.entry.id, f.entry.gen);
-    for (size_t i = 0; i < s.xdp.size(); i++)
-        s.xdp[i] = now[i];
+    s.xdp = dataplane::readFlowXdpStats(f.iface->delegation->dp(), f.entry.id, f.entry.gen);
     return s;
 }
 

@@ -94,24 +94,28 @@ void LocalXdp::removeFlow(const dataplane::FlowSpec& spec, const dataplane::Flow
         dataplane::unbindRegion(*dp_, spec, entry);
 }
 
-dataplane::FlowXdpStats LocalXdp::flowXdpStats(const dataplane::FlowEntry& entry) const
+dataplane::FlowXdpStats LocalXdp::flowXdpStats(const dataplane::FlowSpec&, const dataplane::FlowEntry& entry) const
 {
     return dataplane::readFlowXdpStats(*dp_, entry.id, entry.gen);
 }
 
 std::array<uint64_t, NPF_STAT_MAX> LocalXdp::xdpCounters() const { return dataplane::readXdpStats(*dp_); }
 
+void detachOrWarn(const std::string& ifname, bool gone) noexcept
+{
+    // An interface that is gone took the program with it: force removes the
+    // pins the attach created.
+    try {
+        dataplane::detach(ifname, gone);
+    } catch (const std::exception& e) {
+        NPF_WARN("detaching npf from %s: %s", ifname.c_str(), e.what());
+    }
+}
+
 void LocalXdp::detach(bool gone) noexcept
 {
-    if (!attachedByUs_)
-        return;
-    // An interface that is gone took the program with it: force removes the
-    // pins this service created.
-    try {
-        dataplane::detach(cfg_.ifname, gone);
-    } catch (const std::exception& e) {
-        NPF_WARN("detaching npf from %s: %s", cfg_.ifname.c_str(), e.what());
-    }
+    if (attachedByUs_)
+        detachOrWarn(cfg_.ifname, gone);
     attachedByUs_ = false;
 }
 

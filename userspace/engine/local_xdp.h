@@ -3,7 +3,7 @@
 // its maps opened through their pins, each queue's sockets made and put in
 // the XSKMAP. Needs CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW (and CAP_IPC_LOCK
 // for the UMEM). npf::Engine and npfd's brokered interfaces use it; npfd's
-// delegated interfaces use its attach half (openOrAttach) alone.
+// delegated interfaces use its attach half (openOrAttach, detachOrWarn) alone.
 #pragma once
 
 #include <optional>
@@ -17,6 +17,9 @@ namespace npf {
 // npf_xdp on cfg.ifname (this network namespace): opened if attached, else
 // attached in cfg.mode (with cfg's chaining). *attached says which.
 dataplane::Dataplane openOrAttach(const EngineConfig& cfg, bool* attached);
+// Its undoing: detaches npf_xdp from `ifname` (gone: the interface took the
+// program with it, the pins go anyway); a failure is logged.
+void detachOrWarn(const std::string& ifname, bool gone) noexcept;
 
 class LocalXdp : public XdpLink {
 public:
@@ -36,7 +39,8 @@ public:
     dataplane::EngineFlow openFlow(const dataplane::FlowSpec& spec, const dataplane::RegionBinding& binding,
                                    bool fresh) override;
     void removeFlow(const dataplane::FlowSpec& spec, const dataplane::FlowEntry& entry, bool ownsEntry) override;
-    dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowEntry& entry) const override;
+    dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowSpec& spec,
+                                         const dataplane::FlowEntry& entry) const override;
     std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const override;
     void detach(bool gone) noexcept override;
 

@@ -220,7 +220,7 @@ std::string Service::failure() const
 {
     if (ifaceGone_.load(std::memory_order_acquire))
         return cfg_.ifname + " is gone (deleted, or moved out of this network namespace)";
-    return "";
+    return link_->lost(true);
 }
 
 std::array<uint64_t, NPF_STAT_MAX> Service::xdpCounters() const { return link_->xdpCounters(); }

@@ -73,8 +73,10 @@ public:
     // now on, and no engine thread holds it when this returns.
     void closeFlow(ServedFlow& f) noexcept;
 
+    // Why the service no longer serves ("" while it does): the interface is
+    // gone, or the link is lost (delegated: npfd hung up; asks the kernel).
     std::string failure() const;
-    // failure() is not "": the interface is gone. Any thread, no system call.
+    // The interface is gone. Any thread, no system call.
     bool ifaceGone() const noexcept { return ifaceGone_.load(std::memory_order_acquire); }
     EngineStats stats() const;
     // The counters of its regions, added up (npfd: its clients' regions).

@@ -89,7 +89,7 @@ FlowStats Service::flowStats(const ServedFlow& f) const
     // before, so a later read of XDP's counters covers them all and
     // claimed() >= completed() holds in every snapshot.
     const SequencerStats q = f.seq.stats();
-    const dataplane::FlowXdpStats now = link_->flowXdpStats({f.id, f.gen});
+    const dataplane::FlowXdpStats now = link_->flowXdpStats(f.spec, {f.id, f.gen});
     FlowStats s;
     for (size_t i = 0; i < s.xdp.size(); i++)
         s.xdp[i] = now[i] - f.xdpAtOpen[i];

@@ -48,12 +48,13 @@ public:
 
     // XDP's counts of one flow's datagrams (this generation of its id), and
     // of the whole program.
-    virtual dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowEntry& entry) const = 0;
+    virtual dataplane::FlowXdpStats flowXdpStats(const dataplane::FlowSpec& spec,
+                                                 const dataplane::FlowEntry& entry) const = 0;
     virtual std::array<uint64_t, NPF_STAT_MAX> xdpCounters() const = 0;
 
     // Why the service can no longer be run, "" while it can (the delegated
-    // link: npfd hung up); a descriptor that becomes readable (or hangs up)
-    // when that happens, -1 if none.
+    // link: npfd hung up); probe: may ask the kernel. A descriptor that
+    // becomes readable (or hangs up) when that happens, -1 if none.
     virtual std::string lost(bool probe) const { (void)probe; return ""; }
     virtual int hangupFd() const noexcept { return -1; }
 
