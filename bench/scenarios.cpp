@@ -254,8 +254,8 @@ std::vector<RunResult> runTable(const char* title, const Options& o, const std::
 Json steady(const Options& o)
 {
     auto rs = runTable("steady state: everything resident, max rate", o,
-                       {"npf", "npf-rtc", "npf-sidecar", "npf-sidecar-brokered", "npf-sidecar-own", "static-pinned",
-                        "xdp-drop", "recvmmsg", "io_uring"},
+                       {"npf", "npf-rtc", "npf-2m", "npf-sidecar", "npf-sidecar-2m", "npf-sidecar-brokered",
+                        "npf-sidecar-own", "static-pinned", "xdp-drop", "recvmmsg", "io_uring"},
                        0);
     Json j{{"payload", o.payload}, {"regionMiB", mib(o.region)}, {"runs", runsJson(rs)}};
     const RunResult *n = find(rs, "npf"), *p = find(rs, "static-pinned"), *k = find(rs, "recvmmsg");
