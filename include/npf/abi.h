@@ -331,6 +331,35 @@ struct npf_install_ctl {
 
 #define NPF_INSTALL_IMAGES 4096 /* offset of the first image in the install area */
 
+/* ---- credits (receiver -> sender, UDP) ------------------------------- */
+
+/* A flow opened with credits tells the sender of its datagrams how many it
+ * may send: npf_credit, the payload of a UDP datagram from the address the
+ * flow's datagrams were sent to (an ephemeral port) to the address and port
+ * they came from (docs/architecture.md, "Credits"). Every field is in network
+ * byte order. Counts are the sender's datagrams since the receiver first saw
+ * it (`epoch` names that start): the sender's first datagram is number 0.
+ *
+ * The receiver sends one when the grant grew by the flow's step, or grew at
+ * all and the sender had used it up; at most one per the flow's interval, and
+ * never more than one per NPF_CREDIT_EVERY datagrams the flow received (so a
+ * forged source address cannot turn it into an amplifier). */
+#define NPF_CREDIT_MAGIC 0x4e504347 /* "NPCG" */
+#define NPF_CREDIT_VERSION 1
+#define NPF_CREDIT_EVERY 16
+
+struct npf_credit {
+	__u32 magic;    /* NPF_CREDIT_MAGIC */
+	__u8 version;   /* NPF_CREDIT_VERSION */
+	__u8 flags;     /* 0 */
+	__u16 port;     /* the flow's UDP port: where the datagrams went */
+	__u32 epoch;    /* changes when the receiver starts counting a new sender */
+	__u32 hint_us;  /* when the grant is expected to grow next, microseconds from now;
+	                 * 0: unknown */
+	__u64 received; /* the sender's datagrams that took a posted buffer */
+	__u64 limit;    /* the sender may send datagrams numbered below this */
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(struct npf_meta) == 32, "npf_meta is the 32 bytes in front of a steered packet");
 static_assert(sizeof(struct npf_flow_key) == 20);
@@ -343,6 +372,7 @@ static_assert(NPF_STAT_FLOW_FIRST == NPF_STAT_PASS_BAD_FLOW + 1 && NPF_FLOW_STAT
 static_assert(sizeof(struct npf_flow_stats) == 8 + 8 * NPF_FLOW_STAT_MAX);
 static_assert(sizeof(struct npf_completion_ring) == 192);
 static_assert(sizeof(struct npf_install_ctl) == 32);
+static_assert(sizeof(struct npf_credit) == 32);
 static_assert((NPF_POST_RING_SIZE & (NPF_POST_RING_SIZE - 1)) == 0);
 #endif
 

@@ -104,6 +104,9 @@ public:
     // `addr`) on `iface` ("" = npfd's only interface). Refused when another
     // client holds it or npfd's config does not allow it.
     Flow& openFlow(uint16_t port, const std::string& addr = "", const std::string& iface = "");
+    // The same with credits (npf::CreditConfig): in delegated mode this
+    // process sends them, in brokered mode npfd does.
+    Flow& openFlow(uint16_t port, const FlowOptions& opts, const std::string& iface = "");
     // Asks npfd to stop serving `f` (its traffic passes to the kernel) and
     // destroys it. A flow of a connection that is gone (npfd restarted) is
     // only destroyed. Throws std::system_error(EINVAL) if `f` is not this

@@ -76,7 +76,7 @@ inline constexpr std::array<CounterDef<EngineStats>, 29> kEngineCounters = {{
 
 // FlowStats's counters besides its XDP outcomes (those are named by enum
 // npf_stat: dataplane::kStatNames), in the order of its JSON form.
-inline constexpr std::array<CounterDef<FlowStats>, 8> kFlowCounters = {{
+inline constexpr std::array<CounterDef<FlowStats>, 12> kFlowCounters = {{
     {"completed_ok", &FlowStats::completedOk, "completions", "seqs completed OK"},
     {"completed_truncated", &FlowStats::completedTruncated, "completions",
      "seqs completed TRUNCATED (datagram longer than its buffer)"},
@@ -87,6 +87,12 @@ inline constexpr std::array<CounterDef<FlowStats>, 8> kFlowCounters = {{
     {"in_flight", &FlowStats::inFlight, "seqs", "claimed by XDP, not completed yet", true},
     {"late", &FlowStats::late, "datagrams", "arrived after their seq completed LOST (dropped; the seq is counted LOST)"},
     {"rejected", &FlowStats::rejected, "datagrams", "refused as no seq of the flow's window (duplicate, out of window)"},
+    {"credits_sent", &FlowStats::creditsSent, "messages", "credit messages sent to the flow's sender"},
+    {"credits_withheld", &FlowStats::creditsWithheld, "messages",
+     "credit messages due but not sent: at most one per NPF_CREDIT_EVERY datagrams received, and the engine's total"},
+    {"credit_waits", &FlowStats::creditWaits, "messages",
+     "credit messages sent when the sender had used up its last grant (it was held back)"},
+    {"credit_limit", &FlowStats::creditLimit, "datagrams", "the grant last sent: the sender may send its datagrams below it", true},
 }};
 
 // One latency histogram of EngineStats (unit ns).

@@ -142,6 +142,26 @@ struct EngineConfig {
     bool xdpThenExisting = false;
 };
 
+// Receiver-granted credits for one flow (docs/architecture.md, "Credits"):
+// the engine tells the flow's sender, in a small UDP datagram (npf_credit,
+// npf/abi.h) to the address and port its datagrams come from, how many more
+// it may send: as many as the application has posted buffers for. A sender
+// that honours them (npf::Sender, npf/sender.h; npf-send) never sends a
+// datagram that would find no buffer (drop_rnr), however slow the fault path.
+// At most one message per NPF_CREDIT_EVERY datagrams the flow received, and
+// per `interval`: a forged source address cannot make the engine an amplifier.
+struct CreditConfig {
+    bool enabled = false;
+    uint32_t step = 64;                      // datagrams of new grant worth a message (>= 1)
+    std::chrono::microseconds interval{100}; // at least this between two messages of the flow
+};
+
+// How a flow is opened: its destination address ("" = any) and credits.
+struct FlowOptions {
+    std::string addr;
+    CreditConfig credits;
+};
+
 class Engine;
 
 // One flow: a UDP destination whose datagrams land in posted buffers.
@@ -268,6 +288,7 @@ public:
     // Opens (or takes over, after a restart) the flow for UDP destination port
     // `port`, optionally only for destination address `addr`.
     Flow& openFlow(uint16_t port, const std::string& addr = "");
+    Flow& openFlow(uint16_t port, const FlowOptions& opts);
     // Stops serving `f` (its traffic passes to the kernel again) and destroys
     // it; its outstanding buffers complete no more and may be evicted.
     // Throws std::invalid_argument if `f` is not this engine's.

@@ -122,6 +122,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "npf/abi.h"
 
@@ -321,6 +322,19 @@ int npf_ctx_read_counters(npf_ctx *ctx, struct npf_ctx_counters *out);
  * is NULL. `iface`: NULL for the engine's interface, or npfd's only one;
  * through npfd, the interface to receive on when it serves several. */
 int npf_flow_open(npf_ctx *ctx, uint16_t port, const char *addr, const char *iface, npf_flow_handle **out);
+
+/* npf_flow_open with more to say: credits (npf::CreditConfig, npf/engine.h). */
+struct npf_flow_opts {
+	size_t sz;                   /* sizeof(struct npf_flow_opts) */
+	uint16_t port;               /* the UDP destination port, 1-65535 */
+	const char *addr;            /* NULL = any destination address */
+	const char *iface;           /* as npf_flow_open's */
+	uint32_t credits;            /* 1: grant credits to the flow's sender (npf_credit, npf/abi.h) */
+	uint32_t credit_step;        /* datagrams of new grant worth a message; 0 = 64 */
+	uint32_t credit_interval_us; /* at least this between two messages; 0 = 100 */
+	size_t :0;                   /* end of the first version: new fields go after it */
+};
+int npf_flow_open_opts(npf_ctx *ctx, const struct npf_flow_opts *opts, npf_flow_handle **out);
 /* Stops serving the flow (its datagrams pass to the kernel again) and frees
  * it, whatever it returns (a negative errno: npfd refused the close). Its
  * outstanding buffers complete no more. NULL is a no-op. */
@@ -380,6 +394,10 @@ struct npf_flow_counters {
 	/* Sums of xdp[] by class (kFlowPassed, ... in npf/stats.h). */
 	uint64_t reached, passed, dropped_in_xdp, claimed, lost_in_xdp;
 	uint64_t socket_dropped; /* of lost_unarrived: dropped by the kernel at the AF_XDP socket */
+	/* Credits (a flow opened with them; a caller built before passes the
+	 * smaller sz and gets none of these): messages sent, withheld by the
+	 * bound, sent after the sender had used up its grant, the last grant. */
+	uint64_t credits_sent, credits_withheld, credit_waits, credit_limit;
 };
 /* In process from the engine and XDP's counters; through npfd, one request. */
 int npf_flow_read_counters(const npf_flow_handle *f, struct npf_flow_counters *out);
@@ -410,6 +428,40 @@ int npf_log_set_level(int level);
  * 0, or -ENOMEM. */
 typedef void (*npf_log_sink_fn)(int level, const char *line, void *user);
 int npf_log_set_sink(npf_log_sink_fn sink, void *user);
+
+/* ---- sending: npf::Sender (npf/sender.h) ----------------------------- */
+
+/* A flow's datagrams by sendmmsg, paced by the receiver's credits; see
+ * npf/sender.h for what it does. */
+typedef struct npf_sender npf_sender;
+
+struct npf_sender_opts {
+	size_t sz;               /* sizeof(struct npf_sender_opts) */
+	const char *to;          /* the receiver's IPv4 or IPv6 address */
+	uint16_t port;           /* the flow's UDP port */
+	const char *from;        /* local address; NULL = the kernel's choice */
+	uint16_t from_port;      /* 0 = ephemeral */
+	uint32_t plain;          /* 1: honour no credits (receivers without them) */
+	uint32_t initial_window; /* datagrams before the first credit; 0 = 64 */
+	uint32_t timeout_ms;     /* npf_sender_send waits at most this for credit; 0 = 2000 */
+	double rate;             /* datagrams per second at most; 0 = no limit */
+	size_t :0;               /* end of the first version: new fields go after it */
+};
+
+struct npf_sender_counters {
+	size_t sz; /* sizeof(struct npf_sender_counters) */
+	uint64_t sent, credits, ignored, throttled, waited_ns, rebased, resynced, limit, received, last_hint_us;
+};
+
+int npf_sender_open(const struct npf_sender_opts *opts, npf_sender **out);
+/* Sends the n datagrams of `dgrams` in order as credit allows: how many were
+ * sent (all, or fewer when the timeout passed first), -ETIMEDOUT when none
+ * could be, another negative errno when sending failed. */
+int64_t npf_sender_send(npf_sender *s, const struct iovec *dgrams, size_t n);
+int npf_sender_read_counters(const npf_sender *s, struct npf_sender_counters *out);
+/* Its socket, readable when a credit waits; -EINVAL for NULL. */
+int npf_sender_fd(const npf_sender *s);
+void npf_sender_close(npf_sender *s);
 
 #ifdef __cplusplus
 }

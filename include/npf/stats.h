@@ -74,6 +74,11 @@ struct FlowStats {
     // arrived after their seq completed LOST, and frames refused as no seq of
     // this flow's window (duplicate, out of window).
     uint64_t late = 0, rejected = 0;
+    // Credits (a flow opened with CreditConfig::enabled; 0 otherwise):
+    // messages sent, messages due but withheld by the bound, messages sent
+    // after the sender had used up its grant (it was held back: a throttled
+    // sender), and the grant last sent (the sender's datagrams below it).
+    uint64_t creditsSent = 0, creditsWithheld = 0, creditWaits = 0, creditLimit = 0;
 
     uint64_t xdpCount(npf_stat s) const noexcept
     {

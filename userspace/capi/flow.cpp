@@ -18,11 +18,12 @@ static_assert(NPF_FLOW_STAT_MAX <= NPF_FLOW_COUNTERS_XDP, "npf_flow_counters.xdp
 static_assert(NPF_FLOW_ID_NONE == 0xffffffffu && uint64_t{NPF_MAX_FLOWS} <= uint64_t{NPF_FLOW_ID_NONE});
 // npf_flow_counters' layout is the ABI (npf/npf.h, "Versioned structs"): no
 // tail padding, and on LP64 these offsets.
-static_assert(sizeof(npf_flow_counters) == offsetof(npf_flow_counters, socket_dropped) + sizeof(uint64_t));
+static_assert(sizeof(npf_flow_counters) == offsetof(npf_flow_counters, credit_limit) + sizeof(uint64_t));
 #if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
 static_assert(offsetof(npf_flow_counters, xdp) == 8 && offsetof(npf_flow_counters, completed_ok) == 264 &&
               offsetof(npf_flow_counters, rejected) == 320 && offsetof(npf_flow_counters, reached) == 328 &&
-              offsetof(npf_flow_counters, socket_dropped) == 368 && sizeof(npf_flow_counters) == 376);
+              offsetof(npf_flow_counters, socket_dropped) == 368 && offsetof(npf_flow_counters, credits_sent) == 376 &&
+              sizeof(npf_flow_counters) == 408);
 #endif
 
 namespace {
@@ -43,26 +44,57 @@ int flowResult(const npf_flow_handle* f, int rc) noexcept { return rc < 0 ? flow
 
 int nullFlow(const char* fn) noexcept { return fail(EINVAL, std::string(fn) + ": flow is NULL"); }
 
-} // namespace
-
-int npf_flow_open(npf_ctx* ctx, uint16_t port, const char* addr, const char* iface, npf_flow_handle** out)
+int openFlow(npf_ctx* ctx, uint16_t port, const npf::FlowOptions& opts, const char* iface, npf_flow_handle** out)
 {
     return guarded([&] {
-        if (!ctx || !out)
-            return fail(EINVAL, std::string("npf_flow_open: ") + (ctx ? "out" : "ctx") + " is NULL");
         *out = nullptr;
         // The node is allocated before the flow is opened: once it is, nothing can fail.
         std::list<npf_flow_handle> node(1);
         npf_flow_handle& h = node.front();
         h.ctx = ctx;
         h.self = node.begin();
-        h.flow = &ctx->openFlow(port, addr ? addr : "", iface ? iface : "");
+        h.flow = &ctx->openFlow(port, opts, iface ? iface : "");
         {
             std::lock_guard<std::mutex> lock(ctx->flowsMu);
             ctx->flows.splice(ctx->flows.end(), node);
         }
         *out = &h;
         return 0;
+    });
+}
+
+} // namespace
+
+int npf_flow_open(npf_ctx* ctx, uint16_t port, const char* addr, const char* iface, npf_flow_handle** out)
+{
+    if (!ctx || !out)
+        return fail(EINVAL, std::string("npf_flow_open: ") + (ctx ? "out" : "ctx") + " is NULL");
+    return guarded([&] { return openFlow(ctx, port, npf::FlowOptions{.addr = addr ? addr : ""}, iface, out); });
+}
+
+int npf_flow_open_opts(npf_ctx* ctx, const struct npf_flow_opts* opts, npf_flow_handle** out)
+{
+    return guarded([&] {
+        if (!ctx || !out)
+            return fail(EINVAL, std::string("npf_flow_open_opts: ") + (ctx ? "out" : "ctx") + " is NULL");
+        npf_flow_opts o;
+        if (int rc = npf::capi::readOptions(opts, &o, sizeof(npf_flow_opts), "npf_flow_opts"))
+            return rc;
+        if (o.credits > 1)
+            return fail(EINVAL, "npf_flow_opts.credits must be 0 or 1, got " + std::to_string(o.credits));
+        if (o.credit_step > NPF_POST_RING_SIZE)
+            return fail(EINVAL, "npf_flow_opts.credit_step must be at most " + std::to_string(NPF_POST_RING_SIZE) +
+                                    ", got " + std::to_string(o.credit_step));
+        if (o.credit_interval_us > 1'000'000)
+            return fail(EINVAL, "npf_flow_opts.credit_interval_us must be at most 1000000, got " +
+                                    std::to_string(o.credit_interval_us));
+        npf::FlowOptions f{.addr = o.addr ? o.addr : ""};
+        f.credits.enabled = o.credits;
+        if (o.credit_step)
+            f.credits.step = o.credit_step;
+        if (o.credit_interval_us)
+            f.credits.interval = std::chrono::microseconds(o.credit_interval_us);
+        return openFlow(ctx, o.port, f, o.iface, out);
     });
 }
 
@@ -193,7 +225,13 @@ constexpr FlowCounter kFlowCounters[] = {
     {&npf_flow_counters::claimed, [](const FS& s) { return s.claimed(); }},
     {&npf_flow_counters::lost_in_xdp, [](const FS& s) { return s.lostInXdp(); }},
     {&npf_flow_counters::socket_dropped, [](const FS& s) { return s.socketDropped(); }},
+    {&npf_flow_counters::credits_sent, [](const FS& s) { return s.creditsSent; }},
+    {&npf_flow_counters::credits_withheld, [](const FS& s) { return s.creditsWithheld; }},
+    {&npf_flow_counters::credit_waits, [](const FS& s) { return s.creditWaits; }},
+    {&npf_flow_counters::credit_limit, [](const FS& s) { return s.creditLimit; }},
 };
+// The first version ended at socket_dropped: a caller built then passes that size.
+constexpr size_t kFlowCountersV1 = offsetof(npf_flow_counters, credits_sent);
 static_assert(offsetof(npf_flow_counters, completed_ok) + std::size(kFlowCounters) * sizeof(uint64_t) ==
                   sizeof(npf_flow_counters),
               "a field of npf_flow_counters that kFlowCounters does not fill");
@@ -210,6 +248,6 @@ int npf_flow_read_counters(const npf_flow_handle* f, struct npf_flow_counters* o
         std::copy(s.xdp.begin(), s.xdp.end(), c.xdp);
         for (const FlowCounter& k : kFlowCounters)
             c.*k.field = k.value(s);
-        return npf::capi::writeCounters(c, out, sizeof(npf_flow_counters), "npf_flow_counters");
+        return npf::capi::writeCounters(c, out, kFlowCountersV1, "npf_flow_counters");
     });
 }

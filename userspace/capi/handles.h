@@ -28,6 +28,6 @@ struct npf_ctx {
     std::mutex flowsMu;
     std::list<npf_flow_handle> flows;
 
-    npf::Flow& openFlow(uint16_t port, const std::string& addr, const std::string& iface);
+    npf::Flow& openFlow(uint16_t port, const npf::FlowOptions& opts, const std::string& iface);
     void closeFlow(npf::Flow& f);
 };

@@ -12,14 +12,14 @@
 using npf::capi::fail;
 using npf::capi::guarded;
 
-npf::Flow& npf_ctx::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
+npf::Flow& npf_ctx::openFlow(uint16_t port, const npf::FlowOptions& opts, const std::string& iface)
 {
     if (client)
-        return client->openFlow(port, addr, iface);
+        return client->openFlow(port, opts, iface);
     if (!iface.empty() && iface != ifname)
         throw std::invalid_argument("open flow " + std::to_string(port) + " on " + iface + ": this engine serves " +
                                     ifname);
-    return engine->openFlow(port, addr);
+    return engine->openFlow(port, opts);
 }
 
 void npf_ctx::closeFlow(npf::Flow& f)

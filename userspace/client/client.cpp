@@ -429,17 +429,29 @@ Client::~Client()
 
 Flow& Client::openFlow(uint16_t port, const std::string& addr, const std::string& iface)
 {
+    return openFlow(port, FlowOptions{.addr = addr}, iface);
+}
+
+Flow& Client::openFlow(uint16_t port, const FlowOptions& opts, const std::string& iface)
+{
     Impl& c = *impl_;
+    const std::string& addr = opts.addr;
     if (c.engine) {
         if (!iface.empty() && iface != c.delegated)
             throwErrno(EINVAL, "npf client: this client runs the data path of " + c.delegated +
                                    " (delegated mode): a flow on " + iface + " needs a client of its own");
-        return c.engine->openFlow(port, addr);
+        return c.engine->openFlow(port, opts);
     }
     ipc::OpenFlowRequest rq;
     rq.iface = iface;
     rq.port = port;
     rq.addr = addr;
+    if (opts.credits.enabled) {
+        if (opts.credits.step == 0 || opts.credits.step > NPF_POST_RING_SIZE)
+            throwErrno(EINVAL, "npf client: the credit step must be 1-" + std::to_string(NPF_POST_RING_SIZE));
+        rq.creditStep = opts.credits.step;
+        rq.creditIntervalUs = static_cast<uint32_t>(std::clamp<int64_t>(opts.credits.interval.count(), 1, 1'000'000));
+    }
     auto r = c.call(rq);
     Flow::Impl::Parts parts;
     parts.id = r.reply.flow;

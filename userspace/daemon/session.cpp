@@ -380,7 +380,15 @@ ipc::OpenFlowReply Session::openFlow(const ipc::OpenFlowRequest& rq, Call& c)
     admitFlow(*itf, spec, [&] {
         try {
             // A ring map nobody else has mapped, whatever was there before.
-            flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true);
+            CreditConfig credits;
+            if (rq.creditStep) {
+                credits.enabled = true;
+                credits.step = rq.creditStep;
+                if (rq.creditIntervalUs)
+                    credits.interval = std::chrono::microseconds(rq.creditIntervalUs);
+            }
+            flow = &svc->openFlow(spec, *region_, dataplane::RegionBinding{bitmap_->fd(), region_->size()}, true,
+                                  credits);
         } catch (const StateError& e) {
             throw ProtocolError(e.code().value() == ENOSPC ? ErrorCode::NoSpace : ErrorCode::Busy, e.what(),
                                 e.code().value());

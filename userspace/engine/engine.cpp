@@ -114,11 +114,14 @@ Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl))
 
 Engine::~Engine() = default;
 
-Flow& Engine::openFlow(uint16_t port, const std::string& addr)
+Flow& Engine::openFlow(uint16_t port, const std::string& addr) { return openFlow(port, FlowOptions{.addr = addr}); }
+
+Flow& Engine::openFlow(uint16_t port, const FlowOptions& opts)
 {
     Impl& e = *impl_;
-    ServedFlow& served = e.service->openFlow(dataplane::parseFlowSpec(std::to_string(port), addr), *e.region,
-                                             dataplane::RegionBinding{e.bitmap->fd(), e.region->size()});
+    ServedFlow& served = e.service->openFlow(dataplane::parseFlowSpec(std::to_string(port), opts.addr), *e.region,
+                                             dataplane::RegionBinding{e.bitmap->fd(), e.region->size()}, false,
+                                             opts.credits);
     Flow::Impl::Parts parts;
     parts.id = served.id;
     parts.port = served.spec.port;

@@ -45,7 +45,7 @@ uint32_t FaultPath::drainBackup(xsk::QueueSockets& q) noexcept
     uint32_t n = q.peekBackup(xsk::kMaxBatch, [&](const xsk::RxPacket& p) noexcept {
         frames_.insert(frames_.end(), p.frames.begin(), p.frames.begin() + p.nframes);
         uint64_t seq;
-        ServedFlow* f = ctx_.flows.claim(p.meta, &seq, counters_);
+        ServedFlow* f = ctx_.flows.claim(p, &seq, counters_);
         if (!f)
             return;
         if (ctx_.cfg.verifyUdpChecksum && !xsk::csumHolds(p, xsk::sumPayload(p, 0, p.meta.len))) {

@@ -13,7 +13,7 @@ FlowTable::FlowTable(XdpLink& link, const EngineConfig& cfg) : link_(link), cfg_
 void FlowTable::withdrawStale() { link_.withdrawStale(); }
 
 ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                            bool fresh)
+                            bool fresh, const CreditConfig& credits)
 {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& o : open_)
@@ -25,7 +25,7 @@ ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, con
     // Posts a previous producer left are discarded: both sides start at cons.
     dataplane::PostProducer::withdraw(opened.ring.cursor());
     auto served =
-        std::make_unique<ServedFlow>(std::move(opened), spec, region, cfg_.reorderTimeout, cfg_.completionRingSize);
+        std::make_unique<ServedFlow>(std::move(opened), spec, region, cfg_.reorderTimeout, cfg_.completionRingSize, credits);
     ServedFlow& ref = *served;
     open_.push_back(std::move(served));
     byId_[entry.id].store(&ref, std::memory_order_release);

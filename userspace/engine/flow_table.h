@@ -40,7 +40,7 @@ public:
     // application's producer both start at the ring's cons. Throws
     // StateError(EEXIST) if this table has it open.
     ServedFlow& open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                     bool fresh = false);
+                     bool fresh, const CreditConfig& credits);
     // Closes one flow while the engine runs: withdraws its posts, removes (or
     // unbinds) its entry, unpublishes it, runs `barrier` (after which no
     // engine thread holds it), frees it.
@@ -54,14 +54,19 @@ public:
         return id < NPF_MAX_FLOWS ? byId_[id].load(std::memory_order_acquire) : nullptr;
     }
     // The flow of a frame and its claimed seq, or nullptr (counted in c).
-    ServedFlow* claim(const npf_meta& m, uint64_t* seq, EngineTally& c) const noexcept
+    // A credit flow notes who sent it.
+    ServedFlow* claim(const xsk::RxPacket& p, uint64_t* seq, EngineTally& c) const noexcept
     {
-        ServedFlow* f = get(m.flow);
+        ServedFlow* f = get(p.meta.flow);
         if (!f) {
             c.add<&EngineStats::rejected>();
             return nullptr;
         }
-        return f->claim(m, seq, c) ? f : nullptr;
+        if (!f->claim(p.meta, seq, c))
+            return nullptr;
+        if (f->credits)
+            f->credits->see(p, *seq);
+        return f;
     }
     // Ids are handed out lowest first: the pager's several passes per round
     // look at ids up to the highest one opened, not at all NPF_MAX_FLOWS.

@@ -16,6 +16,7 @@
 #include "dataplane/flow_ring.h"
 #include "dataplane/flows.h"
 #include "dataplane/post_ring.h"
+#include "engine/credits.h"
 #include "npf/abi.h"
 #include "npf/counters.h"
 #include "order/completion_ring.h"
@@ -34,7 +35,7 @@ class ServedFlow {
 public:
     // The flow receives into `region`; its sequencer starts at the ring's cons.
     ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& spec, Region& region,
-               std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize);
+               std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize, const CreditConfig& credits);
     ServedFlow(const ServedFlow&) = delete;
     ServedFlow& operator=(const ServedFlow&) = delete;
 
@@ -67,6 +68,7 @@ public:
     const dataplane::FlowXdpStats xdpAtOpen; // the flow's XDP counts when this engine took it
     Sequencer seq;
     CompletionRing ring; // the shared memory; Flow::Impl consumes it
+    const std::unique_ptr<FlowCredits> credits; // opened with credits; else nullptr
 
     // Seqs below `settled` were claimed by XDP, an RCU grace period has
     // passed since, and every RX ring has released what it held after it:

@@ -110,6 +110,7 @@ std::vector<int> Service::fastPathFds() const
 
 void Service::stopThreads() noexcept
 {
+    credits_.reset();
     for (auto& w : workers_)
         w->stop();
     for (auto& p : pagers_)
@@ -177,9 +178,17 @@ void Service::removeRegion(Region& r) noexcept
 }
 
 ServedFlow& Service::openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                              bool fresh)
+                              bool fresh, const CreditConfig& credits)
 {
-    return flows_->open(spec, region, binding, fresh);
+    if (credits.enabled) {
+        if (credits.step == 0)
+            throw std::invalid_argument("credits: the step must be at least 1 datagram");
+        std::lock_guard<std::mutex> lock(creditMu_);
+        if (!credits_)
+            credits_ = std::make_unique<CreditSender>(*flows_, netns_.get(), cfg_.ifname, epochs_);
+        credits_->noteInterval(credits.interval);
+    }
+    return flows_->open(spec, region, binding, fresh, credits);
 }
 
 void Service::barrier() noexcept

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "dataplane/flow_ring.h"
+#include "engine/credits.h"
 #include "engine/flow_table.h"
 #include "engine/pager.h"
 #include "engine/region_set.h"
@@ -67,8 +68,10 @@ public:
     // Fast-path writers of every region are readers of this domain.
     EpochDomain& epochs() noexcept { return epochs_; }
 
+    // credits: the flow's (CreditConfig); the first credit flow starts the
+    // credit thread (its socket in the service's network namespace).
     ServedFlow& openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                         bool fresh = false);
+                         bool fresh = false, const CreditConfig& credits = {});
     // While the engine runs: the flow's datagrams pass to the kernel from
     // now on, and no engine thread holds it when this returns.
     void closeFlow(ServedFlow& f) noexcept;
@@ -128,6 +131,8 @@ private:
     std::unique_ptr<PagerContext> pagerCtx_;
     std::vector<std::unique_ptr<Pager>> pagers_;   // [0] is the lead
     std::vector<std::unique_ptr<Worker>> workers_; // index = queue
+    std::mutex creditMu_;                           // makes credits_ once
+    std::unique_ptr<CreditSender> credits_;         // once a flow asks for credits
     std::atomic<bool> ifaceGone_{false};           // set once, by the lead pager
     std::string statsPath_;
     // Completions of flows closed and counters of regions removed while the

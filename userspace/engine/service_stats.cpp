@@ -98,6 +98,12 @@ FlowStats Service::flowStats(const ServedFlow& f) const
     s.rejected = q.duplicates + q.outOfWindow;
     const uint64_t claimed = s.claimed(), completed = s.completed();
     s.inFlight = claimed > completed ? claimed - completed : 0;
+    if (const FlowCredits* c = f.credits.get()) {
+        s.creditsSent = c->sent.load(std::memory_order_relaxed);
+        s.creditsWithheld = c->withheld.load(std::memory_order_relaxed);
+        s.creditWaits = c->waits.load(std::memory_order_relaxed);
+        s.creditLimit = c->limit.load(std::memory_order_relaxed);
+    }
     return s;
 }
 

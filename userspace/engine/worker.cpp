@@ -120,7 +120,7 @@ void Worker::placeBatch(std::span<const xsk::RxPacket> pkts) noexcept
     uint64_t seqs[xsk::kMaxBatch];
     uint16_t status[xsk::kMaxBatch];
     for (size_t i = 0; i < pkts.size(); i++)
-        flows[i] = flows_.claim(pkts[i].meta, &seqs[i], counters_);
+        flows[i] = flows_.claim(pkts[i], &seqs[i], counters_);
     batch_.now = monotonicNs();
     for (size_t i = 0; i < pkts.size(); i++) {
         status[i] = kDeferred;

@@ -275,7 +275,9 @@ constexpr auto schemaOf(Tag<OpenFlowRequest>)
                   Text<OpenFlowRequest>{"addr", &OpenFlowRequest::addr, kMaxAddr, When::Optional, validAddrText,
                                         "is not an IPv4 or IPv6 address"},
                   uint("completion_ring", &OpenFlowRequest::completionEntries, 0, kMaxCompletionEntries,
-                       When::Omitted));
+                       When::Omitted),
+                  uint("credit_step", &OpenFlowRequest::creditStep, 0, NPF_POST_RING_SIZE, When::Omitted),
+                  uint("credit_interval_us", &OpenFlowRequest::creditIntervalUs, 0, 1'000'000, When::Omitted));
 }
 constexpr auto schemaOf(Tag<CloseFlowRequest>) { return fields("close_flow", uint("flow", &CloseFlowRequest::flow)); }
 constexpr auto schemaOf(Tag<ReleaseRequest>)

@@ -330,6 +330,10 @@ struct OpenFlowRequest {
     uint16_t port = 0;               // 1..65535
     std::string addr;                // "" = any, else IPv4 or IPv6 text
     uint32_t completionEntries = 0;  // "completion_ring": 0 = daemon default
+    // Credits to the flow's sender (npf::CreditConfig): "credit_step" 0 =
+    // none, else the step; "credit_interval_us" 0 = the default.
+    uint32_t creditStep = 0;
+    uint32_t creditIntervalUs = 0;
     std::string encode(uint32_t id) const;
     static OpenFlowRequest decode(const Message& m);
 };

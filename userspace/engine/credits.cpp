@@ -1,0 +1,305 @@
+#include "engine/credits.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "engine/flow_table.h"
+#include "engine/served_flow.h"
+#include "sys/clock.h"
+#include "sys/log.h"
+#include "sys/netns.h"
+
+namespace npf {
+namespace {
+
+uint16_t be16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+// FNV-1a over the peer's bytes, never 0 (0 means no peer).
+uint64_t tagOf(const CreditPeer& p) noexcept
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    auto mix = [&](const uint8_t* b, size_t n) {
+        for (size_t i = 0; i < n; i++)
+            h = (h ^ b[i]) * 0x100000001b3ull;
+    };
+    mix(&p.family, 1);
+    mix(reinterpret_cast<const uint8_t*>(&p.port), 2);
+    mix(p.addr.data(), p.addr.size());
+    mix(p.local.data(), p.local.size());
+    return h ? h : 1;
+}
+
+uint64_t load(const uint64_t& v) noexcept
+{
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_acquire);
+}
+
+} // namespace
+
+bool peerOf(const xsk::RxPacket& p, CreditPeer* out) noexcept
+{
+    constexpr uint32_t kEth = 14, kVlan = 4, kUdp = 8, kIp4 = 20, kIp6 = 40;
+    const uint32_t off = p.meta.payload_off;
+    if (off < kEth + kIp4 + kUdp)
+        return false;
+    const uint8_t* pkt = p.payload - off;
+    uint32_t l3 = kEth;
+    uint16_t proto = be16(pkt + 12);
+    if (proto == 0x8100 || proto == 0x88a8) {
+        proto = be16(pkt + 16);
+        l3 += kVlan;
+    }
+    CreditPeer c;
+    if (proto == 0x0800 && off >= l3 + kIp4 + kUdp) {
+        c.family = NPF_FAMILY_IPV4;
+        std::memcpy(c.addr.data(), pkt + l3 + 12, 4);
+        std::memcpy(c.local.data(), pkt + l3 + 16, 4);
+    } else if (proto == 0x86dd && off >= l3 + kIp6 + kUdp) {
+        c.family = NPF_FAMILY_IPV6;
+        std::memcpy(c.addr.data(), pkt + l3 + 8, 16);
+        std::memcpy(c.local.data(), pkt + l3 + 24, 16);
+    } else {
+        return false;
+    }
+    std::memcpy(&c.port, p.payload - kUdp, 2); // the UDP source port, as it is on the wire
+    *out = c;
+    return true;
+}
+
+void FlowCredits::see(const xsk::RxPacket& p, uint64_t seq) noexcept
+{
+    CreditPeer peer;
+    if (!peerOf(p, &peer))
+        return;
+    const uint64_t t = tagOf(peer);
+    auto lowerBase = [&] {
+        uint64_t b = base_.load(std::memory_order_relaxed);
+        while (seq < b && !base_.compare_exchange_weak(b, seq, std::memory_order_relaxed))
+            ;
+    };
+    if (t == tag_.load(std::memory_order_acquire)) {
+        lowerBase();
+        return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (t == tag_.load(std::memory_order_relaxed)) {
+        lowerBase();
+        return;
+    }
+    if (peer_.family && seq < since_)
+        return; // a datagram of an earlier sender, handled late
+    peer_ = peer;
+    since_ = seq;
+    epoch_++;
+    base_.store(seq, std::memory_order_relaxed);
+    tag_.store(t, std::memory_order_release);
+}
+
+FlowCredits::Sender FlowCredits::sender() const
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    return {peer_, epoch_, base_.load(std::memory_order_relaxed)};
+}
+
+CreditSender::CreditSender(FlowTable& flows, int nsFd, const std::string& ifname, EpochDomain& epochs)
+    : flows_(flows), ifname_(ifname), epochs_(epochs)
+{
+    {
+        NetnsScope in(nsFd, "of " + ifname);
+        v4_.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!v4_)
+            throw std::system_error(errno, std::generic_category(), "credits: a UDP socket on " + ifname);
+        v6_.reset(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)); // none without IPv6: fine
+    }
+    stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!stopFd_)
+        throw std::system_error(errno, std::generic_category(), "credits: eventfd");
+    thread_ = std::thread([this] { loop(); });
+}
+
+CreditSender::~CreditSender()
+{
+    const uint64_t one = 1;
+    if (::write(stopFd_.get(), &one, sizeof one) < 0) {
+        // An eventfd write fails only when its counter would overflow.
+    }
+    if (thread_.joinable())
+        thread_.join();
+}
+
+void CreditSender::noteInterval(std::chrono::microseconds us) noexcept
+{
+    const uint64_t ns = std::max<uint64_t>(20'000, static_cast<uint64_t>(us.count()) * 1000);
+    uint64_t cur = tickNs_.load(std::memory_order_relaxed);
+    while (ns < cur && !tickNs_.compare_exchange_weak(cur, ns, std::memory_order_relaxed))
+        ;
+}
+
+void CreditSender::loop() noexcept
+{
+    pthread_setname_np(pthread_self(), "npf-credit");
+    EpochDomain::Reader reader(epochs_);
+    bool active = false;
+    for (;;) {
+        const uint64_t ns = active ? tickNs_.load(std::memory_order_relaxed) : uint64_t(kIdleMs) * 1'000'000;
+        timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+        pollfd pfd{stopFd_.get(), POLLIN, 0};
+        if (::ppoll(&pfd, 1, &ts, nullptr) > 0)
+            return;
+        reader.enter();
+        active = tick(monotonicNs());
+        reader.exit();
+    }
+}
+
+bool CreditSender::tick(uint64_t nowNs) noexcept
+{
+    bool any = false;
+    flows_.forEach([&](ServedFlow& f) {
+        if (f.credits)
+            any = tickFlow(f, *f.credits, nowNs) || any;
+    });
+    return any;
+}
+
+bool CreditSender::takeToken(uint64_t nowNs) noexcept
+{
+    if (tokensNs_)
+        tokens_ = std::min<double>(kMaxPerSecond / 10.0, tokens_ + (nowNs - tokensNs_) * 1e-9 * kMaxPerSecond);
+    tokensNs_ = nowNs;
+    if (tokens_ < 1)
+        return false;
+    tokens_ -= 1;
+    return true;
+}
+
+bool CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexcept
+{
+    const FlowCredits::Sender s = c.sender();
+    if (!s.peer.family)
+        return false;
+    constexpr uint64_t kActiveNs = 1'000'000'000; // looks at the interval this long after the last change
+    const uint64_t cons = load(f.cursor->cons), prod = load(f.cursor->prod);
+    if (cons != c.lastCons_ || prod != c.lastProd_ || !c.activeNs_)
+        c.lastCons_ = cons, c.lastProd_ = prod, c.activeNs_ = nowNs;
+    const bool active = nowNs - c.activeNs_ < kActiveNs;
+    // prod is the application's (an npfd client's: anything): bounded by
+    // what a ring can hold ahead of cons.
+    const uint64_t limitSeq = std::clamp<uint64_t>(prod, cons, cons + NPF_POST_RING_SIZE);
+    const bool newEpoch = s.epoch != c.grantedEpoch_;
+    if (newEpoch) {
+        c.grantedEpoch_ = s.epoch;
+        c.granted_ = 0;
+    }
+    const uint64_t limit = limitSeq > s.base ? limitSeq - s.base : 0;
+    const uint64_t received = cons > s.base ? cons - s.base : 0;
+    const uint64_t grow = limit > c.granted_ ? limit - c.granted_ : 0;
+    const bool usedUp = received >= c.granted_;
+    // Completion progress: how long until the application can post more.
+    const uint64_t head = f.seq.head();
+    if (c.lastHeadNs_ && head > c.lastHead_) {
+        const double per = double(nowNs - c.lastHeadNs_) / double(head - c.lastHead_);
+        c.nsPerCompletion_ = c.nsPerCompletion_ ? 0.75 * c.nsPerCompletion_ + 0.25 * per : per;
+    }
+    if (head != c.lastHead_ || !c.lastHeadNs_)
+        c.lastHead_ = head, c.lastHeadNs_ = nowNs;
+
+    if (!grow || (grow < c.cfg.step && !usedUp && !newEpoch))
+        return active;
+    if (c.lastNs_ && nowNs - c.lastNs_ < static_cast<uint64_t>(c.cfg.interval.count()) * 1000)
+        return true;
+    const uint64_t took = cons - c.consAtOpen_;
+    const uint64_t sent = c.sent.load(std::memory_order_relaxed);
+    if (sent >= took / NPF_CREDIT_EVERY || !takeToken(nowNs)) {
+        if (!c.withheldNoted_)
+            c.withheld.fetch_add(1, std::memory_order_relaxed);
+        c.withheldNoted_ = true;
+        return true;
+    }
+    const uint64_t pending = cons > head ? cons - head : 0;
+    const double hintUs = std::min(1e6, pending * c.nsPerCompletion_ / 1000);
+    npf_credit m{};
+    m.magic = htonl(NPF_CREDIT_MAGIC);
+    m.version = NPF_CREDIT_VERSION;
+    m.port = htons(f.spec.port);
+    m.epoch = htonl(s.epoch);
+    m.hint_us = htonl(static_cast<uint32_t>(hintUs));
+    m.received = htobe64(received);
+    m.limit = htobe64(limit);
+    if (!send(s.peer, m))
+        return true;
+    if (usedUp && c.granted_ && !newEpoch)
+        c.waits.fetch_add(1, std::memory_order_relaxed);
+    c.granted_ = limit;
+    c.lastNs_ = nowNs;
+    c.withheldNoted_ = false;
+    c.sent.fetch_add(1, std::memory_order_relaxed);
+    c.limit.store(limit, std::memory_order_relaxed);
+    return true;
+}
+
+// From the address the datagrams went to (IP_PKTINFO / IPV6_PKTINFO: the
+// kernel checks it is local) to where they came from.
+bool CreditSender::send(const CreditPeer& to, const npf_credit& msg) noexcept
+{
+    iovec iov{const_cast<npf_credit*>(&msg), sizeof msg};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+    int fd;
+    sockaddr_in a4{};
+    sockaddr_in6 a6{};
+    if (to.family == NPF_FAMILY_IPV4) {
+        a4.sin_family = AF_INET;
+        a4.sin_port = to.port;
+        std::memcpy(&a4.sin_addr, to.addr.data(), 4);
+        mh.msg_name = &a4;
+        mh.msg_namelen = sizeof a4;
+        mh.msg_control = ctl;
+        mh.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
+        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = IPPROTO_IP;
+        cm->cmsg_type = IP_PKTINFO;
+        cm->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+        in_pktinfo pi{};
+        std::memcpy(&pi.ipi_spec_dst, to.local.data(), 4);
+        std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+        fd = v4_.get();
+    } else {
+        a6.sin6_family = AF_INET6;
+        a6.sin6_port = to.port;
+        std::memcpy(&a6.sin6_addr, to.addr.data(), 16);
+        mh.msg_name = &a6;
+        mh.msg_namelen = sizeof a6;
+        mh.msg_control = ctl;
+        mh.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
+        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = IPPROTO_IPV6;
+        cm->cmsg_type = IPV6_PKTINFO;
+        cm->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
+        in6_pktinfo pi{};
+        std::memcpy(&pi.ipi6_addr, to.local.data(), 16);
+        std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
+        fd = v6_.get();
+    }
+    if (fd < 0)
+        return false;
+    if (::sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+        NPF_WARN_RL("npf credits on %s: sending a credit: %s", ifname_.c_str(), strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+} // namespace npf
