@@ -79,8 +79,19 @@ struct Options {
     std::string clientMode = "auto"; // --client-mode: who runs the data path then
     double idle = 0, reorderMs = 1.0;
     bool cold = false, quiet = false, json = false, noUdpCsum = false, runToCompletion = false, busyPoll = false;
+    bool credits = false; // --credits: grant them to the sender (npf::CreditConfig)
+    uint32_t creditStep = 64, creditIntervalUs = 100;
     int verbose = 0;
 };
+
+npf::FlowOptions flowOptions(const Options& o)
+{
+    npf::FlowOptions f{.addr = o.addr};
+    f.credits.enabled = o.credits;
+    f.credits.step = o.creditStep;
+    f.credits.interval = std::chrono::microseconds(o.creditIntervalUs);
+    return f;
+}
 
 // The size options, in bytes.
 struct Sizes {
@@ -216,6 +227,7 @@ struct Summary {
     // page pool's counters, from the engine's stats JSON ("" / 0: not there).
     std::string route;
     bool cold = false; // --cold: the bound counts page installs
+    bool credits = false; // --credits: the summary has a credits line
     uint64_t poolTaken = 0, poolFresh = 0, poolRefills = 0, poolReturned = 0, poolFreed = 0, reserveFreed = 0;
 
     uint64_t written() const { return t.ok + t.truncated; }
@@ -269,6 +281,12 @@ void printText(const Summary& m)
                 "late=%llu rejected=%llu  # why seqs completed LOST\n",
                 ull(f.lostUnarrived), ull(f.xdpCount(NPF_STAT_DROP_BAD_DESC)), ull(f.xdpCount(NPF_STAT_REDIR_FAIL)),
                 ull(f.socketDropped()), ull(m.lostByService()), ull(f.late), ull(f.rejected));
+        if (m.credits)
+            fprintf(stderr,
+                    "  credits  sent=%llu withheld=%llu waits=%llu limit=%llu drop_rnr=%llu  # grants to the sender "
+                    "(waits: it had used up the last one)\n",
+                    ull(f.creditsSent), ull(f.creditsWithheld), ull(f.creditWaits), ull(f.creditLimit),
+                    ull(f.xdpCount(NPF_STAT_DROP_RNR)));
     }
     if (m.outside.error.empty())
         fprintf(stderr, "  outside  if_rx_dropped=%llu if_rx_missed=%llu  # the interface before XDP: any traffic, "
@@ -530,6 +548,7 @@ void summarize(const Options& o, const Sizes& sz, Source& eng, const npf::Flow& 
     m.reserve = sz.reserve;
     m.rates = rates;
     m.cold = o.cold;
+    m.credits = o.credits;
     try {
         m.f = flow.stats();
         m.bound = boundOf(o, sz, m);
@@ -659,7 +678,7 @@ int run(const Options& o)
         } else {
             NPF_INFO("npf-recv: npfd delegated %s: this process runs its data path", cli.delegatedIface().c_str());
         }
-        npf::Flow& flow = cli.openFlow(o.port, o.addr, o.ifname);
+        npf::Flow& flow = cli.openFlow(o.port, flowOptions(o), o.ifname);
         return receive(o, sz, cli, flow, out);
     }
     npf::EngineConfig ec{.ifname = o.ifname,
@@ -670,7 +689,7 @@ int run(const Options& o)
                          .pageSize = sz.page};
     tuneEngine(o, sz, ec);
     npf::Engine eng(ec);
-    npf::Flow& flow = eng.openFlow(o.port, o.addr);
+    npf::Flow& flow = eng.openFlow(o.port, flowOptions(o));
     return receive(o, sz, eng, flow, out);
 }
 
@@ -727,6 +746,15 @@ void addOptions(CLI::App& app, Options& o)
     app.add_option("interface", o.ifname, "interface to receive on")->required();
     app.add_option("port", o.port, "UDP destination port")->required()->check(CLI::Range(1, 65535));
     app.add_option("--addr", o.addr, "only datagrams to this destination address");
+    app.add_flag("--credits", o.credits,
+                 "grant credits to the sender: it may send as many datagrams as buffers are posted (npf-send)");
+    app.add_option("--credit-step", o.creditStep, "with --credits: datagrams of new grant worth a message")
+        ->check(CLI::Range(1, NPF_POST_RING_SIZE))
+        ->capture_default_str();
+    app.add_option("--credit-interval-us", o.creditIntervalUs,
+                   "with --credits: at least this many microseconds between two messages")
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
     app.add_option("-o,--output", o.output, "write payloads here ('-' = stdout)");
     const double kMax = std::numeric_limits<double>::max();
     app.add_option("-n,--count", o.count,

@@ -95,12 +95,13 @@ void addOptions(CLI::App& app, Args& a)
     npf::bench::Options& o = a.o;
     app.add_flag("--quick", o.quick, "short runs of every scenario (< 60 s, for CI)");
     app.add_option("-s,--scenario", a.scenarios,
-                   "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum,burst (default all; steady "
+                   "comma-separated: steady,cold,pressure,faultpath,stages,scaling,csum,burst,credits (default all; steady "
                    "runs first)");
     app.add_option("-c,--contenders", o.only, "run only these contenders, in this order (npf, npf-reserve, npf-pool, npf-memfd, npf-2m, "
                                               "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-2m, npf-sidecar-brokered, "
                                               "npf-sidecar-brokered-2m, npf-sidecar-own, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
-                                              "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd, npfd-brokered)")
+                                              "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd, npfd-brokered; credits: "
+                                              "npf, npf-2m, npfd, npfd-2m, npfd-brokered)")
         ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
     app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")

@@ -10,6 +10,7 @@
 #include "npf/counters.h"
 
 #include "burst.h"
+#include "credits.h"
 #include "control_check.h"
 #include "run.h"
 
@@ -632,7 +633,7 @@ const std::map<std::string, std::function<Json(const Options&)>>& table()
 {
     static const std::map<std::string, std::function<Json(const Options&)>> t{
         {"steady", steady}, {"cold", cold},       {"pressure", pressure},
-        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}, {"csum", csum}, {"burst", burst}};
+        {"faultpath", faultpath}, {"stages", stages}, {"scaling", scaling}, {"csum", csum}, {"burst", burst}, {"credits", credits}};
     return t;
 }
 
@@ -641,7 +642,7 @@ const std::map<std::string, std::function<Json(const Options&)>>& table()
 const std::vector<std::string>& scenarioNames()
 {
     static const std::vector<std::string> n{"steady", "cold",    "pressure", "faultpath",
-                                            "stages", "scaling", "csum",     "burst"};
+                                            "stages", "scaling", "csum",     "burst", "credits"};
     return n;
 }
 

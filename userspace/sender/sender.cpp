@@ -21,6 +21,9 @@ namespace npf {
 namespace {
 
 constexpr size_t kBatch = 32; // datagrams per sendmmsg
+// Credits are read from the socket once the room left is below this (a
+// system call per batch otherwise): they only ever add room.
+constexpr uint64_t kReadBelow = 8 * kBatch;
 
 // addr:port as a socket address; throws std::invalid_argument.
 sockaddr_storage socketAddress(const std::string& addr, uint16_t port, const char* what, socklen_t* len)
@@ -214,7 +217,7 @@ int64_t Sender::send(std::span<const std::span<const uint8_t>> datagrams)
     size_t done = 0;
     uint64_t deadline = monotonicNs() + static_cast<uint64_t>(s.cfg.timeout.count()) * 1'000'000;
     while (done < datagrams.size()) {
-        if (s.cfg.credits)
+        if (s.cfg.credits && s.window.room(s.st.sent) < kReadBelow)
             s.readCredits();
         uint64_t n = s.room(std::min(datagrams.size() - done, kBatch), monotonicNs());
         if (n == 0) {

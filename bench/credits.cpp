@@ -1,0 +1,216 @@
+// Credits (issue 37): npf-send into npf-recv on a cold region, with the
+// receiver's credits and without, as a user runs them. Per variant and round:
+//   plain    npf-send --plain flat out into npf-recv (no credits): today's loss
+//   credits  npf-recv --credits, npf-send honouring them: loss and goodput
+//   best     the highest rate a plain sender keeps at <= 0.1 % loss into the
+//            same receiver (a search over paced runs, from the plain run's rate
+//            down): the goodput credits are held to (>= 0.9x of it)
+// Every run is a fresh npf-recv on a cold region that one run's datagrams
+// fill once (every page faults once: no lap over pages already resident).
+// Goodput: datagrams written over the sender's time.
+#include "credits.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "child.h"
+#include "npfd_process.h"
+#include "programs.h"
+#include "run.h"
+#include "sys/clock.h"
+
+#ifndef NPF_RECV_PATH
+#define NPF_RECV_PATH ""
+#endif
+#ifndef NPF_SEND_PATH
+#define NPF_SEND_PATH ""
+#endif
+
+namespace npf::bench {
+namespace {
+
+constexpr uint32_t kPayload = 1400;
+constexpr uint32_t kBuf = 2048; // npf-recv's default buffer
+constexpr uint16_t kPort = 9000;
+constexpr double kLossTarget = 0.001; // the issue's 0.1 %
+
+struct Variant {
+    std::string name;
+    bool huge = false;      // 2 MiB pages, no reserve: a fresh huge page per fault
+    bool npfd = false;      // npf-recv --connect to an npfd the bench starts
+    bool delegated = false; // that npfd delegates the interface (the sidecar shape)
+};
+
+const std::vector<Variant>& variants()
+{
+    static const std::vector<Variant> v{{"npf", false},
+                                        {"npf-2m", true},
+                                        {"npfd", false, true, true},
+                                        {"npfd-2m", true, true, true},
+                                        {"npfd-brokered", false, true, false}};
+    return v;
+}
+
+struct Run {
+    std::string error, route;
+    uint64_t sent = 0, reached = 0, written = 0, dropRnr = 0, lost = 0;
+    uint64_t creditsSent = 0, creditWaits = 0, throttled = 0;
+    double seconds = 0, offered = 0;
+    double loss() const { return sent ? 1.0 - double(written) / double(sent) : 1.0; }
+    double goodput() const { return seconds > 0 ? double(written) / seconds : 0; }
+    Json toJson() const
+    {
+        Json j{{"sent", sent},           {"reached", reached},       {"written", written},
+               {"dropRnr", dropRnr},     {"lost", lost},             {"loss", loss()},
+               {"seconds", seconds},     {"offeredPps", offered},    {"goodputPps", goodput()},
+               {"creditsSent", creditsSent}, {"creditWaits", creditWaits}, {"senderThrottled", throttled},
+               {"route", route}};
+        if (!error.empty())
+            j["error"] = error;
+        return j;
+    }
+};
+
+// One run: a fresh npf-recv (and npfd) on a cold region, npf-send of n
+// datagrams from the peer namespace; credits on both sides or neither;
+// rate 0 = flat out.
+Run runOnce(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64_t n, uint64_t region, bool credits,
+            double rate, const std::string& dir, const std::string& tag)
+{
+    Run r;
+    std::vector<std::string> args = {programPath(NPF_RECV_PATH, "npf-recv"), rx.ifname, std::to_string(kPort),
+                                     "--cold", "--region", std::to_string(region >> 20) + "M", "--idle", "1",
+                                     "--json", "-o", "/dev/null", "--ready-fd", std::to_string(kReadyFd)};
+    if (v.huge)
+        args.insert(args.end(), {"--page-size", "2M", "--reserve", "0"});
+    if (credits)
+        args.push_back("--credits");
+    std::optional<NpfdProcess> npfd;
+    if (v.npfd) {
+        const std::string npfdDir = dir + "/npfd-" + tag;
+        std::filesystem::create_directories(npfdDir);
+        npfd.emplace(rx, npfdDir, false, v.delegated);
+        args.insert(args.end(), {"--connect", npfd->socket(), "--client-mode", v.delegated ? "delegated" : "brokered"});
+    }
+    const std::string log = dir + "/npf-recv-" + tag + ".log", sendLog = dir + "/npf-send-" + tag + ".log";
+    Child recv(args, log, true);
+    if (!recv.ready(60)) {
+        r.error = "npf-recv was not ready within 60 s: " + readFile(log);
+        return r;
+    }
+    std::vector<std::string> send = {"/usr/bin/nsenter", "--net=" + t.txNsPath, programPath(NPF_SEND_PATH, "npf-send"),
+                                     t.dstAddr, std::to_string(kPort), "-n", std::to_string(n), "-s",
+                                     std::to_string(kPayload), "--json", "--timeout-ms", "5000"};
+    if (!credits)
+        send.push_back("--plain");
+    if (rate > 0)
+        send.insert(send.end(), {"--rate", std::to_string(uint64_t(rate))});
+    Child sender(send, sendLog, false);
+    const int sst = sender.wait(120), st = recv.wait(60);
+    const Json ss = summaryOf(readFile(sendLog)), rs = summaryOf(readFile(log));
+    if (sst != 0 || st != 0 || !ss.is_object() || !rs.is_object()) {
+        r.error = "npf-send exited " + std::to_string(sst) + " (" + sendLog + "), npf-recv " + std::to_string(st) +
+                  " (" + log + ")";
+        return r;
+    }
+    r.sent = at(ss, {"sent"});
+    r.seconds = ss.value("seconds", 0.0);
+    r.offered = r.seconds > 0 ? double(r.sent) / r.seconds : 0;
+    r.throttled = at(ss, {"throttled"});
+    r.reached = at(rs, {"reached"});
+    r.written = at(rs, {"datagrams"});
+    r.dropRnr = at(rs, {"flow", "xdp", "drop_rnr"});
+    r.lost = at(rs, {"not_written", "lost"});
+    r.creditsSent = at(rs, {"flow", "credits_sent"});
+    r.creditWaits = at(rs, {"flow", "credit_waits"});
+    r.route = rs.contains("engine") && rs["engine"].contains("route") ? rs["engine"]["route"].get<std::string>() : "";
+    return r;
+}
+
+void printRun(const std::string& variant, const char* what, const Run& r)
+{
+    if (!r.error.empty()) {
+        printf("%-14s %-8s error: %s\n", variant.c_str(), what, r.error.c_str());
+        return;
+    }
+    printf("%-14s %-8s %-15s %9.3f %9llu %9llu %8.3f%% %9llu %9.3f %8llu %8llu\n", variant.c_str(), what,
+           r.route.c_str(), r.offered / 1e6, (unsigned long long)r.sent, (unsigned long long)r.written,
+           100 * r.loss(), (unsigned long long)r.dropRnr, r.goodput() / 1e6, (unsigned long long)r.creditsSent,
+           (unsigned long long)r.throttled);
+    fflush(stdout);
+}
+
+} // namespace
+
+Json credits(const Options& o)
+{
+    printf("\n== credits: npf-send into npf-recv --cold, with the receiver's credits and without ==\n");
+    // One lap of the region: 4 KiB pages hold two 2048-byte buffers.
+    const uint64_t region = o.quick ? 64ull << 20 : 256ull << 20, n = region / kBuf;
+    const uint32_t rounds = o.quick ? 1 : 3, searchSteps = o.quick ? 2 : 4;
+    std::vector<Variant> vs;
+    for (const Variant& v : variants())
+        if (o.only.empty() || std::find(o.only.begin(), o.only.end(), v.name) != o.only.end())
+            vs.push_back(v);
+    printf("%llu datagrams of %u B into a cold %llu MiB region (each page once), %u round(s); best: the highest "
+           "plain rate at <= 0.1 %% loss (%u halvings)\n",
+           (unsigned long long)n, kPayload, (unsigned long long)(region >> 20), rounds, searchSteps);
+    printf("%-14s %-8s %-15s %9s %9s %9s %9s %9s %9s %8s %8s\n", "variant", "run", "route", "offer M/s", "sent",
+           "written", "loss", "drop_rnr", "good M/s", "credits", "throttl");
+    const std::string dir = o.outDir + "/credits";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    Env env({});
+    const TrafficConfig t = env.traffic();
+    const RxConfig rx = env.rx();
+    Json runs = Json::array();
+    for (uint32_t round = 0; round < rounds && !g_interrupted; round++)
+        for (const Variant& v : vs) {
+            if (g_interrupted)
+                break;
+            const std::string tag = v.name + "-" + std::to_string(round);
+            const Run plain = runOnce(v, t, rx, n, region, false, 0, dir, tag + "-plain");
+            printRun(v.name, "plain", plain);
+            const Run cred = runOnce(v, t, rx, n, region, true, 0, dir, tag + "-credits");
+            printRun(v.name, "credits", cred);
+            // The best plain rate at <= 0.1 % loss: flat out if that holds,
+            // else halving from there, then back up by half the step.
+            Run best = plain;
+            if (plain.error.empty() && plain.loss() > kLossTarget) {
+                double lo = 0, hi = plain.offered;
+                best = Run{};
+                for (uint32_t s = 0; s < searchSteps && !g_interrupted; s++) {
+                    const double rate = lo > 0 ? (lo + hi) / 2 : hi / 2;
+                    Run r = runOnce(v, t, rx, n, region, false, rate, dir, tag + "-rate" + std::to_string(s));
+                    printRun(v.name, ("@" + std::to_string(int(rate / 1000)) + "k").c_str(), r);
+                    if (!r.error.empty())
+                        break;
+                    if (r.loss() <= kLossTarget) {
+                        lo = rate;
+                        if (r.goodput() > best.goodput())
+                            best = r;
+                    } else {
+                        hi = rate;
+                    }
+                }
+            }
+            Json j{{"variant", v.name}, {"round", round}, {"plain", plain.toJson()}, {"credits", cred.toJson()},
+                   {"best", best.toJson()}};
+            if (cred.error.empty() && best.goodput() > 0) {
+                const double ratio = cred.goodput() / best.goodput();
+                j["creditsOverBest"] = ratio;
+                printf("%-14s credits: loss %.3f %% (target <= 0.1 %%), goodput %.3f M/s = %.2fx the best lossless "
+                       "plain %.3f M/s (target >= 0.9x); plain flat out lost %.2f %%\n",
+                       v.name.c_str(), 100 * cred.loss(), cred.goodput() / 1e6, ratio, best.goodput() / 1e6,
+                       100 * plain.loss());
+            }
+            runs.push_back(j);
+        }
+    return {{"datagrams", n}, {"payload", kPayload}, {"regionBytes", region}, {"rounds", rounds}, {"runs", runs}};
+}
+
+} // namespace npf::bench
