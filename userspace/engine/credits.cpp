@@ -137,39 +137,34 @@ CreditSender::~CreditSender()
         thread_.join();
 }
 
-void CreditSender::noteInterval(std::chrono::microseconds us) noexcept
-{
-    const uint64_t ns = std::max<uint64_t>(20'000, static_cast<uint64_t>(us.count()) * 1000);
-    uint64_t cur = tickNs_.load(std::memory_order_relaxed);
-    while (ns < cur && !tickNs_.compare_exchange_weak(cur, ns, std::memory_order_relaxed))
-        ;
-}
-
 void CreditSender::loop() noexcept
 {
     pthread_setname_np(pthread_self(), "npf-credit");
     EpochDomain::Reader reader(epochs_);
-    bool active = false;
+    uint64_t ns = uint64_t(kIdleMs) * 1'000'000;
     for (;;) {
-        const uint64_t ns = active ? tickNs_.load(std::memory_order_relaxed) : uint64_t(kIdleMs) * 1'000'000;
         timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
         pollfd pfd{stopFd_.get(), POLLIN, 0};
         if (::ppoll(&pfd, 1, &ts, nullptr) > 0)
             return;
         reader.enter();
-        active = tick(monotonicNs());
+        ns = tick(monotonicNs());
         reader.exit();
+        if (!ns)
+            ns = uint64_t(kIdleMs) * 1'000'000;
     }
 }
 
-bool CreditSender::tick(uint64_t nowNs) noexcept
+uint64_t CreditSender::tick(uint64_t nowNs) noexcept
 {
-    bool any = false;
+    uint64_t next = 0;
     flows_.forEach([&](ServedFlow& f) {
-        if (f.credits)
-            any = tickFlow(f, *f.credits, nowNs) || any;
+        if (!f.credits)
+            return;
+        if (const uint64_t ns = tickFlow(f, *f.credits, nowNs))
+            next = next ? std::min(next, ns) : ns;
     });
-    return any;
+    return next;
 }
 
 bool CreditSender::takeToken(uint64_t nowNs) noexcept
@@ -183,16 +178,25 @@ bool CreditSender::takeToken(uint64_t nowNs) noexcept
     return true;
 }
 
-bool CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexcept
+uint64_t CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexcept
 {
     const FlowCredits::Sender s = c.sender();
     if (!s.peer.family)
-        return false;
-    constexpr uint64_t kActiveNs = 1'000'000'000; // looks at the interval this long after the last change
+        return 0;
+    constexpr uint64_t kActiveNs = 1'000'000'000; // a flow is looked at this long after its last change
+    const uint64_t intervalNs = std::max<uint64_t>(1000, uint64_t(c.cfg.interval.count()) * 1000);
     const uint64_t cons = load(f.cursor->cons), prod = load(f.cursor->prod);
     if (cons != c.lastCons_ || prod != c.lastProd_ || !c.activeNs_)
         c.lastCons_ = cons, c.lastProd_ = prod, c.activeNs_ = nowNs;
-    const bool active = nowNs - c.activeNs_ < kActiveNs;
+    if (nowNs - c.activeNs_ >= kActiveNs)
+        return 0;
+    if (nowNs - c.rateNs_ >= 200'000 || !c.rateNs_) { // the arrival rate over >= 200 us
+        if (c.rateNs_ && cons >= c.rateCons_) {
+            const double r = double(cons - c.rateCons_) / double(nowNs - c.rateNs_);
+            c.consPerNs_ = c.consPerNs_ ? 0.5 * c.consPerNs_ + 0.5 * r : r;
+        }
+        c.rateCons_ = cons, c.rateNs_ = nowNs;
+    }
     // prod is the application's (an npfd client's: anything): bounded by
     // what a ring can hold ahead of cons.
     const uint64_t limitSeq = std::clamp<uint64_t>(prod, cons, cons + NPF_POST_RING_SIZE);
@@ -214,17 +218,23 @@ bool CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexc
     if (head != c.lastHead_ || !c.lastHeadNs_)
         c.lastHead_ = head, c.lastHeadNs_ = nowNs;
 
+    // When to look again: a quarter of the time the sender needs for what
+    // it has left, within [interval, kMaxTickNs].
+    const uint64_t left = c.granted_ > received ? c.granted_ - received : 0;
+    const uint64_t again = std::clamp<uint64_t>(
+        c.consPerNs_ > 0 ? static_cast<uint64_t>(double(left) / c.consPerNs_ / 4) : intervalNs, intervalNs,
+        std::max(intervalNs, kMaxTickNs));
     if (!grow || (grow < c.cfg.step && !usedUp && !newEpoch))
-        return active;
-    if (c.lastNs_ && nowNs - c.lastNs_ < static_cast<uint64_t>(c.cfg.interval.count()) * 1000)
-        return true;
+        return again;
+    if (c.lastNs_ && nowNs - c.lastNs_ < intervalNs)
+        return intervalNs - (nowNs - c.lastNs_);
     const uint64_t took = cons - c.consAtOpen_;
     const uint64_t sent = c.sent.load(std::memory_order_relaxed);
     if (sent >= took / NPF_CREDIT_EVERY || !takeToken(nowNs)) {
         if (!c.withheldNoted_)
             c.withheld.fetch_add(1, std::memory_order_relaxed);
         c.withheldNoted_ = true;
-        return true;
+        return intervalNs;
     }
     const uint64_t pending = cons > head ? cons - head : 0;
     const double hintUs = std::min(1e6, pending * c.nsPerCompletion_ / 1000);
@@ -237,7 +247,7 @@ bool CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexc
     m.received = htobe64(received);
     m.limit = htobe64(limit);
     if (!send(s.peer, m))
-        return true;
+        return intervalNs;
     if (usedUp && c.granted_ && !newEpoch)
         c.waits.fetch_add(1, std::memory_order_relaxed);
     c.granted_ = limit;
@@ -245,7 +255,7 @@ bool CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexc
     c.withheldNoted_ = false;
     c.sent.fetch_add(1, std::memory_order_relaxed);
     c.limit.store(limit, std::memory_order_relaxed);
-    return true;
+    return intervalNs;
 }
 
 // From the address the datagrams went to (IP_PKTINFO / IPV6_PKTINFO: the

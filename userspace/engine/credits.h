@@ -83,18 +83,25 @@ private:
     uint64_t lastNs_ = 0;      // when it went
     uint64_t lastHead_ = 0, lastHeadNs_ = 0; // completion progress, for the hint
     uint64_t lastCons_ = 0, lastProd_ = 0, activeNs_ = 0; // when either last moved
+    uint64_t rateCons_ = 0, rateNs_ = 0;                  // cons and time of the last rate sample
+    double consPerNs_ = 0;                                // datagrams arriving, EWMA
     double nsPerCompletion_ = 0;
     bool withheldNoted_ = false; // the message due now was counted withheld once
 };
 
-// The credit thread of a Service: every CreditConfig::interval (the smallest
-// of its flows') while a flow has a sender, every kIdleMs otherwise, it looks
-// at each credit flow and sends what is due from a UDP socket of the
-// service's network namespace.
+// The credit thread of a Service: it looks at each credit flow and sends what
+// is due from a UDP socket of the service's network namespace. How soon it
+// looks again is each active flow's own: a quarter of the time its sender
+// takes to use up what it was granted (at the rate the flow's datagrams come
+// in), at least the flow's interval and at most kMaxTickNs; every kIdleMs
+// while no flow is active (a datagram, a post or a grant in the last second).
+// A wake-up costs tens of microseconds on a VM: a sender with room to spare
+// is not looked at every interval.
 class CreditSender {
 public:
     static constexpr uint64_t kMaxPerSecond = 100'000; // the engine's total
     static constexpr int kIdleMs = 5;
+    static constexpr uint64_t kMaxTickNs = 2'000'000;
 
     // Makes its sockets in the network namespace nsFd (the service's). Its
     // looks at the flows are sections of `epochs` (a flow closed meanwhile
@@ -104,17 +111,13 @@ public:
     CreditSender(const CreditSender&) = delete;
     CreditSender& operator=(const CreditSender&) = delete;
 
-    // A credit flow opened with this interval: the loop looks that often.
-    void noteInterval(std::chrono::microseconds us) noexcept;
-
     // One look at every credit flow (the loop's body, in an epoch section).
-    // Returns whether a flow's sender is active (sent, or had credit grow,
-    // in the last second): the loop then looks again after the interval.
-    bool tick(uint64_t nowNs) noexcept;
+    // Returns when to look again, ns from now; 0: no flow is active.
+    uint64_t tick(uint64_t nowNs) noexcept;
 
 private:
     void loop() noexcept;
-    bool tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexcept;
+    uint64_t tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) noexcept;
     bool takeToken(uint64_t nowNs) noexcept;
     bool send(const CreditPeer& to, const npf_credit& msg) noexcept;
 
@@ -122,7 +125,6 @@ private:
     const std::string ifname_;
     EpochDomain& epochs_;
     Fd v4_, v6_;
-    std::atomic<uint64_t> tickNs_{100'000};
     double tokens_ = kMaxPerSecond / 10.0;
     uint64_t tokensNs_ = 0;
     Fd stopFd_; // an eventfd: written to stop the loop

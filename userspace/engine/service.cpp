@@ -186,7 +186,6 @@ ServedFlow& Service::openFlow(const dataplane::FlowSpec& spec, Region& region, c
         std::lock_guard<std::mutex> lock(creditMu_);
         if (!credits_)
             credits_ = std::make_unique<CreditSender>(*flows_, netns_.get(), cfg_.ifname, epochs_);
-        credits_->noteInterval(credits.interval);
     }
     return flows_->open(spec, region, binding, fresh, credits);
 }
