@@ -173,10 +173,18 @@ Json credits(const Options& o)
             if (g_interrupted)
                 break;
             const std::string tag = v.name + "-" + std::to_string(round);
-            const Run plain = runOnce(v, t, rx, n, region, false, 0, dir, tag + "-plain");
-            printRun(v.name, "plain", plain);
-            const Run cred = runOnce(v, t, rx, n, region, true, 0, dir, tag + "-credits");
-            printRun(v.name, "credits", cred);
+            // Plain first in even rounds, credits first in odd ones: what the
+            // previous run left the page allocator falls on both.
+            Run plain, cred;
+            for (int k = 0; k < 2; k++) {
+                if ((k == 0) == (round % 2 == 0)) {
+                    plain = runOnce(v, t, rx, n, region, false, 0, dir, tag + "-plain");
+                    printRun(v.name, "plain", plain);
+                } else {
+                    cred = runOnce(v, t, rx, n, region, true, 0, dir, tag + "-credits");
+                    printRun(v.name, "credits", cred);
+                }
+            }
             // The best plain rate at <= 0.1 % loss: flat out if that holds,
             // else halving from there, then back up by half the step.
             Run best = plain;

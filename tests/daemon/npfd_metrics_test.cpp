@@ -51,7 +51,7 @@ using namespace std::chrono_literals;
 
 // npfd's per-flow families (one series per open client flow and status or reason).
 const std::vector<std::string> kFlowFamilies = {"npf_flow_completed_total", "npf_flow_dropped_total",
-                                                "npf_flow_passed_total"};
+                                                "npf_flow_passed_total", "npf_flow_credits_total"};
 const std::vector<std::string> kDropReasons = {"drop_rnr",   "drop_bad_desc", "drop_contended",
                                                "drop_csum",  "redir_fail",    "socket"};
 const std::vector<std::string> kPassReasons = {"pass_bad_queue", "pass_no_socket", "pass_too_big", "pass_meta_fail"};

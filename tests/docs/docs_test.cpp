@@ -355,6 +355,7 @@ const std::vector<Program>& programs()
     static const std::vector<Program> p = {
         load("npfctl", NPFCTL_PATH),
         load("npf-recv", NPF_RECV_PATH),
+        load("npf-send", NPF_SEND_PATH),
         load("npfd", NPFD_PATH),
         load("npf-bench", NPF_BENCH_PATH),
         load("npf-cni", NPF_CNI_PATH),
@@ -423,7 +424,7 @@ std::optional<std::string> invoked(const std::string& code)
 // is npfctl's.
 std::optional<std::string> sectionProgram(const Doc& d, const Section& s)
 {
-    for (const char* p : {"npf-recv", "npfd", "npfctl", "npf-bench", "npf-cni"})
+    for (const char* p : {"npf-recv", "npf-send", "npfd", "npfctl", "npf-bench", "npf-cni"})
         if (std::regex_search(s.heading, std::regex(std::string("(^|[^a-z-])") + p + "($|[^a-z-])")))
             return std::string(p);
     if (d.rel == "docs/cli.md" && s.level == 2 && s.heading.find("Counters") == std::string::npos)
@@ -696,7 +697,7 @@ TEST(DocsOptions, EveryOptionDocumented)
             seen[m.program].insert(m.option);
     for (const Token& t : optionTokens(Doc::load("docs/BENCHMARKS.md").text, 0))
         seen["npf-bench"].insert(t.option);
-    for (const char* p : {"npf-recv", "npfd", "npf-bench", "npf-cni"}) {
+    for (const char* p : {"npf-recv", "npf-send", "npfd", "npf-bench", "npf-cni"}) {
         for (const auto& [o, all] : program(p).top().names())
             if (std::none_of(all.begin(), all.end(), [&](const std::string& n) { return seen[p].count(n); }))
                 ADD_FAILURE() << p << " " << o << " (" << p << " --help) is documented nowhere: describe it in "

@@ -178,6 +178,12 @@ void addFlowFamilies(std::vector<prometheus::MetricFamily>& out, const std::vect
             "reason", [&](const FlowStats& s) {
                 return xdp(s, counters::FlowOutcomes::Passed);
             });
+    perFlow("npf_flow_credits_total",
+            "credit messages to the sender of an npfd client's open flow (opened with credits; brokered: npfd "
+            "sends them): sent, withheld by the bound, waits: sent after the sender had used up its grant (messages)",
+            "kind", [](const FlowStats& s) {
+                return Values{{"sent", s.creditsSent}, {"withheld", s.creditsWithheld}, {"waits", s.creditWaits}};
+            });
 }
 
 } // namespace

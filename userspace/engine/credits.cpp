@@ -24,18 +24,17 @@ namespace {
 
 uint16_t be16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
-// FNV-1a over the peer's bytes, never 0 (0 means no peer).
+// The peer's bytes mixed a word at a time (it runs per datagram), never 0
+// (0 means no peer). Two peers with one tag would be taken for one: credits
+// would go on to the first, which sent datagrams of the flow too.
 uint64_t tagOf(const CreditPeer& p) noexcept
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    auto mix = [&](const uint8_t* b, size_t n) {
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ b[i]) * 0x100000001b3ull;
-    };
-    mix(&p.family, 1);
-    mix(reinterpret_cast<const uint8_t*>(&p.port), 2);
-    mix(p.addr.data(), p.addr.size());
-    mix(p.local.data(), p.local.size());
+    uint64_t w[4];
+    std::memcpy(w, p.addr.data(), 16);
+    std::memcpy(w + 2, p.local.data(), 16);
+    uint64_t h = (uint64_t(p.family) << 16 | p.port) * 0x9e3779b97f4a7c15ull;
+    for (uint64_t x : w)
+        h = (h ^ x) * 0xff51afd7ed558ccdull, h ^= h >> 29;
     return h ? h : 1;
 }
 
