@@ -41,7 +41,7 @@ soname=$(readelf -d "$lib/libnpf.so.$NPF_VERSION" | sed -n 's/.*(SONAME).*\[\(.*
 nm -D --defined-only "$lib/libnpf.so" | c++filt | sed -e 's/^[0-9a-f]* [A-Za-z] //' -e 's/@\{1,2\}NPF_[0-9.]*$//' |
   grep -vx 'NPF_[0-9.]*' | sort -u >"$work/exports"
 note "libnpf.so exports $(wc -l <"$work/exports") symbols"
-allowed='^(npf::(Engine|Flow|Client)::[^I]|npf::log::|npf_[a-z0-9_]+$|(typeinfo|typeinfo name|vtable) for npf::(Engine|Flow|Client)$'
+allowed='^(npf::(Engine|Flow|Client|Sender)::[^I]|npf::log::|npf_[a-z0-9_]+$|(typeinfo|typeinfo name|vtable) for npf::(Engine|Flow|Client|Sender)$'
 allowed+='|npf::(toJson|toString|formatCounters|formatXdpOutcomes|errorKind|checkFlowAddress|interfaceRxDrops|measurePageRates|installSeconds|boundOfTheMoment|PageRates::~?[a-zA-Z]+)(\[abi:cxx11\])?\()'
 if grep -Ev "$allowed" "$work/exports" >"$work/leaked"; then
   fail "libnpf.so exports symbols outside the public API (libnpf/libnpf.map):"$'\n'"$(cat "$work/leaked")"
