@@ -188,11 +188,15 @@ TEST_F(NpfdDelegated, RequestsOutOfPlaceOrWithForgedDescriptorsAreRefused)
             return std::string("failed: ") + e.what();
         }
     };
-    {
-        ipc::Channel ch = ipc::Channel::connect(npfd.socket());
+    // A hello offering to run the data path: the interface npfd delegates.
+    auto delegatedHello = [](ipc::Channel& ch) {
         ipc::HelloRequest hello;
         hello.delegate = 1;
-        ASSERT_EQ(ch.call(hello).reply.delegated, rig.rxIf());
+        return ch.call(hello).reply.delegated;
+    };
+    {
+        ipc::Channel ch = ipc::Channel::connect(npfd.socket());
+        ASSERT_EQ(delegatedHello(ch), rig.rxIf());
         // Before delegate: no queue, no flow.
         EXPECT_EQ(refused([&] { (void)ch.call(ipc::QueueRequest{0}); }, ipc::ErrorCode::NoRegion), "");
         EXPECT_EQ(refused([&] { (void)ch.call(ipc::DelegateFlowRequest{.port = kFirstPort}); }, ipc::ErrorCode::NoRegion),
@@ -205,9 +209,7 @@ TEST_F(NpfdDelegated, RequestsOutOfPlaceOrWithForgedDescriptorsAreRefused)
     }
     {
         ipc::Channel ch = ipc::Channel::connect(npfd.socket());
-        ipc::HelloRequest hello;
-        hello.delegate = 1;
-        ASSERT_EQ(ch.call(hello).reply.delegated, rig.rxIf());
+        ASSERT_EQ(delegatedHello(ch), rig.rxIf());
         // delegate takes no descriptor: one forged in is refused, and the
         // connection ends (a protocol violation).
         const int forged[1] = {0};
@@ -217,9 +219,7 @@ TEST_F(NpfdDelegated, RequestsOutOfPlaceOrWithForgedDescriptorsAreRefused)
     }
     {
         ipc::Channel ch = ipc::Channel::connect(npfd.socket());
-        ipc::HelloRequest hello;
-        hello.delegate = 1;
-        ASSERT_EQ(ch.call(hello).reply.delegated, rig.rxIf());
+        ASSERT_EQ(delegatedHello(ch), rig.rxIf());
         auto d = ch.call(ipc::DelegateRequest{.size = 1 << 20, .budget = 1 << 20});
         EXPECT_EQ(d.reply.iface, rig.rxIf());
         EXPECT_EQ(d.fds.size(), 1u); // the resident bitmap

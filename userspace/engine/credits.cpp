@@ -38,11 +38,6 @@ uint64_t tagOf(const CreditPeer& p) noexcept
     return h ? h : 1;
 }
 
-uint64_t load(const uint64_t& v) noexcept
-{
-    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(v)).load(std::memory_order_acquire);
-}
-
 } // namespace
 
 bool peerOf(const xsk::RxPacket& p, CreditPeer* out) noexcept
@@ -184,7 +179,7 @@ uint64_t CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) n
         return 0;
     constexpr uint64_t kActiveNs = 1'000'000'000; // a flow is looked at this long after its last change
     const uint64_t intervalNs = std::max<uint64_t>(1000, uint64_t(c.cfg.interval.count()) * 1000);
-    const uint64_t cons = load(f.cursor->cons), prod = load(f.cursor->prod);
+    const uint64_t cons = f.posts.consumed(), prod = f.posts.published();
     if (cons != c.lastCons_ || prod != c.lastProd_ || !c.activeNs_)
         c.lastCons_ = cons, c.lastProd_ = prod, c.activeNs_ = nowNs;
     if (nowNs - c.activeNs_ >= kActiveNs)
@@ -261,49 +256,45 @@ uint64_t CreditSender::tickFlow(ServedFlow& f, FlowCredits& c, uint64_t nowNs) n
 // kernel checks it is local) to where they came from.
 bool CreditSender::send(const CreditPeer& to, const npf_credit& msg) noexcept
 {
-    iovec iov{const_cast<npf_credit*>(&msg), sizeof msg};
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
-    int fd;
-    sockaddr_in a4{};
-    sockaddr_in6 a6{};
-    if (to.family == NPF_FAMILY_IPV4) {
-        a4.sin_family = AF_INET;
-        a4.sin_port = to.port;
-        std::memcpy(&a4.sin_addr, to.addr.data(), 4);
-        mh.msg_name = &a4;
-        mh.msg_namelen = sizeof a4;
-        mh.msg_control = ctl;
-        mh.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
-        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = IPPROTO_IP;
-        cm->cmsg_type = IP_PKTINFO;
-        cm->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
-        in_pktinfo pi{};
-        std::memcpy(&pi.ipi_spec_dst, to.local.data(), 4);
-        std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
-        fd = v4_.get();
-    } else {
-        a6.sin6_family = AF_INET6;
-        a6.sin6_port = to.port;
-        std::memcpy(&a6.sin6_addr, to.addr.data(), 16);
-        mh.msg_name = &a6;
-        mh.msg_namelen = sizeof a6;
-        mh.msg_control = ctl;
-        mh.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
-        cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = IPPROTO_IPV6;
-        cm->cmsg_type = IPV6_PKTINFO;
-        cm->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
-        in6_pktinfo pi{};
-        std::memcpy(&pi.ipi6_addr, to.local.data(), 16);
-        std::memcpy(CMSG_DATA(cm), &pi, sizeof pi);
-        fd = v6_.get();
-    }
+    const bool v4 = to.family == NPF_FAMILY_IPV4;
+    const int fd = v4 ? v4_.get() : v6_.get();
     if (fd < 0)
         return false;
+    // The destination and the source's control message, of either family.
+    union {
+        sockaddr_in a4;
+        sockaddr_in6 a6;
+    } dst{};
+    union {
+        in_pktinfo p4;
+        in6_pktinfo p6;
+    } src{};
+    if (v4) {
+        dst.a4.sin_family = AF_INET;
+        dst.a4.sin_port = to.port;
+        std::memcpy(&dst.a4.sin_addr, to.addr.data(), 4);
+        std::memcpy(&src.p4.ipi_spec_dst, to.local.data(), 4);
+    } else {
+        dst.a6.sin6_family = AF_INET6;
+        dst.a6.sin6_port = to.port;
+        std::memcpy(&dst.a6.sin6_addr, to.addr.data(), 16);
+        std::memcpy(&src.p6.ipi6_addr, to.local.data(), 16);
+    }
+    const size_t srcLen = v4 ? sizeof src.p4 : sizeof src.p6;
+    iovec iov{const_cast<npf_credit*>(&msg), sizeof msg};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(in6_pktinfo))] = {};
+    msghdr mh{};
+    mh.msg_name = &dst;
+    mh.msg_namelen = v4 ? sizeof dst.a4 : sizeof dst.a6;
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl;
+    mh.msg_controllen = CMSG_SPACE(srcLen);
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = v4 ? IPPROTO_IP : IPPROTO_IPV6;
+    cm->cmsg_type = v4 ? IP_PKTINFO : IPV6_PKTINFO;
+    cm->cmsg_len = CMSG_LEN(srcLen);
+    std::memcpy(CMSG_DATA(cm), &src, srcLen);
     if (::sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
         NPF_WARN_RL("npf credits on %s: sending a credit: %s", ifname_.c_str(), strerror(errno));
         return false;
