@@ -3,6 +3,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/json.h"
+#include "counters/engine_stats.h"
 #include "commands.h"
 #include "dataplane/dataplane.h"
 #include "dataplane/flows.h"
@@ -31,12 +32,12 @@ int cmdFlowDel(const Options& opt)
 int cmdFlowList(const Options& opt)
 {
     dataplane::Dataplane dp = dataplane::Dataplane::open(opt.ifname);
-    std::vector<dataplane::FlowInfo> flows = dataplane::listFlows(dp);
+    const std::vector<FlowRow> rows = flowRows(dataplane::listFlows(dp), counters::engineFlows(opt.ifname));
     if (opt.json) {
-        Json j{{"interface", opt.ifname}, {"flows", toJson(flows)}};
+        Json j{{"interface", opt.ifname}, {"flows", toJson(rows)}};
         std::printf("%s\n", j.dump(2).c_str());
     } else {
-        std::fputs(flowTable(flows).c_str(), stdout);
+        std::fputs(flowTable(rows).c_str(), stdout);
     }
     return kExitOk;
 }

@@ -77,17 +77,22 @@ std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows)
     return out;
 }
 
-std::string flowTable(const std::vector<dataplane::FlowInfo>& flows)
+std::string flowTable(const std::vector<FlowRow>& rows)
 {
-    const char* f = "%-3s %-5s %-39s %-12s %-12s %-12s %-12s %-12s %s\n";
-    std::string out = fmt(f, "ID", "PORT", "ADDR", "POSTED", "CONSUMED", "REACHED", "CLAIMED", "DROPPED", "PASSED");
-    for (const dataplane::FlowInfo& x : flows) {
+    const char* f = "%-3s %-5s %-39s %-12s %-12s %-12s %-12s %-12s %-12s %-10s %s\n";
+    std::string out = fmt(f, "ID", "PORT", "ADDR", "POSTED", "CONSUMED", "REACHED", "CLAIMED", "DROPPED", "PASSED",
+                          "CREDITS", "HELD");
+    for (const FlowRow& r : rows) {
+        const dataplane::FlowInfo& x = r.xdp;
         std::string a = dataplane::addrString(x.spec);
         const FlowSums s = flowSums(x.xdp);
+        const bool credits = r.engine && r.engine->credits;
         out += fmt(f, std::to_string(x.id).c_str(), std::to_string(x.spec.port).c_str(),
                    a.empty() ? "*" : a.c_str(), std::to_string(x.prod).c_str(), std::to_string(x.cons).c_str(),
                    std::to_string(s.reached).c_str(), std::to_string(s.claimed).c_str(),
-                   std::to_string(s.dropped).c_str(), std::to_string(s.passed).c_str());
+                   std::to_string(s.dropped).c_str(), std::to_string(s.passed).c_str(),
+                   credits ? std::to_string(r.engine->stats.creditsSent).c_str() : "-",
+                   credits ? std::to_string(r.engine->stats.creditWaits).c_str() : "-");
     }
     return out;
 }

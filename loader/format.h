@@ -22,8 +22,10 @@ std::string attachSummary(const dataplane::AttachResult& r);
 std::string statusTable(const std::vector<dataplane::InstanceStatus>& rows);
 
 // Header + one row per flow: ID PORT ADDR POSTED CONSUMED REACHED CLAIMED
-// DROPPED PASSED ("*" = any address; the last four: cli::FlowSums).
-std::string flowTable(const std::vector<dataplane::FlowInfo>& flows);
+// DROPPED PASSED CREDITS HELD ("*" = any address; REACHED..PASSED:
+// cli::FlowSums; CREDITS, HELD: the engine's credits_sent, credit_waits,
+// "-" unless a live engine serves the flow with credits).
+std::string flowTable(const std::vector<FlowRow>& rows);
 
 // Per-second rates of cur - prev over `seconds`, aligned with cur.
 std::vector<double> rates(const counters::Counters& prev, const counters::Counters& cur, double seconds);

@@ -226,12 +226,52 @@ TEST(FlowTable, AnyAddressIsStar)
 {
     dataplane::FlowInfo any{0, dataplane::parseFlowSpec("5000"), 4, 1};
     any.xdp = flowXdp({{NPF_STAT_REDIR_PRIMARY, 1}, {NPF_STAT_DROP_RNR, 6}, {NPF_STAT_PASS_NO_SOCKET, 2}});
-    std::vector<std::string> l = lines(flowTable({any, {1, dataplane::parseFlowSpec("53", "fd00::1"), 0, 0}}));
+    dataplane::FlowInfo v6{1, dataplane::parseFlowSpec("53", "fd00::1"), 0, 0};
+    std::vector<std::string> l = lines(flowTable({FlowRow(any), FlowRow(v6)}));
     ASSERT_EQ(l.size(), 3u);
     EXPECT_EQ(words(l[0]), (std::vector<std::string>{"ID", "PORT", "ADDR", "POSTED", "CONSUMED", "REACHED", "CLAIMED",
-                                                     "DROPPED", "PASSED"}));
-    EXPECT_EQ(words(l[1]), (std::vector<std::string>{"0", "5000", "*", "4", "1", "9", "1", "6", "2"}));
-    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"1", "53", "fd00::1", "0", "0", "0", "0", "0", "0"}));
+                                                     "DROPPED", "PASSED", "CREDITS", "HELD"}));
+    EXPECT_EQ(words(l[1]), (std::vector<std::string>{"0", "5000", "*", "4", "1", "9", "1", "6", "2", "-", "-"}));
+    EXPECT_EQ(words(l[2]), (std::vector<std::string>{"1", "53", "fd00::1", "0", "0", "0", "0", "0", "0", "-", "-"}));
+}
+
+// An engine's flow joins the row of the same id and generation only; its
+// credit counters show when it grants credits.
+TEST(FlowTable, EngineFlowOfSameGeneration)
+{
+    dataplane::FlowInfo a{0, dataplane::parseFlowSpec("5000"), 4, 1}, b{1, dataplane::parseFlowSpec("5001"), 0, 0},
+        c{2, dataplane::parseFlowSpec("5002"), 0, 0};
+    a.gen = 3;
+    b.gen = 7;
+    c.gen = 1;
+    counters::EngineFlows e;
+    e.pid = 42;
+    FlowStats sa;
+    sa.creditsSent = 12;
+    sa.creditWaits = 5;
+    sa.completedOk = 99;
+    e.flows = {{0, 3, true, sa}, {1, 6, true, sa}, {2, 1, false, sa}}; // flow 1: an earlier generation
+    const std::vector<FlowRow> rows = flowRows({a, b, c}, e);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_TRUE(rows[0].engine.has_value());
+    EXPECT_FALSE(rows[1].engine.has_value());
+    EXPECT_TRUE(rows[2].engine.has_value());
+    std::vector<std::string> l = lines(flowTable(rows));
+    ASSERT_EQ(l.size(), 4u);
+    EXPECT_EQ(words(l[1]).back(), "5");
+    EXPECT_EQ(words(l[1])[words(l[1]).size() - 2], "12");
+    EXPECT_EQ(words(l[2]).back(), "-"); // no engine serves this generation
+    EXPECT_EQ(words(l[3]).back(), "-"); // served, credits off
+    Json j = toJson(rows);
+    EXPECT_EQ(j[0]["engine"]["credits"], true);
+    EXPECT_EQ(j[0]["engine"]["credits_sent"], 12);
+    EXPECT_EQ(j[0]["engine"]["credit_waits"], 5);
+    EXPECT_EQ(j[0]["engine"]["completed_ok"], 99);
+    EXPECT_TRUE(j[1]["engine"].is_null());
+    EXPECT_EQ(j[2]["engine"]["credits"], false);
+    // Without a live engine no row has one.
+    for (const FlowRow& r : flowRows({a, b, c}, std::nullopt))
+        EXPECT_FALSE(r.engine.has_value());
 }
 
 TEST(CounterTable, OneRowPerCounter)

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine_fixture.h"
 #include "npf/sender.h"
 #include "sys/fd.h"
@@ -93,6 +95,27 @@ TEST_F(EngineE2E, CreditsHoldASenderToThePostedBuffersOfASlowReceiver)
     const SenderStats s = tx->stats();
     EXPECT_EQ(s.sent, kCount);
     EXPECT_EQ(s.ignored, 0u);
+    // npfctl shows the flow's credit counters from the engine's snapshot
+    // (written every 500 ms): the same as Flow::stats() once it has caught up
+    // (the credit thread's last grant for the reposted buffers comes late).
+    FlowStats now;
+    nlohmann::json row;
+    EXPECT_TRUE(test::waitUntil(
+        [&] {
+            const nlohmann::json j =
+                nlohmann::json::parse(rig.npfctl("flow list " + rig.rxIf() + " --json"), nullptr, false);
+            if (!j.is_object() || !j["flows"].is_array() || j["flows"].empty())
+                return false;
+            row = j["flows"][0];
+            now = flow.stats();
+            return row["engine"].is_object() && row["engine"]["credits_sent"] == now.creditsSent &&
+                   row["engine"]["credit_limit"] == now.creditLimit && row["engine"]["completed_ok"] == kCount;
+        },
+        test::kDeadline, std::chrono::milliseconds(50)))
+        << row.dump();
+    EXPECT_EQ(row["port"], kPort);
+    EXPECT_EQ(row["engine"]["credits"], true);
+    EXPECT_EQ(row["engine"]["credit_waits"], now.creditWaits);
 }
 
 // Forty senders (forty source ports, each a new sender to the flow) send 16

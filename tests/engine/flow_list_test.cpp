@@ -103,10 +103,11 @@ TEST_F(EngineE2E, FlowListShowsEachFlowsDropsWithoutBuffers)
     for (const auto& [name, n] : quiet["xdp"].items())
         EXPECT_EQ(n, 0) << name;
 
-    // The text table: REACHED CLAIMED DROPPED PASSED after the cursors.
+    // The text table: REACHED CLAIMED DROPPED PASSED after the cursors, then
+    // CREDITS HELD: "-", the flow grants no credits.
     EXPECT_EQ(rowOfPort(rig, kPort),
               (std::vector<std::string>{f["id"].dump(), std::to_string(kPort), "*", "1", "1",
-                                        std::to_string(kDrops + 1), "1", std::to_string(kDrops), "0"}));
+                                        std::to_string(kDrops + 1), "1", std::to_string(kDrops), "0", "-", "-"}));
 }
 
 // An id handed to a new flow starts from zero, and a datagram XDP matched to

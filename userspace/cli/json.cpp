@@ -73,6 +73,42 @@ Json toJson(const std::vector<dataplane::FlowInfo>& flows)
     return a;
 }
 
+std::vector<FlowRow> flowRows(const std::vector<dataplane::FlowInfo>& flows,
+                              const std::optional<counters::EngineFlows>& engine)
+{
+    std::vector<FlowRow> rows;
+    for (const dataplane::FlowInfo& f : flows) {
+        FlowRow& r = rows.emplace_back(f);
+        if (engine)
+            for (const counters::EngineFlow& e : engine->flows)
+                if (e.id == f.id && e.gen == f.gen)
+                    r.engine = e;
+    }
+    return rows;
+}
+
+Json toJson(const FlowRow& r)
+{
+    Json j = toJson(r.xdp);
+    if (!r.engine) {
+        j["engine"] = nullptr;
+        return j;
+    }
+    Json e{{"credits", r.engine->credits}};
+    for (const auto& c : kFlowCounters)
+        e[c.name] = r.engine->stats.*c.member;
+    j["engine"] = e;
+    return j;
+}
+
+Json toJson(const std::vector<FlowRow>& rows)
+{
+    Json a = Json::array();
+    for (const FlowRow& r : rows)
+        a.push_back(toJson(r));
+    return a;
+}
+
 Json toJson(const counters::Counters& c)
 {
     Json j = Json::object();

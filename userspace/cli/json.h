@@ -2,9 +2,11 @@
 // (counters::Json: key order is kept, so diffs and scripts stay readable).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "counters/counter_list.h"
+#include "counters/engine_stats.h"
 #include "dataplane/flows.h"
 #include "dataplane/status.h"
 
@@ -38,6 +40,22 @@ FlowSums flowSums(const dataplane::FlowXdpStats& x);
 //  "xdp": {<npf_stat name>: n, ... every outcome from NPF_STAT_FLOW_FIRST on, and truncated}}
 Json toJson(const dataplane::FlowInfo& f);
 Json toJson(const std::vector<dataplane::FlowInfo>& flows);
+
+// A flow as `npfctl flow list` shows it: XDP's view (the maps) and, while a
+// live engine serves it, the engine's (its snapshot: same id, same
+// generation).
+struct FlowRow {
+    FlowRow(const dataplane::FlowInfo& x, std::optional<counters::EngineFlow> e = std::nullopt) : xdp(x), engine(e) {}
+    dataplane::FlowInfo xdp;
+    std::optional<counters::EngineFlow> engine;
+};
+std::vector<FlowRow> flowRows(const std::vector<dataplane::FlowInfo>& flows,
+                              const std::optional<counters::EngineFlows>& engine);
+
+// toJson(row.xdp) and "engine": null, or {"credits": whether it grants
+// credits, <kFlowCounters name>: n, ...}.
+Json toJson(const FlowRow& r);
+Json toJson(const std::vector<FlowRow>& rows);
 
 // {"<group>": {"<name>": value, ...}, ...}
 Json toJson(const counters::Counters& c);

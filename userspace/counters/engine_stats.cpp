@@ -1,4 +1,5 @@
 #include "counters/engine_stats.h"
+#include "counters/flow_stats.h"
 #include "dataplane/pins.h"
 
 #include <signal.h>
@@ -40,6 +41,22 @@ void addEngineStats(Json& j, const EngineStats& s)
     }
 }
 
+// The snapshot of the live engine serving ifname; null when there is none
+// (no file, not JSON, or its writer is gone: left behind by a killed engine).
+Json liveSnapshot(const std::string& ifname)
+{
+    std::ifstream in(engineStatsPath(ifname));
+    if (!in)
+        return {};
+    Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!member(j, "pid").is_number_integer())
+        return {};
+    const pid_t pid = j["pid"].get<pid_t>();
+    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH))
+        return {};
+    return j;
+}
+
 } // namespace
 
 std::string engineStatsPath(const std::string& ifname)
@@ -79,18 +96,17 @@ EngineStats parseEngineStats(const Json& j)
     return s;
 }
 
+Json engineFlowJson(const EngineFlow& f)
+{
+    return {{"id", f.id}, {"gen", f.gen}, {"credits", f.credits}, {"stats", flowStatsJson(f.stats)}};
+}
+
 Counters engineCounters(const std::string& ifname)
 {
     Counters out;
-    std::ifstream in(engineStatsPath(ifname));
-    if (!in)
+    const Json j = liveSnapshot(ifname);
+    if (j.is_null())
         return out;
-    const Json j = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!member(j, "pid").is_number_integer())
-        return out;
-    const pid_t pid = j["pid"].get<pid_t>();
-    if (pid <= 0 || (::kill(pid, 0) != 0 && errno == ESRCH))
-        return out; // left behind by an engine that was killed
     for (const auto& d : kEngineCounters)
         if (const Json* v = unsignedAt(member(j, "counters"), d.name))
             out.push_back({"engine", d.name, v->get<uint64_t>()});
@@ -101,6 +117,31 @@ Counters engineCounters(const std::string& ifname)
     for (const auto& d : kRegionCounters)
         if (const Json* v = unsignedAt(member(j, "region"), d.name))
             out.push_back({"region", d.name, v->get<uint64_t>()});
+    return out;
+}
+
+std::optional<EngineFlows> engineFlows(const std::string& ifname)
+{
+    const Json j = liveSnapshot(ifname);
+    if (j.is_null())
+        return std::nullopt;
+    EngineFlows out;
+    out.pid = j["pid"].get<pid_t>();
+    const Json& flows = member(j, "flows");
+    if (!flows.is_array())
+        return out;
+    for (const Json& f : flows) {
+        const Json *id = unsignedAt(f, "id"), *gen = unsignedAt(f, "gen");
+        const Json& credits = member(f, "credits");
+        if (!id || !gen || !credits.is_boolean())
+            continue;
+        try {
+            out.flows.push_back({id->get<uint32_t>(), gen->get<uint32_t>(), credits.get<bool>(),
+                                 parseFlowStats(member(f, "stats"))});
+        } catch (const std::exception&) {
+            // a malformed entry: left out
+        }
+    }
     return out;
 }
 

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "counters/counter_list.h"
 #include "npf/counters.h"
@@ -29,6 +31,15 @@ Json engineStatsJson(const EngineStats& s, const std::string& ifname, pid_t pid,
 // {<kRegionCounters name>: n, ...}.
 void addRegionStats(Json& j, const RegionStats& r);
 
+// One flow the engine serves, as its snapshot lists it under "flows":
+// {"id", "gen", "credits": whether it grants credits, "stats": flowStatsJson}.
+struct EngineFlow {
+    uint32_t id = 0, gen = 0; // the flow's id and that id's generation (npf_flow.gen)
+    bool credits = false;
+    FlowStats stats;
+};
+Json engineFlowJson(const EngineFlow& f);
+
 // The counters and latencies of such an object; a key that is missing or
 // not an unsigned number reads as 0.
 EngineStats parseEngineStats(const Json& j);
@@ -39,6 +50,15 @@ EngineStats parseEngineStats(const Json& j);
 // keys the snapshot lacks are left out. Empty when no live engine wrote a
 // snapshot (missing file, or its pid is gone).
 Counters engineCounters(const std::string& ifname);
+
+// The flows of the live engine serving `ifname` (its snapshot's "flows";
+// a malformed entry is left out), and that engine's pid; nullopt when no
+// live engine wrote a snapshot.
+struct EngineFlows {
+    pid_t pid = 0;
+    std::vector<EngineFlow> flows;
+};
+std::optional<EngineFlows> engineFlows(const std::string& ifname);
 
 // The named counters of `s`, in the order given, as JSON members of `out` (an
 // object; as text: npf::formatCounters, npf/counters.h).

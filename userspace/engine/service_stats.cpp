@@ -119,6 +119,21 @@ std::string Service::statsJson() const
             routes += (routes.empty() ? "" : ",") + r;
     });
     j["route"] = routes;
+    // Each flow's accounting, for `npfctl flow list`. An epoch section: a
+    // flow closed meanwhile is freed only after it (Service::closeFlow).
+    counters::Json& flows = j["flows"] = counters::Json::array();
+    if (flows_) {
+        EpochDomain::Reader reader(epochs_);
+        reader.enter();
+        flows_->forEach([&](const ServedFlow& f) {
+            try {
+                flows.push_back(counters::engineFlowJson({f.id, f.gen, f.credits != nullptr, flowStats(f)}));
+            } catch (const std::exception& e) { // forEach is noexcept: the flow is left out
+                NPF_WARN_RL("stats of flow %u: %s", f.id, e.what());
+            }
+        });
+        reader.exit();
+    }
     return j.dump();
 }
 
