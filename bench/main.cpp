@@ -101,7 +101,7 @@ void addOptions(CLI::App& app, Args& a)
                                               "npf-2m-hugetlbfs, npf-rtc, npf-2m-rtc, npf-sidecar, npf-sidecar-2m, npf-sidecar-brokered, "
                                               "npf-sidecar-brokered-2m, npf-sidecar-own, npf-noprefetch, drop-on-fault, blocking, static-pinned, xdp-drop, "
                                               "recvmmsg, io_uring; burst: npf, npf-reserve, npf-2m, npf-2m-noreserve, npfd, npfd-brokered; credits: "
-                                              "npf, npf-2m, npfd, npfd-2m, npfd-brokered)")
+                                              "npf, npf-jumbo, npf-2m, npfd, npfd-2m, npfd-brokered)")
         ->delimiter(',');
     app.add_option("-d,--duration", o.seconds, "seconds of traffic per contender")->check(CLI::Range(0.05, 60.0));
     app.add_option("--cold-rate", o.coldRate, "offered pps in the cold and pressure scenarios")

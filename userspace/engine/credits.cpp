@@ -70,11 +70,22 @@ bool peerOf(const xsk::RxPacket& p, CreditPeer* out) noexcept
     return true;
 }
 
+void FlowCredits::kickAt(uint64_t seq) noexcept
+{
+    if (seq < kickSeq_.load(std::memory_order_relaxed) || kickSeq_.exchange(kNoKick) == kNoKick || !kick_)
+        return;
+    const uint64_t one = 1;
+    if (::write(kick_->get(), &one, sizeof one) < 0) {
+        // Full (2^64 - 2 kicks unread): the thread has plenty to wake for.
+    }
+}
+
 void FlowCredits::see(const xsk::RxPacket& p, uint64_t seq) noexcept
 {
     CreditPeer peer;
     if (!peerOf(p, &peer))
         return;
+    kickAt(seq);
     const uint64_t t = tagOf(peer);
     auto lowerBase = [&] {
         uint64_t b = base_.load(std::memory_order_relaxed);
@@ -95,6 +106,7 @@ void FlowCredits::see(const xsk::RxPacket& p, uint64_t seq) noexcept
     peer_ = peer;
     since_ = seq;
     epoch_++;
+    kickSeq_.store(seq + NPF_CREDIT_EVERY, std::memory_order_relaxed);
     base_.store(seq, std::memory_order_relaxed);
     tag_.store(t, std::memory_order_release);
 }
@@ -116,7 +128,8 @@ CreditSender::CreditSender(FlowTable& flows, int nsFd, const std::string& ifname
         v6_.reset(::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)); // none without IPv6: fine
     }
     stopFd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!stopFd_)
+    kick_ = std::make_shared<const Fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!stopFd_ || !*kick_)
         throw std::system_error(errno, std::generic_category(), "credits: eventfd");
     thread_ = std::thread([this] { loop(); });
 }
@@ -138,9 +151,15 @@ void CreditSender::loop() noexcept
     uint64_t ns = uint64_t(kIdleMs) * 1'000'000;
     for (;;) {
         timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-        pollfd pfd{stopFd_.get(), POLLIN, 0};
-        if (::ppoll(&pfd, 1, &ts, nullptr) > 0)
-            return;
+        pollfd pfd[2] = {{stopFd_.get(), POLLIN, 0}, {kick_->get(), POLLIN, 0}};
+        if (::ppoll(pfd, 2, &ts, nullptr) > 0) {
+            if (pfd[0].revents)
+                return;
+            uint64_t kicks;
+            if (::read(kick_->get(), &kicks, sizeof kicks) < 0) {
+                // Read by nobody else: it was readable.
+            }
+        }
         reader.enter();
         ns = tick(monotonicNs());
         reader.exit();

@@ -17,6 +17,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -44,16 +46,29 @@ struct CreditPeer {
 // headers in front of the payload); false if they are not there.
 bool peerOf(const xsk::RxPacket& p, CreditPeer* out) noexcept;
 
+// What a flow's credits are made with: its config, and the credit thread's
+// kick (an eventfd, shared: a worker may still write it after the thread is
+// gone; none: the thread finds a new sender on its own, within kIdleMs).
+struct CreditSetup {
+    CreditConfig cfg;
+    std::shared_ptr<const Fd> kick;
+};
+
 class FlowCredits {
 public:
-    FlowCredits(const CreditConfig& cfg, uint64_t consAtOpen) noexcept : cfg(cfg), consAtOpen_(consAtOpen) {}
+    FlowCredits(const CreditSetup& s, uint64_t consAtOpen) noexcept
+        : cfg(s.cfg), consAtOpen_(consAtOpen), kick_(s.kick)
+    {
+    }
     FlowCredits(const FlowCredits&) = delete;
     FlowCredits& operator=(const FlowCredits&) = delete;
 
     // Any engine thread, for every frame of the flow that claimed seq: a
     // datagram of a new sender (at a seq above where the current one began)
     // starts a new epoch counted from it; an earlier datagram of the current
-    // sender, handled late by another thread, moves its start back.
+    // sender, handled late by another thread, moves its start back. A new
+    // sender's NPF_CREDIT_EVERY-th datagram kicks the credit thread: its
+    // first credit is due then, and the thread may be asleep for kIdleMs.
     void see(const xsk::RxPacket& p, uint64_t seq) noexcept;
 
     // The state a credit is made of, as of now.
@@ -70,7 +85,12 @@ public:
 
 private:
     friend class CreditSender;
+    static constexpr uint64_t kNoKick = std::numeric_limits<uint64_t>::max();
+    void kickAt(uint64_t seq) noexcept;
+
     const uint64_t consAtOpen_; // datagrams that took a buffer since: cons - consAtOpen_
+    const std::shared_ptr<const Fd> kick_;
+    std::atomic<uint64_t> kickSeq_{kNoKick}; // kick the credit thread at this seq (once)
     std::atomic<uint64_t> tag_{0}; // of the current peer (0: none); changed under mu_
     std::atomic<uint64_t> base_{0};
     mutable std::mutex mu_;
@@ -111,6 +131,9 @@ public:
     CreditSender(const CreditSender&) = delete;
     CreditSender& operator=(const CreditSender&) = delete;
 
+    // The eventfd that wakes the thread for a look (CreditSetup::kick).
+    const std::shared_ptr<const Fd>& kick() const noexcept { return kick_; }
+
     // One look at every credit flow (the loop's body, in an epoch section).
     // Returns when to look again, ns from now; 0: no flow is active.
     uint64_t tick(uint64_t nowNs) noexcept;
@@ -128,6 +151,7 @@ private:
     double tokens_ = kMaxPerSecond / 10.0;
     uint64_t tokensNs_ = 0;
     Fd stopFd_; // an eventfd: written to stop the loop
+    std::shared_ptr<const Fd> kick_;
     std::thread thread_;
 };
 

@@ -13,7 +13,7 @@ FlowTable::FlowTable(XdpLink& link, const EngineConfig& cfg) : link_(link), cfg_
 void FlowTable::withdrawStale() { link_.withdrawStale(); }
 
 ServedFlow& FlowTable::open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                            bool fresh, const CreditConfig& credits)
+                            bool fresh, const CreditSetup& credits)
 {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& o : open_)

@@ -40,7 +40,7 @@ public:
     // application's producer both start at the ring's cons. Throws
     // StateError(EEXIST) if this table has it open.
     ServedFlow& open(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
-                     bool fresh, const CreditConfig& credits);
+                     bool fresh, const CreditSetup& credits);
     // Closes one flow while the engine runs: withdraws its posts, removes (or
     // unbinds) its entry, unpublishes it, runs `barrier` (after which no
     // engine thread holds it), frees it.

@@ -9,7 +9,7 @@ namespace npf {
 
 ServedFlow::ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& s, Region& r,
                        std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize,
-                       const CreditConfig& credits)
+                       const CreditSetup& credits)
     : id(flow.entry.id),
       gen(flow.entry.gen),
       spec(s),
@@ -22,7 +22,7 @@ ServedFlow::ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& s,
       xdpAtOpen(flow.xdpAtOpen),
       seq(posts.slots(), SequencerConfig{posts.consumed(), reorderTimeout}),
       ring(CompletionRing::create(completionRingSize, "npf-flow-" + std::to_string(s.port))),
-      credits(credits.enabled ? std::make_unique<FlowCredits>(credits, posts.consumed()) : nullptr),
+      credits(credits.cfg.enabled ? std::make_unique<FlowCredits>(credits, posts.consumed()) : nullptr),
       settled(posts.consumed()),
       sampled(posts.consumed()),
       producer_(ring)

@@ -35,7 +35,7 @@ class ServedFlow {
 public:
     // The flow receives into `region`; its sequencer starts at the ring's cons.
     ServedFlow(dataplane::EngineFlow flow, const dataplane::FlowSpec& spec, Region& region,
-               std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize, const CreditConfig& credits);
+               std::chrono::nanoseconds reorderTimeout, uint32_t completionRingSize, const CreditSetup& credits);
     ServedFlow(const ServedFlow&) = delete;
     ServedFlow& operator=(const ServedFlow&) = delete;
 

@@ -180,14 +180,16 @@ void Service::removeRegion(Region& r) noexcept
 ServedFlow& Service::openFlow(const dataplane::FlowSpec& spec, Region& region, const dataplane::RegionBinding& binding,
                               bool fresh, const CreditConfig& credits)
 {
+    CreditSetup setup{credits, nullptr};
     if (credits.enabled) {
         if (credits.step == 0)
             throw std::invalid_argument("credits: the step must be at least 1 datagram");
         std::lock_guard<std::mutex> lock(creditMu_);
         if (!credits_)
             credits_ = std::make_unique<CreditSender>(*flows_, netns_.get(), cfg_.ifname, epochs_);
+        setup.kick = credits_->kick();
     }
-    return flows_->open(spec, region, binding, fresh, credits);
+    return flows_->open(spec, region, binding, fresh, setup);
 }
 
 void Service::barrier() noexcept
