@@ -6,8 +6,8 @@
 //            same receiver (a search over paced runs, from the plain run's rate
 //            down): the goodput credits are held to (>= 0.9x of it)
 // A round runs plain, credits, plain (odd rounds credits, plain, credits) and
-// counts a kind's two runs as one, so that what a run leaves the page
-// allocator for the next falls on both kinds alike. Every run is a fresh
+// counts a kind's two runs as one, so that a drift over the round falls on
+// both kinds alike; each run waits kSettle first. Every run is a fresh
 // npf-recv on a cold region that one run's datagrams fill once (every page
 // faults once: no lap over pages already resident). Goodput: datagrams
 // written over the sender's time.
@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include "child.h"
 #include "npfd_process.h"
@@ -38,6 +40,11 @@ namespace {
 
 constexpr uint16_t kPort = 9000;
 constexpr double kLossTarget = 0.001; // the 0.1 %
+// Before each run: free page reporting hands what the last run freed back
+// to the host about 2 s after (then a page is as slow to get as a fresh one:
+// docs/BENCHMARKS.md, "Credits"), so that every run
+// starts from the same allocator, cold, not from the last run's pages.
+constexpr auto kSettle = std::chrono::seconds(5);
 
 // Datagrams and buffers: 1400 B into npf-recv's default 2048-byte buffers
 // (MTU 1500), or jumbo: 8972 B (the most MTU 9000 carries) into 9 KiB ones,
@@ -98,6 +105,15 @@ struct Run {
     }
 };
 
+// "0,1": taskset's list.
+std::string cpuList(const std::vector<int>& cpus)
+{
+    std::string s;
+    for (int c : cpus)
+        s += (s.empty() ? "" : ",") + std::to_string(c);
+    return s;
+}
+
 // One run: a fresh npf-recv (and npfd) on a cold region, npf-send of n
 // datagrams from the peer namespace; credits on both sides or neither;
 // rate 0 = flat out.
@@ -105,7 +121,11 @@ Run runOnce(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64
             double rate, const std::string& dir, const std::string& tag)
 {
     Run r;
-    std::vector<std::string> args = {programPath(NPF_RECV_PATH, "npf-recv"), rx.ifname, std::to_string(kPort),
+    std::this_thread::sleep_for(kSettle);
+    // npf-recv on the receivers' CPUs, npf-send on the generator's (with
+    // the XDP program and the AF_XDP copy: veth runs them in its softirq).
+    std::vector<std::string> args = {"/usr/bin/taskset", "-c", cpuList(rx.cpus),
+                                     programPath(NPF_RECV_PATH, "npf-recv"), rx.ifname, std::to_string(kPort),
                                      "--cold", "--region", std::to_string(region >> 20) + "M", "--idle", "1",
                                      "--buf-size", std::to_string(v.shape.buf), "--json", "-o", "/dev/null",
                                      "--ready-fd", std::to_string(kReadyFd)};
@@ -126,7 +146,8 @@ Run runOnce(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64
         r.error = "npf-recv was not ready within 60 s: " + readFile(log);
         return r;
     }
-    std::vector<std::string> send = {"/usr/bin/nsenter", "--net=" + t.txNsPath, programPath(NPF_SEND_PATH, "npf-send"),
+    std::vector<std::string> send = {"/usr/bin/taskset", "-c", cpuList(t.cpus), "/usr/bin/nsenter",
+                                     "--net=" + t.txNsPath, programPath(NPF_SEND_PATH, "npf-send"),
                                      t.dstAddr, std::to_string(kPort), "-n", std::to_string(n), "-s",
                                      std::to_string(v.shape.payload), "--json", "--timeout-ms", "5000"};
     if (!credits)
@@ -182,9 +203,9 @@ Json credits(const Options& o)
             vs.push_back(v);
     printf("a cold %llu MiB region filled once per run (1400 B datagrams into 2048-byte buffers; jumbo: 8972 B on "
            "MTU 9000 into 9216-byte ones), %u round(s) of plain / credits / plain (odd rounds: credits / plain / "
-           "credits; a variant's two runs of a kind count as one); best: the highest plain rate at <= 0.1 %% loss "
-           "(%u halvings)\n",
-           (unsigned long long)(region >> 20), rounds, searchSteps);
+           "credits; a variant's two runs of a kind count as one), each run after %llu s for the host to take back "
+           "what the last one freed; best: the highest plain rate at <= 0.1 %% loss (%u halvings)\n",
+           (unsigned long long)(region >> 20), rounds, (unsigned long long)kSettle.count(), searchSteps);
     printf("%-14s %-8s %-15s %9s %9s %9s %9s %9s %9s %8s %8s\n", "variant", "run", "route", "offer M/s", "sent",
            "written", "loss", "drop_rnr", "good M/s", "credits", "throttl");
     const std::string dir = o.outDir + "/credits";
@@ -200,8 +221,10 @@ Json credits(const Options& o)
             topology::VethOptions vo;
             vo.mtu = int(v.shape.mtu);
             Env env(vo);
-            const TrafficConfig t = env.traffic();
-            const RxConfig rx = env.rx();
+            TrafficConfig t = env.traffic();
+            t.cpus = o.genCpus;
+            RxConfig rx = env.rx();
+            rx.cpus = o.rxCpus;
             const uint64_t n = region / v.shape.buf;
             const std::string tag = v.name + "-" + std::to_string(round);
             // Three runs, the kind in the middle once, the other twice around
