@@ -13,11 +13,14 @@
 // written over the sender's time.
 #include "credits.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -114,6 +117,21 @@ std::string cpuList(const std::vector<int>& cpus)
     return s;
 }
 
+// Every thread of process `pid` on `cpus`; threads it makes later inherit
+// that from their maker (npfd's credit thread, made for the first flow).
+void confine(pid_t pid, const std::vector<int>& cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        CPU_SET(c, &set);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
+        if (::sched_setaffinity(std::stoi(e.path().filename().string()), sizeof set, &set) != 0)
+            fprintf(stderr, "npf-bench: confining npfd's thread %s: %s\n", e.path().filename().c_str(),
+                    strerror(errno));
+}
+
 // One run: a fresh npf-recv (and npfd) on a cold region, npf-send of n
 // datagrams from the peer namespace; credits on both sides or neither;
 // rate 0 = flat out.
@@ -138,6 +156,7 @@ Run runOnce(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64
         const std::string npfdDir = dir + "/npfd-" + tag;
         std::filesystem::create_directories(npfdDir);
         npfd.emplace(rx, npfdDir, false, v.delegated);
+        confine(npfd->pid(), rx.cpus); // as npf-recv is (taskset)
         args.insert(args.end(), {"--connect", npfd->socket(), "--client-mode", v.delegated ? "delegated" : "brokered"});
     }
     const std::string log = dir + "/npf-recv-" + tag + ".log", sendLog = dir + "/npf-send-" + tag + ".log";
