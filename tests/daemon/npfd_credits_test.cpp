@@ -16,6 +16,7 @@
 #include "npf/client.h"
 #include "npf/sender.h"
 #include "npfd_rig.h"
+#include "slow_receiver.h"
 #include "wait.h"
 
 namespace npf::e2e {
@@ -32,51 +33,18 @@ TEST_F(NpfdCredits, BrokeredFlowHoldsItsSenderToThePostedBuffers)
     constexpr uint32_t kSize = 1000, kBuf = 1024, kSlots = 256, kCount = 4000;
     Client cli({.socket = npfd.socket(), .mode = ClientMode::Brokered, .regionSize = 4 << 20, .name = "credits"});
     Flow& flow = cli.openFlow(kPort, FlowOptions{.credits = {.enabled = true, .step = 16}});
-    for (uint32_t i = 0; i < kSlots; i++)
-        ASSERT_TRUE(flow.post(uint64_t(i) * kBuf, kBuf, i));
-    flow.flush();
-
     std::unique_ptr<npf::Sender> tx;
     {
         test::NetnsGuard in(rig.veth().txNs());
         tx = std::make_unique<npf::Sender>(SenderConfig{.to = rig.rxAddr(), .port = kPort, .initialWindow = 32,
-                                                   .timeout = std::chrono::milliseconds(20000)});
+                                                        .timeout = std::chrono::milliseconds(20000)});
     }
-    std::vector<std::vector<uint8_t>> payloads;
-    for (uint32_t k = 0; k < kCount; k++)
-        payloads.push_back(payloadFor(k, kSize));
-    int64_t sent = -1;
-    std::thread sending([&] {
-        std::vector<std::span<const uint8_t>> d(payloads.begin(), payloads.end());
-        sent = tx->send(d);
-    });
-
-    // The application: slow (a pause every batch), checks every payload in
-    // order, reposts the buffer.
-    uint32_t next = 0, bad = 0, notOk = 0;
-    npf_completion c[64];
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (next < kCount && std::chrono::steady_clock::now() < deadline) {
-        const int n = flow.wait(c, std::chrono::milliseconds(100));
-        ASSERT_GE(n, 0) << flow.failure();
-        for (int i = 0; i < n; i++, next++) {
-            if (c[i].status != NPF_CS_OK || c[i].len != kSize) {
-                notOk++;
-                continue;
-            }
-            if (std::memcmp(cli.region() + c[i].offset, payloads[next].data(), kSize) != 0)
-                bad++;
-            ASSERT_TRUE(flow.post(c[i].offset, kBuf, c[i].cookie));
-        }
-        flow.flush();
-        if (n > 0)
-            std::this_thread::sleep_for(std::chrono::microseconds(300));
-    }
-    sending.join();
-    EXPECT_EQ(sent, int64_t(kCount));
-    EXPECT_EQ(next, kCount);
-    EXPECT_EQ(notOk, 0u);
-    EXPECT_EQ(bad, 0u) << "payloads out of order or corrupt";
+    const SlowReceiverResult r = runSlowReceiver(flow, cli.region(), *tx, kCount, kSize, kBuf, kSlots);
+    EXPECT_EQ(r.failure, "");
+    EXPECT_EQ(r.sent, int64_t(kCount));
+    EXPECT_EQ(r.completed, kCount);
+    EXPECT_EQ(r.notOk, 0u);
+    EXPECT_EQ(r.bad, 0u) << "payloads out of order or corrupt";
     const FlowStats f = flow.stats();
     EXPECT_EQ(f.xdpCount(NPF_STAT_DROP_RNR), 0u) << "a datagram found no buffer: the sender overran its credit";
     EXPECT_EQ(f.completedOk, kCount);

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.h"
+#include "slow_receiver.h"
 #include "npf/sender.h"
 #include "sys/fd.h"
 
@@ -38,48 +39,15 @@ TEST_F(EngineE2E, CreditsHoldASenderToThePostedBuffersOfASlowReceiver)
     constexpr uint32_t kSize = 1000, kBuf = 1024, kSlots = 256, kCount = 6000;
     EngineInNs eng(rig, {.regionSize = 16ull << 20});
     Flow& flow = eng->openFlow(kPort, FlowOptions{.credits = {.enabled = true, .step = 16}});
-    // Only kSlots buffers are ever outstanding, reposted as they complete.
-    for (uint32_t i = 0; i < kSlots; i++)
-        ASSERT_TRUE(flow.post(uint64_t(i) * kBuf, kBuf, i));
-    flow.flush();
-
     auto tx = senderIn(rig, {.to = rig.rxAddr(), .port = kPort, .initialWindow = 32,
                              .timeout = std::chrono::milliseconds(20000)});
-    std::vector<std::vector<uint8_t>> payloads;
-    for (uint32_t k = 0; k < kCount; k++)
-        payloads.push_back(payloadFor(k, kSize));
-    int64_t sent = -1;
-    std::thread sending([&] {
-        std::vector<std::span<const uint8_t>> d(payloads.begin(), payloads.end());
-        sent = tx->send(d);
-    });
-
-    // The application: slow (a pause every 64 completions), checks every
-    // payload in order, reposts the buffer.
-    uint32_t next = 0, bad = 0, notOk = 0;
-    npf_completion c[64];
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (next < kCount && std::chrono::steady_clock::now() < deadline) {
-        const int n = flow.wait(c, std::chrono::milliseconds(100));
-        ASSERT_GE(n, 0) << flow.failure();
-        for (int i = 0; i < n; i++, next++) {
-            if (c[i].status != NPF_CS_OK || c[i].len != kSize) {
-                notOk++;
-                continue;
-            }
-            if (std::memcmp(eng->region() + c[i].offset, payloads[next].data(), kSize) != 0)
-                bad++;
-            ASSERT_TRUE(flow.post(c[i].offset, kBuf, c[i].cookie));
-        }
-        flow.flush();
-        if (n > 0)
-            std::this_thread::sleep_for(std::chrono::microseconds(300));
-    }
-    sending.join();
-    EXPECT_EQ(sent, int64_t(kCount));
-    EXPECT_EQ(next, kCount);
-    EXPECT_EQ(notOk, 0u);
-    EXPECT_EQ(bad, 0u) << "payloads out of order or corrupt";
+    // Only kSlots buffers are ever outstanding, reposted as they complete.
+    const SlowReceiverResult r = runSlowReceiver(flow, eng->region(), *tx, kCount, kSize, kBuf, kSlots);
+    EXPECT_EQ(r.failure, "");
+    EXPECT_EQ(r.sent, int64_t(kCount));
+    EXPECT_EQ(r.completed, kCount);
+    EXPECT_EQ(r.notOk, 0u);
+    EXPECT_EQ(r.bad, 0u) << "payloads out of order or corrupt";
     const FlowStats f = flow.stats();
     EXPECT_EQ(f.xdpCount(NPF_STAT_DROP_RNR), 0u) << "a datagram found no buffer: the sender overran its credit";
     EXPECT_EQ(f.completedOk, kCount);
