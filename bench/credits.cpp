@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -43,10 +43,10 @@ namespace {
 
 constexpr uint16_t kPort = 9000;
 constexpr double kLossTarget = 0.001; // the 0.1 %
-// Before each run: free page reporting hands what the last run freed back
-// to the host about 2 s after (then a page is as slow to get as a fresh one:
-// docs/BENCHMARKS.md, "Credits"), so that every run
-// starts from the same allocator, cold, not from the last run's pages.
+// Waited before each run: free page reporting hands what the last run freed
+// back to the host about 2 s later, after which its pages are as slow to get
+// as fresh ones. So every run starts from the same allocator, cold, not from
+// the last run's huge pages (docs/BENCHMARKS.md, "Credits").
 constexpr auto kSettle = std::chrono::seconds(5);
 
 // Datagrams and buffers: 1400 B into npf-recv's default 2048-byte buffers

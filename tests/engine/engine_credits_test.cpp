@@ -7,8 +7,10 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -84,6 +86,10 @@ TEST_F(EngineE2E, CreditsHoldASenderToThePostedBuffersOfASlowReceiver)
     EXPECT_EQ(row["port"], kPort);
     EXPECT_EQ(row["engine"]["credits"], true);
     EXPECT_EQ(row["engine"]["credit_waits"], now.creditWaits);
+    // The snapshot holds every flow's counters: root's (npfctl's) only.
+    struct stat st{};
+    ASSERT_EQ(::stat((rig.runDir() + "/engine.json").c_str(), &st), 0) << strerror(errno);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 // Forty senders (forty source ports, each a new sender to the flow) send 16

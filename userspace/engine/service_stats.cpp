@@ -1,9 +1,13 @@
 // A Service's counters: the snapshot (EngineStats) summed from every thread's tally,
 // the regions and the completions; its JSON form; and the JSON file that
 // `npfctl stats` reads (written by the lead pager every 500 ms, atomically).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "counters/engine_stats.h"
@@ -12,6 +16,8 @@
 #include "engine/service_stats.h"
 #include "region/region.h"
 #include "sys/clock.h"
+#include "sys/fd.h"
+#include "sys/io.h"
 #include "sys/log.h"
 
 namespace npf {
@@ -148,15 +154,19 @@ void Service::writeStatsFile() noexcept
             NPF_WARN_RL("creating the directory of %s: %s", statsPath_.c_str(), ec.message().c_str());
             return;
         }
+        // Mode 0600: it holds every flow's counters, whoever's (npfd's
+        // tenants); npfctl reads it as root.
         std::string tmp = statsPath_ + ".tmp";
-        FILE* f = std::fopen(tmp.c_str(), "w");
+        Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!f) {
             NPF_WARN_RL("writing %s: %s", tmp.c_str(), strerror(errno));
             return;
         }
-        std::string body = statsJson();
-        bool ok = std::fwrite(body.data(), 1, body.size(), f) == body.size();
-        ok = (std::fclose(f) == 0) && ok;
+        const std::string body = statsJson();
+        const int err = pwriteFull(f.get(), body.data(), body.size(), 0);
+        bool ok = err == 0 && ::fchmod(f.get(), 0600) == 0;
+        if (err)
+            errno = -err;
         if (!ok || std::rename(tmp.c_str(), statsPath_.c_str()) != 0)
             NPF_WARN_RL("writing %s: %s", statsPath_.c_str(), strerror(errno));
     } catch (const std::exception& e) {
