@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "e2e_rig.h"
+#include "npf/abi.h"
 #include "npf/engine.h"
+#include "npf/stats.h"
 #include "npf/sender.h"
 
 namespace npf::e2e {
@@ -67,6 +69,24 @@ inline SlowReceiverResult runSlowReceiver(Flow& flow, const uint8_t* region, npf
     }
     sending.join();
     return r;
+}
+
+// What a sender held to the posted buffers leaves (`f`: the flow's stats
+// after runSlowReceiver): all `count` sent and completed OK, byte for byte,
+// in order; no datagram without a buffer (drop_rnr); credits within their
+// bounds, the grant never past the posted buffers.
+inline void expectHeldToPostedBuffers(const SlowReceiverResult& r, const FlowStats& f, uint32_t count, uint32_t slots)
+{
+    EXPECT_EQ(r.failure, "");
+    EXPECT_EQ(r.sent, int64_t(count));
+    EXPECT_EQ(r.completed, count);
+    EXPECT_EQ(r.notOk, 0u);
+    EXPECT_EQ(r.bad, 0u) << "payloads out of order or corrupt";
+    EXPECT_EQ(f.xdpCount(NPF_STAT_DROP_RNR), 0u) << "a datagram found no buffer: the sender overran its credit";
+    EXPECT_EQ(f.completedOk, count);
+    EXPECT_GT(f.creditsSent, 0u);
+    EXPECT_LE(f.creditsSent, f.claimed() / NPF_CREDIT_EVERY);
+    EXPECT_LE(f.creditLimit, uint64_t(count) + slots) << "never more than the posted buffers";
 }
 
 } // namespace npf::e2e
