@@ -173,11 +173,20 @@ pod_logs() {
 
 # await_log CONTAINER GREP_ARGS...: true once the container's log has a line
 # grep matches (a ready line), false after 60 s.
+# has_log CONTAINER GREP_ARGS...: the container's log has such a line now.
+has_log() {
+  local c=$1
+  shift
+  # Not `podman logs | grep -q`: under pipefail, grep quitting at the match
+  # can fail podman logs with SIGPIPE, and the pipeline with it.
+  grep -qs "$@" <<<"$(podman logs "$c" 2>&1)"
+}
+
 await_log() {
   local c=$1 i
   shift
   for ((i = 0; i < 600; i++)); do
-    podman logs "$c" 2>/dev/null | grep -qs "$@" && return 0
+    has_log "$c" "$@" && return 0
     sleep 0.1
   done
   echo "no line matching '$*' in the log of $c:" >&2

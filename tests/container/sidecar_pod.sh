@@ -39,9 +39,9 @@ rc=$(timeout 60 podman wait "$pod-app") || fail "the app did not exit within 60 
 [ "$rc" -eq 0 ] || fail "the app exited $rc"$'\n'"$(pod_logs)"
 cmp -s "$work/in" "$out/received" ||
   fail "the app received $(stat -c %s "$out/received" 2>/dev/null || echo no) bytes, not the 1 MiB sent"$'\n'"$(pod_logs)"
-podman logs "$pod-app" 2>&1 | grep -q "npfd delegated eth0: this process runs its data path" ||
+has_log "$pod-app" "npfd delegated eth0: this process runs its data path" ||
   fail "the app did not run eth0's data path itself (delegated mode)"$'\n'"$(pod_logs)"
-podman logs "$pod-npfd" 2>&1 | grep -q "runs the data path of eth0" ||
+has_log "$pod-npfd" "runs the data path of eth0" ||
   fail "npfd did not delegate eth0"$'\n'"$(pod_logs)"
 note "1024 datagrams (1 MiB) from a veth peer reached the app container byte for byte, the app running eth0's data path on the sockets the npfd sidecar handed it"
 note "PASS"
