@@ -13,14 +13,11 @@
 // written over the sender's time.
 #include "credits.h"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -117,21 +114,6 @@ std::string cpuList(const std::vector<int>& cpus)
     return s;
 }
 
-// Every thread of process `pid` on `cpus`; threads it makes later inherit
-// that from their maker (npfd's credit thread, made for the first flow).
-void confine(pid_t pid, const std::vector<int>& cpus)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus)
-        CPU_SET(c, &set);
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec))
-        if (::sched_setaffinity(std::stoi(e.path().filename().string()), sizeof set, &set) != 0)
-            fprintf(stderr, "npf-bench: confining npfd's thread %s: %s\n", e.path().filename().c_str(),
-                    strerror(errno));
-}
-
 // One run: a fresh npf-recv (and npfd) on a cold region, npf-send of n
 // datagrams from the peer namespace; credits on both sides or neither;
 // rate 0 = flat out.
@@ -156,7 +138,7 @@ Run runOnce(const Variant& v, const TrafficConfig& t, const RxConfig& rx, uint64
         const std::string npfdDir = dir + "/npfd-" + tag;
         std::filesystem::create_directories(npfdDir);
         npfd.emplace(rx, npfdDir, false, v.delegated);
-        confine(npfd->pid(), rx.cpus); // as npf-recv is (taskset)
+        npfd->confine(rx.cpus); // as npf-recv is (taskset)
         args.insert(args.end(), {"--connect", npfd->socket(), "--client-mode", v.delegated ? "delegated" : "brokered"});
     }
     const std::string log = dir + "/npf-recv-" + tag + ".log", sendLog = dir + "/npf-send-" + tag + ".log";

@@ -149,6 +149,29 @@ double NpfdProcess::cpuSeconds() const
     return double(utime + stime) / double(::sysconf(_SC_CLK_TCK));
 }
 
+namespace {
+
+// /proc/PID/task/TID (named `comm`) on `cpus`; a failure is only warned of.
+void pinTask(const std::filesystem::path& task, const std::string& comm, const std::vector<int>& cpus)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus)
+        CPU_SET(c, &set);
+    if (::sched_setaffinity(std::stoi(task.filename().string()), sizeof(set), &set) != 0)
+        NPF_WARN("npf-bench: pinning npfd's %s to CPU %d%s: %s", comm.c_str(), cpus.front(),
+                 cpus.size() > 1 ? " and others" : "", strerror(errno));
+}
+
+} // namespace
+
+void NpfdProcess::confine(const std::vector<int>& cpus) const
+{
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ec))
+        pinTask(e.path(), e.path().filename().string(), cpus);
+}
+
 void NpfdProcess::pinThreads(const RxConfig& cfg) const
 {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -169,13 +192,8 @@ void NpfdProcess::pinThreads(const RxConfig& cfg) const
                 cpu = cfg.cpus[(cfg.cpus.size() - 1 + k) % cfg.cpus.size()];
                 pagers++;
             }
-            if (cpu < 0)
-                continue;
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(cpu, &set);
-            if (::sched_setaffinity(std::stoi(e.path().filename().string()), sizeof(set), &set) != 0)
-                NPF_WARN("npf-bench: pinning npfd's %s to CPU %d: %s", comm.c_str(), cpu, strerror(errno));
+            if (cpu >= 0)
+                pinTask(e.path(), comm, {cpu});
         }
         if ((workers >= cfg.queues && pagers >= cfg.pagers) || std::chrono::steady_clock::now() > deadline) {
             if (workers < cfg.queues || pagers < cfg.pagers)

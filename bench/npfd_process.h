@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "receiver.h"
 
@@ -37,6 +38,10 @@ public:
     // periods) are left to the scheduler, as the bench's own are. npfd names
     // its threads when they start: retried until every one is found.
     void pinThreads(const RxConfig& cfg) const;
+    // All of npfd on `cpus`: every thread now, and the ones it makes later
+    // (they inherit their maker's: the credit thread, made for the first
+    // flow that asks for credits).
+    void confine(const std::vector<int>& cpus) const;
 
 private:
     void awaitReady(int fd);

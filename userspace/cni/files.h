@@ -5,17 +5,14 @@
 // one, never half of either.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
-#include <string_view>
+
+#include "sys/replace_file.h"
 
 namespace npf::cni {
 
 // Throws naming `file`.
 std::string readWhole(const std::string& file);
-// Writes `bytes` to `tmp` (created, mode `mode`, not through a symlink), then
-// renames it over `file`. Throws naming the step and the file.
-void replaceWhole(const std::string& file, const std::string& tmp, std::string_view bytes, mode_t mode);
+// Replaced whole: npf::replaceWhole (sys/replace_file.h), synced.
 
 } // namespace npf::cni

@@ -1,13 +1,8 @@
 // A Service's counters: the snapshot (EngineStats) summed from every thread's tally,
 // the regions and the completions; its JSON form; and the JSON file that
 // `npfctl stats` reads (written by the lead pager every 500 ms, atomically).
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include "counters/engine_stats.h"
@@ -16,9 +11,8 @@
 #include "engine/service_stats.h"
 #include "region/region.h"
 #include "sys/clock.h"
-#include "sys/fd.h"
-#include "sys/io.h"
 #include "sys/log.h"
+#include "sys/replace_file.h"
 
 namespace npf {
 namespace {
@@ -155,20 +149,9 @@ void Service::writeStatsFile() noexcept
             return;
         }
         // Mode 0600: it holds every flow's counters, whoever's (npfd's
-        // tenants); npfctl reads it as root.
-        std::string tmp = statsPath_ + ".tmp";
-        Fd f(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!f) {
-            NPF_WARN_RL("writing %s: %s", tmp.c_str(), strerror(errno));
-            return;
-        }
-        const std::string body = statsJson();
-        const int err = pwriteFull(f.get(), body.data(), body.size(), 0);
-        bool ok = err == 0 && ::fchmod(f.get(), 0600) == 0;
-        if (err)
-            errno = -err;
-        if (!ok || std::rename(tmp.c_str(), statsPath_.c_str()) != 0)
-            NPF_WARN_RL("writing %s: %s", statsPath_.c_str(), strerror(errno));
+        // tenants); npfctl reads it as root. Not synced: a snapshot on tmpfs,
+        // rewritten every 500 ms by the lead pager.
+        replaceWhole(statsPath_, statsPath_ + ".tmp", statsJson(), 0600, /*sync=*/false);
     } catch (const std::exception& e) {
         NPF_WARN_RL("stats snapshot: %s", e.what());
     }
